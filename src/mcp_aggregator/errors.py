@@ -1,0 +1,181 @@
+"""The one error tree of mcp-aggregator.
+
+Every error the gateway raises on purpose derives from ``AggregatorError``. Lower-level
+errors (SDK, transport, database) are mapped at the boundary with ``raise X from exc``;
+only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP codes.
+
+    AggregatorError
+    ├── ConfigError                  invalid configuration; message names the field path
+    │   └── EnvVarError              ${VAR} unset at connect time (server + field named)
+    ├── RegistryError
+    │   ├── ServerExistsError        409: "Server already exists: {name}"
+    │   ├── ServerNotFoundError      404
+    │   └── LimitExceededError       422 on registration, refusal on discovery
+    ├── StateError
+    │   ├── IllegalTransitionError   a bug: the state machine refuses the pair
+    │   └── ServerUnavailableError   503: server not CONNECTED/DEGRADED (state named)
+    ├── RoutingError
+    │   ├── ToolNotFoundError        404
+    │   └── AmbiguousToolError       several servers expose the name (servers listed)
+    ├── UpstreamError                talking to an upstream failed
+    │   ├── UpstreamConnectError     could not connect / handshake
+    │   ├── UpstreamClosedError      the session died (503-style, says what was running)
+    │   ├── UpstreamTimeoutError     a call ran past its timeout
+    │   └── UpstreamCallError        the upstream answered with a JSON-RPC error
+    ├── QueryError
+    │   ├── InvalidQueryError        -32602 "Invalid query parameters" {field, reason}
+    │   └── AggregationFailedError   -32603 all queried servers failed
+    ├── SearchError                  embedding / index failures
+    └── FacadeError                  bad command or params in a facade call
+        └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class AggregatorError(Exception):
+    """Root of every error mcp-aggregator raises on purpose."""
+
+
+class ConfigError(AggregatorError):
+    """Configuration is invalid. ``str(err)`` names the field path."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class EnvVarError(ConfigError):
+    """A ``${VAR}`` reference has no value at connect time."""
+
+    def __init__(self, server: str, field: str, var: str) -> None:
+        self.server = server
+        self.field = field
+        self.var = var
+        super().__init__(f"environment variable ${{{var}}} is not set", path=f"server {server!r} {field}")
+
+
+class RegistryError(AggregatorError):
+    """A registry operation was refused."""
+
+
+class ServerExistsError(RegistryError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"Server already exists: {name}")
+
+
+class ServerNotFoundError(RegistryError):
+    def __init__(self, ident: str) -> None:
+        self.ident = ident
+        super().__init__(f"Server not found: {ident}")
+
+
+class LimitExceededError(RegistryError):
+    """A configured ceiling (servers, tools per server, total tools, sessions) was hit."""
+
+
+class StateError(AggregatorError):
+    """An operation is not allowed in the server's current state."""
+
+
+class IllegalTransitionError(StateError):
+    def __init__(self, state: str, event: str) -> None:
+        self.state = state
+        self.event = event
+        super().__init__(f"illegal transition: {event} in state {state}")
+
+
+class ServerUnavailableError(StateError):
+    """The server cannot serve calls in its current state (HTTP 503)."""
+
+    def __init__(self, server: str, state: str, detail: str | None = None) -> None:
+        self.server = server
+        self.state = state
+        msg = f"Server {server} is unavailable (status {state})"
+        super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+class RoutingError(AggregatorError):
+    """A tool name could not be routed."""
+
+
+class ToolNotFoundError(RoutingError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"Tool not found: {name}")
+
+
+class AmbiguousToolError(RoutingError):
+    def __init__(self, name: str, servers: Sequence[str]) -> None:
+        self.name = name
+        self.servers = sorted(servers)
+        super().__init__(
+            f"Tool name {name!r} is ambiguous: offered by servers {', '.join(self.servers)}; "
+            f"call it as '<server>.{name}'"
+        )
+
+
+class UpstreamError(AggregatorError):
+    """Talking to an upstream MCP server failed."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"{server}: {message}")
+
+
+class UpstreamConnectError(UpstreamError):
+    """Connecting or the protocol handshake failed."""
+
+
+class UpstreamClosedError(UpstreamError):
+    """The upstream session ended (process died, connection lost) or is closing."""
+
+
+class UpstreamTimeoutError(UpstreamError):
+    """A call ran past its timeout with no progress."""
+
+
+class UpstreamCallError(UpstreamError):
+    """The upstream answered a request with a JSON-RPC error."""
+
+    def __init__(self, server: str, message: str, *, code: int, data: object = None) -> None:
+        self.code = code
+        self.data = data
+        super().__init__(server, message)
+
+
+class QueryError(AggregatorError):
+    """The aggregator query failed."""
+
+
+class InvalidQueryError(QueryError):
+    """Arguments of an aggregator query are invalid (JSON-RPC -32602)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"Invalid query parameters: {field}: {reason}")
+
+
+class AggregationFailedError(QueryError):
+    """Every queried server failed (JSON-RPC -32603)."""
+
+    def __init__(self, attempted: Sequence[str], errors: Sequence[str]) -> None:
+        self.attempted = list(attempted)
+        self.errors = list(errors)
+        super().__init__("Aggregation failed: all servers unavailable")
+
+
+class SearchError(AggregatorError):
+    """Embedding or index failure."""
+
+
+class FacadeError(AggregatorError):
+    """A facade call was refused (unknown command, bad params)."""
+
+
+class RoundtripError(FacadeError):
+    """File roundtripping refused: path escape, conflict, unknown manifest."""
