@@ -1,0 +1,128 @@
+"""Composite relevance scoring, pure: the same results, query, settings and ``now`` always
+give the same scores and the same order.
+
+score = Σ normalised weight × component, every component in [0, 1]:
+- keyword match: mean over the query's stems of tf / (tf + 0.5) — one occurrence of a
+  term counts 2/3, repeats saturate towards 1, so stuffing a word does not win;
+- freshness: 2^(-age / half-life), age from the result's own timestamp when it has one,
+  else from when it was retrieved; future times count as age 0;
+- server reputation: per server from the settings, else the default;
+- length penalty: 1 up to ``lengthPenaltyStartChars``, then start / length (1 = no penalty).
+
+Scores are rounded to 4 decimals and that rounded value is what orders results, so the
+published scores and the order always agree. Ties break by server name, then a stable hash
+of the content, then arrival order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.aggregate.result_extraction import RawResult
+from mcp_aggregator.aggregate.stemmer import query_terms, stem, tokenize
+
+_SATURATION = 0.5
+_SCORE_DECIMALS = 4
+_SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    """The unweighted components, each in [0, 1]."""
+
+    keyword_match: float
+    freshness: float
+    server_reputation: float
+    length_penalty: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredResult:
+    """A result with its score; ``score`` is in [0, 1], never NaN."""
+
+    raw: RawResult
+    score: float
+    breakdown: ScoreBreakdown
+    content_hash: str
+
+
+def rank_results(
+    results: Sequence[RawResult], *, query: str, settings: AggregatorSettings, now: datetime
+) -> list[ScoredResult]:
+    """Score every result and sort best first (total, deterministic order)."""
+    terms = query_terms(query)
+    weights = settings.ranking_weights.normalised()
+    half_life = settings.freshness_half_life_days * _SECONDS_PER_DAY
+    keyed: list[tuple[tuple[float, str, str, int], ScoredResult]] = []
+    for index, raw in enumerate(results):
+        breakdown = ScoreBreakdown(
+            keyword_match=keyword_match(terms, raw.content),
+            freshness=freshness(raw.source_time or raw.retrieved_at, now=now, half_life_secs=half_life),
+            server_reputation=_unit(settings.reputation_of(raw.server)),
+            length_penalty=length_penalty(raw.original_length, start_chars=settings.length_penalty_start_chars),
+        )
+        scored = ScoredResult(
+            raw=raw,
+            score=combine(breakdown, weights),
+            breakdown=breakdown,
+            content_hash=content_hash(raw.content),
+        )
+        keyed.append(((-scored.score, raw.server, scored.content_hash, index), scored))
+    keyed.sort(key=lambda pair: pair[0])
+    return [scored for _, scored in keyed]
+
+
+def keyword_match(terms: Sequence[str], content: str) -> float:
+    """Saturating share of query stems found in ``content``; 0 when there are no terms."""
+    if not terms:
+        return 0.0
+    counts = dict.fromkeys(terms, 0)
+    for token in tokenize(content):
+        key = stem(token)
+        if key in counts:
+            counts[key] += 1
+    total = sum(count / (count + _SATURATION) for count in counts.values())
+    return _unit(total / len(counts))
+
+
+def freshness(when: datetime, *, now: datetime, half_life_secs: float) -> float:
+    """Exponential decay with the given half-life; 1.0 for now or the future."""
+    age = (now - when).total_seconds()
+    if age <= 0.0:
+        return 1.0
+    return _unit(math.pow(2.0, -age / half_life_secs))
+
+
+def length_penalty(length: int, *, start_chars: int) -> float:
+    """1.0 up to ``start_chars``, then falling as start / length."""
+    if length <= start_chars:
+        return 1.0
+    return _unit(start_chars / length)
+
+
+def combine(breakdown: ScoreBreakdown, weights: tuple[float, float, float, float]) -> float:
+    """Weighted sum, clamped to [0, 1] and rounded; weights must sum to 1."""
+    kw, fresh, rep, length = weights
+    total = (
+        kw * breakdown.keyword_match
+        + fresh * breakdown.freshness
+        + rep * breakdown.server_reputation
+        + length * breakdown.length_penalty
+    )
+    return round(_unit(total), _SCORE_DECIMALS)
+
+
+def content_hash(content: str) -> str:
+    """A hash of the content that, unlike ``hash()``, is the same in every process."""
+    return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _unit(value: float) -> float:
+    if math.isnan(value):
+        return 0.0
+    return min(1.0, max(0.0, value))

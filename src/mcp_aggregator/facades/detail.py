@@ -1,0 +1,135 @@
+"""Detail levels and the projections of tool and server records at each level.
+
+``minimal`` = ids and names only; ``standard`` = key fields and excerpts; ``full`` =
+everything, schemas included. Projections omit empty fields: they cost tokens and say nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from mcp_aggregator.errors import FacadeError
+from mcp_aggregator.facades.param_schema import ParamSchema
+from mcp_aggregator.facades.records import ScoredTool, ServerRecord, ServerStatus, ToolRecord
+
+EXCERPT_CHARS = 160
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
+
+
+class Detail(StrEnum):
+    MINIMAL = "minimal"
+    STANDARD = "standard"
+    FULL = "full"
+
+    @classmethod
+    def parse(cls, value: object) -> Detail:
+        """``None`` means ``standard``; case-insensitive; raises ``FacadeError`` naming ``detail``."""
+        if value is None:
+            return cls.STANDARD
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        choices = ", ".join(level.value for level in cls)
+        raise FacadeError(f"detail: must be one of {choices}, got {value!r}")
+
+
+def excerpt(text: str | None, limit: int = EXCERPT_CHARS) -> str:
+    """The first paragraph, cut to whole sentences (or words) within ``limit`` characters."""
+    if not text:
+        return ""
+    first = text.strip().split("\n\n", 1)[0]
+    first = " ".join(first.split())
+    if len(first) <= limit:
+        return first
+    sentences = _SENTENCE_END.split(first)
+    kept = ""
+    for sentence in sentences:
+        candidate = f"{kept} {sentence}".strip()
+        if len(candidate) > limit:
+            break
+        kept = candidate
+    if kept:
+        return kept
+    cut = first[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + "…"
+
+
+def _compact(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if value not in (None, "", [], {})}
+
+
+def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
+    if detail is Detail.MINIMAL:
+        return {"name": tool.name, "server": tool.server}
+    if detail is Detail.STANDARD:
+        return _compact(
+            {
+                "name": tool.name,
+                "server": tool.server,
+                "skill": tool.skill,
+                "description": excerpt(tool.description),
+                "args": ParamSchema(tool.input_schema, lenient=True).signature(),
+            }
+        )
+    return _compact(
+        {
+            "name": tool.name,
+            "server": tool.server,
+            "originalName": tool.original_name,
+            "title": tool.title,
+            "skill": tool.skill,
+            "description": tool.description,
+            "inputSchema": dict(tool.input_schema),
+            "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
+            "annotations": dict(tool.annotations) if tool.annotations else None,
+        }
+    )
+
+
+def project_hit(hit: ScoredTool, detail: Detail) -> dict[str, Any]:
+    """A search hit: the tool's projection plus its score (rounded: digits past 3 are noise)."""
+    record = project_tool(hit.tool, detail)
+    if detail is not Detail.MINIMAL:
+        record["score"] = round(hit.score, 3)
+    return record
+
+
+def project_server(server: ServerRecord, detail: Detail) -> dict[str, Any]:
+    if detail is Detail.MINIMAL:
+        return {"name": server.name}
+    if detail is Detail.STANDARD:
+        return _compact(
+            {
+                "name": server.name,
+                "status": server.status,
+                "transport": server.transport,
+                "toolCount": server.tool_count,
+                "description": excerpt(server.description),
+            }
+        )
+    return _compact(
+        {
+            "name": server.name,
+            "status": server.status,
+            "transport": server.transport,
+            "description": server.description,
+            "lastError": server.last_error,
+            "tools": list(server.tools),
+            "toolCount": server.tool_count,
+            "details": dict(server.details),
+        }
+    )
+
+
+def project_status(status: ServerStatus, detail: Detail) -> dict[str, Any]:
+    if detail is Detail.MINIMAL:
+        return {"name": status.name, "state": status.state}
+    record = {"name": status.name, "state": status.state, "since": status.since, "lastError": status.last_error}
+    if detail is Detail.FULL:
+        record["details"] = dict(status.details)
+    return _compact(record)

@@ -1,0 +1,88 @@
+"""Domain records the facade views return: tools, servers, their status, pages of tools.
+
+The gateway fills these from its catalog and registry; the facades only project them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from mcp_aggregator.errors import FacadeError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    """A tool as the gateway exposes it.
+
+    ``name`` is the name to pass to ``tools execute``; ``original_name`` the upstream's own.
+    """
+
+    name: str
+    server: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    original_name: str | None = None
+    skill: str | None = None
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredTool:
+    """A search hit; ``score`` is higher for better matches."""
+
+    tool: ToolRecord
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPage:
+    """One page of tools; ``next_cursor`` is None on the last page."""
+
+    items: Sequence[ToolRecord]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRecord:
+    """An upstream server. ``status`` is its state name (``CONNECTED``, ``DEGRADED``, ...);
+    ``details`` holds anything else worth showing at ``full`` (never secrets)."""
+
+    name: str
+    status: str
+    transport: str
+    tool_count: int = 0
+    description: str = ""
+    tools: Sequence[str] = ()
+    last_error: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """Health of one server. ``since`` is an ISO-8601 time of the last state change."""
+
+    name: str
+    state: str
+    since: str | None = None
+    last_error: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[Sequence[T], str | None]:
+    """Offset pagination over an already ordered sequence; the cursor is the next offset.
+
+    Raises ``FacadeError`` naming ``params.cursor`` for a cursor it did not hand out.
+    """
+    start = 0
+    if cursor is not None:
+        if not cursor.isdigit() or int(cursor) > len(items):
+            raise FacadeError(f"params.cursor: invalid cursor {cursor!r}")
+        start = int(cursor)
+    end = start + limit
+    return items[start:end], (str(end) if end < len(items) else None)

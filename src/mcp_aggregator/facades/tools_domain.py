@@ -1,0 +1,102 @@
+"""The ``tools`` domain: search, list, get, execute and validate the gateway's tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from mcp_aggregator.errors import FacadeError
+from mcp_aggregator.facades.command import Command
+from mcp_aggregator.facades.detail import Detail, project_hit, project_tool
+from mcp_aggregator.facades.domain import Domain
+from mcp_aggregator.facades.envelope import Listing, content_text, render_call_result
+from mcp_aggregator.facades.param_schema import ParamSchema, object_schema
+from mcp_aggregator.facades.records import ScoredTool, ToolPage, ToolRecord
+
+DEFAULT_K = 10
+MAX_K = 50
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+class ToolCatalogView(Protocol):
+    """What the ``tools`` domain needs from the gateway's catalog.
+
+    Unknown or ambiguous names raise ``ToolNotFoundError`` / ``AmbiguousToolError``; a bad
+    cursor raises ``FacadeError`` naming ``params.cursor``. ``records.paginate`` implements
+    the cursor contract for views backed by an ordered sequence.
+    """
+
+    async def search(self, query: str, k: int, server: str | None, skill: str | None) -> Sequence[ScoredTool]:
+        """At most ``k`` hits, best first, filtered by server and/or skill when given."""
+        ...
+
+    async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
+        """At most ``limit`` tools in a stable order, starting at ``cursor``."""
+        ...
+
+    async def get(self, name: str) -> ToolRecord: ...
+
+    async def execute(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Route and call the tool; upstream failures raise ``UpstreamError`` subclasses."""
+        ...
+
+    async def input_schema(self, name: str) -> Mapping[str, Any]: ...
+
+
+_NAME = {"type": "string", "minLength": 1}
+_FILTERS = {"server": {"type": "string"}, "skill": {"type": "string"}}
+_ARGUMENTS = {"type": "object"}
+
+
+def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
+    async def search(params: dict[str, Any], detail: Detail) -> Any:
+        hits = await view.search(
+            params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill")
+        )
+        return [project_hit(hit, detail) for hit in hits]
+
+    async def list_(params: dict[str, Any], detail: Detail) -> Any:
+        page = await view.list(
+            params.get("server"), params.get("skill"), params.get("cursor"), params.get("limit", DEFAULT_LIMIT)
+        )
+        return Listing([project_tool(tool, detail) for tool in page.items], page.next_cursor)
+
+    async def get(params: dict[str, Any], detail: Detail) -> Any:
+        return project_tool(await view.get(params["name"]), detail)
+
+    async def execute(params: dict[str, Any], detail: Detail) -> Any:
+        name, arguments = params["name"], params.get("arguments", {})
+        ParamSchema(await view.input_schema(name), lenient=True).check(arguments, "params.arguments")
+        result = await view.execute(name, arguments)
+        if result.is_error:
+            raise FacadeError(content_text(result) or f"{name} failed")
+        return render_call_result(result, full=detail is Detail.FULL)
+
+    async def validate(params: dict[str, Any], detail: Detail) -> Any:
+        schema = ParamSchema(await view.input_schema(params["name"]), lenient=True)
+        issues = schema.issues(params.get("arguments", {}), "arguments")
+        return {"valid": not issues, "errors": [{"field": i.field, "message": i.message} for i in issues]}
+
+    commands = [
+        Command("search", "rank tools for a task described in words", search, object_schema(
+            {
+                "query": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "k": {"type": "integer", "minimum": 1, "maximum": MAX_K},
+                **_FILTERS,
+            },
+            required=["query"],
+        )),
+        Command("list", "page through tools (cursor from the last page)", list_, object_schema(
+            {**_FILTERS, "cursor": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}}
+        )),
+        Command("get", "one tool; detail=full adds its input schema", get, object_schema({"name": _NAME}, required=["name"])),
+        Command("execute", "call a tool", execute, object_schema({"name": _NAME, "arguments": _ARGUMENTS}, required=["name"])),
+        Command("validate", "check arguments against a tool's schema, no call", validate, object_schema(
+            {"name": _NAME, "arguments": _ARGUMENTS}, required=["name"]
+        )),
+    ]
+    return Domain(name, "Find, inspect and run the tools of all connected servers.", commands)
+

@@ -1,0 +1,88 @@
+"""The async engine of the registry and the migrations applied at open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, event, make_url, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from mcp_aggregator.registry.tables import SCHEMA
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def target_schema(url: str, pg_schema: str) -> str | None:
+    """The schema the tables live in: ``pg_schema`` on PostgreSQL, none on SQLite."""
+    return None if is_sqlite(url) else pg_schema
+
+
+def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
+    """An async engine whose ``mcp`` schema is translated to the target schema.
+
+    On SQLite the database file's folder is created, foreign keys are switched on (ON
+    DELETE CASCADE needs them) and every transaction starts with ``BEGIN IMMEDIATE``:
+    writers are serialised up front instead of failing with "database is locked" when
+    two read-then-write transactions both try to upgrade their lock.
+    """
+    parsed = make_url(url)
+    schema = target_schema(url, pg_schema)
+    engine = create_async_engine(url, execution_options={"schema_translate_map": {SCHEMA: schema}})
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+        event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: Any, connection_record: object) -> None:
+    # Hand transaction control to SQLAlchemy (see _sqlite_on_begin).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def _sqlite_on_begin(connection: Connection) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+async def migrate_engine(engine: AsyncEngine, pg_schema: str = SCHEMA) -> None:
+    """Bring the database behind ``engine`` to the newest migration, in one transaction.
+
+    On PostgreSQL the schema is created if missing, and concurrent starts (several
+    replicas) are serialised with an advisory lock.
+    """
+    schema = target_schema(engine.url.render_as_string(hide_password=False), pg_schema)
+    async with engine.begin() as conn:
+        if schema is not None:
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                {"key": f"mcp_aggregator.migrate.{schema}"},
+            )
+        await conn.run_sync(_upgrade, schema)
+
+
+async def migrate(url: str, pg_schema: str = SCHEMA) -> None:
+    """Apply the registry's migrations to the database at ``url`` (no alembic.ini needed)."""
+    engine = create_engine(url, pg_schema)
+    try:
+        await migrate_engine(engine, pg_schema)
+    finally:
+        await engine.dispose()
+
+
+def _upgrade(connection: Connection, schema: str | None) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    config.attributes["schema"] = schema
+    command.upgrade(config, "head")

@@ -1,0 +1,88 @@
+"""Domain objects the registry takes and returns; never ORM rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from mcp_aggregator.health.server_state import ServerStatus
+
+JsonObject = dict[str, Any]
+
+
+class TransportType(StrEnum):
+    STDIO = "STDIO"
+    SSE = "SSE"
+    HTTP = "HTTP"
+
+
+class ServerSource(StrEnum):
+    CONFIG = "config"
+    API = "api"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """A server to register or upsert. ``connection_config`` keeps ``${VAR}`` unexpanded.
+
+    Validation of the name and of the transport-specific fields belongs to whoever builds
+    the spec (settings, admin API); the registry stores what it is given.
+    """
+
+    name: str
+    transport_type: TransportType
+    connection_config: JsonObject
+    description: str | None = None
+    health_check_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as an upstream lists it (``original_name``, not namespaced)."""
+
+    original_name: str
+    description: str | None = None
+    input_schema: JsonObject = field(default_factory=dict)
+    output_schema: JsonObject | None = None
+    annotations: JsonObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRecord:
+    id: str
+    name: str
+    description: str | None
+    transport_type: TransportType
+    connection_config: JsonObject
+    health_check_url: str | None
+    status: ServerStatus
+    error_message: str | None
+    tool_count: int
+    registered_at: datetime
+    connected_at: datetime | None
+    last_health_check: datetime | None
+    consecutive_failures: int
+    last_error: str | None
+    response_time_ms: float | None
+    source: ServerSource
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    id: str
+    name: str
+    """Namespaced: ``{server_name}.{original_name}``."""
+    original_name: str
+    description: str | None
+    input_schema: JsonObject
+    output_schema: JsonObject | None
+    annotations: JsonObject | None
+    source_server_id: str
+    is_external: bool
+    is_classified: bool
+    skill_ids: list[str]
+    primary_skill_id: str | None
+    discovered_at: datetime
+    updated_at: datetime

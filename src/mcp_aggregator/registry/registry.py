@@ -1,0 +1,339 @@
+"""``Registry``: the repository of servers and tools, over SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from enum import Enum
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from mcp_aggregator.errors import ServerExistsError, ServerNotFoundError
+from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, transition
+from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.registry.engine import create_engine, is_sqlite, migrate_engine
+from mcp_aggregator.registry.limits import Limits, check_server_limit
+from mcp_aggregator.registry.records import ServerRecord, ServerSource, ServerSpec, ToolRecord, ToolSpec
+from mcp_aggregator.registry.tables import ExternalServerRow, ToolRow
+from mcp_aggregator.registry.tool_writer import write_tools
+
+logger = logging.getLogger(__name__)
+
+
+class RegistryState(Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Registry:
+    """Servers and their tools, persisted; every method is one transaction.
+
+    Use as ``async with Registry(settings) as registry``: entering creates the engine and
+    applies the migrations; leaving disposes of the engine. A registry opens once.
+    Returns frozen records (``ServerRecord``, ``ToolRecord``), never ORM rows.
+
+    Structural writes (register, upsert, delete, replace tools) are serialised (SQLite:
+    ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock), so the limits
+    hold under concurrent writers, several replicas included. The unique constraint on
+    the server name is the guard against duplicates; its violation becomes
+    ``ServerExistsError``.
+    """
+
+    def __init__(self, settings: RegistrySettings, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._state = RegistryState.UNOPENED
+        self._engine: AsyncEngine | None = None
+        self._sessions: async_sessionmaker[AsyncSession] | None = None
+
+    @property
+    def limits(self) -> Limits:
+        return self._settings.limits
+
+    async def __aenter__(self) -> Self:
+        if self._state is not RegistryState.UNOPENED:
+            raise RuntimeError(f"a Registry opens once; this one is {self._state.value}")
+        engine = create_engine(self._settings.database_url, self._settings.pg_schema)
+        try:
+            await migrate_engine(engine, self._settings.pg_schema)
+        except BaseException:
+            await engine.dispose()
+            raise
+        self._engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._state = RegistryState.OPEN
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._state = RegistryState.CLOSED
+        if self._engine is not None:
+            await self._engine.dispose()
+        self._engine = None
+        self._sessions = None
+
+    @asynccontextmanager
+    async def _transaction(self, *, structural: bool = False) -> AsyncIterator[AsyncSession]:
+        if self._sessions is None:
+            raise RuntimeError(f"the Registry is {self._state.value}, not open")
+        async with self._sessions.begin() as session:
+            if structural and not is_sqlite(self._settings.database_url):
+                await session.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"mcp_aggregator.registry.{self._settings.pg_schema}"},
+                )
+            yield session
+
+    # servers
+
+    async def register_server(
+        self,
+        spec: ServerSpec,
+        *,
+        tools: Sequence[ToolSpec] = (),
+        source: ServerSource = ServerSource.API,
+    ) -> ServerRecord:
+        """Create a DISCONNECTED server (BR-001), with ``tools`` if given, atomically.
+
+        Raises:
+            ServerExistsError: the name is taken.
+            LimitExceededError: past ``max_servers``, or ``tools`` past a tools limit.
+        """
+        async with self._transaction(structural=True) as session:
+            count = await session.scalar(select(func.count()).select_from(ExternalServerRow))
+            check_server_limit(self.limits, (count or 0) + 1)
+            row = self._new_server_row(spec, source)
+            session.add(row)
+            try:
+                await session.flush()
+            except IntegrityError as exc:
+                if "uq_external_servers_name" in str(exc) or "external_servers.name" in str(exc):
+                    raise ServerExistsError(spec.name) from exc
+                raise
+            if tools:
+                await write_tools(session, row, tools, self.limits, self._clock())
+            return row.to_record()
+
+    async def upsert_config_servers(
+        self, specs: Sequence[ServerSpec], *, prune: bool = True
+    ) -> list[ServerRecord]:
+        """Make the config file's servers present, matched by name, in one transaction.
+
+        A new name is registered (DISCONNECTED, source ``config``); a known one keeps its
+        id, status and tools and takes the spec's description, transport, connection
+        config and health URL. A server of the same name registered through the API is
+        taken over by the config (a warning is logged). With ``prune``, servers that came
+        from the config but are no longer in it are deleted with their tools; servers
+        registered through the API are never pruned.
+
+        Raises:
+            LimitExceededError: the result would exceed ``max_servers`` (nothing written).
+        """
+        wanted = {spec.name: spec for spec in specs}
+        async with self._transaction(structural=True) as session:
+            rows = {row.name: row for row in (await session.scalars(select(ExternalServerRow))).all()}
+            for name, spec in wanted.items():
+                row = rows.get(name)
+                if row is None:
+                    session.add(self._new_server_row(spec, ServerSource.CONFIG))
+                    continue
+                if row.source != ServerSource.CONFIG.value:
+                    logger.warning("server %s registered through the API is now managed by the config", name)
+                row.source = ServerSource.CONFIG.value
+                row.description = spec.description
+                row.transport_type = spec.transport_type.value
+                row.connection_config = dict(spec.connection_config)
+                row.health_check_url = spec.health_check_url
+            kept = len(rows.keys() | wanted.keys())
+            if prune:
+                for name, row in rows.items():
+                    if name not in wanted and row.source == ServerSource.CONFIG.value:
+                        logger.info("server %s is no longer in the config; removing it", name)
+                        await session.delete(row)
+                        kept -= 1
+            check_server_limit(self.limits, kept)
+            await session.flush()
+            result = await session.scalars(
+                select(ExternalServerRow)
+                .where(ExternalServerRow.name.in_(wanted))
+                .order_by(ExternalServerRow.name)
+            )
+            return [row.to_record() for row in result.all()]
+
+    async def get_server(self, server_id: str) -> ServerRecord:
+        """Raises: ServerNotFoundError."""
+        async with self._transaction() as session:
+            return (await _server_row(session, server_id)).to_record()
+
+    async def get_server_by_name(self, name: str) -> ServerRecord:
+        """Raises: ServerNotFoundError."""
+        async with self._transaction() as session:
+            row = await session.scalar(select(ExternalServerRow).where(ExternalServerRow.name == name))
+            if row is None:
+                raise ServerNotFoundError(name)
+            return row.to_record()
+
+    async def list_servers(self, status: ServerStatus | None = None) -> list[ServerRecord]:
+        """All servers (or those in ``status``), ordered by name."""
+        query = select(ExternalServerRow).order_by(ExternalServerRow.name)
+        if status is not None:
+            query = query.where(ExternalServerRow.status == status.value)
+        async with self._transaction() as session:
+            return [row.to_record() for row in (await session.scalars(query)).all()]
+
+    async def delete_server(self, server_id: str) -> None:
+        """Delete a server in any state and, by cascade, its tools (BR-008).
+
+        Raises: ServerNotFoundError.
+        """
+        async with self._transaction(structural=True) as session:
+            await session.delete(await _server_row(session, server_id))
+
+    async def apply_event(
+        self, server_id: str, event: ServerEvent, *, error_message: str | None = None
+    ) -> ServerRecord:
+        """Move a server along the state machine and store the new state.
+
+        CONNECTING -> CONNECTED sets ``connected_at`` and clears ``error_message`` and the
+        failure count; a move to ERROR stores ``error_message`` when given.
+
+        Raises:
+            ServerNotFoundError: no such server.
+            IllegalTransitionError: ``event`` is illegal in the stored state.
+        """
+        async with self._transaction() as session:
+            row = await _server_row(session, server_id, for_update=True)
+            old = ServerStatus(row.status)
+            new = transition(old, event)
+            row.status = new.value
+            if new is ServerStatus.CONNECTED and old is ServerStatus.CONNECTING:
+                row.connected_at = self._clock()
+                row.error_message = None
+                row.consecutive_failures = 0
+            elif new is ServerStatus.ERROR and error_message is not None:
+                row.error_message = error_message
+            elif new is ServerStatus.DISCONNECTED:
+                row.consecutive_failures = 0
+            return row.to_record()
+
+    async def record_health(
+        self,
+        server_id: str,
+        *,
+        expected_status: ServerStatus,
+        status: ServerStatus,
+        consecutive_failures: int,
+        checked_at: datetime,
+        response_time_ms: float | None,
+        last_error: str | None,
+    ) -> ServerRecord | None:
+        """Store one health result if the server is still in ``expected_status``.
+
+        ``last_error=None`` keeps the stored error (it is the *most recent* error). The
+        status is written as given: the caller derived it with ``apply_health_result``.
+        Returns ``None`` (and writes nothing) when the server is gone or its status moved.
+        """
+        async with self._transaction() as session:
+            row = await session.scalar(
+                select(ExternalServerRow)
+                .where(ExternalServerRow.id == server_id, ExternalServerRow.status == expected_status.value)
+                .with_for_update()
+            )
+            if row is None:
+                return None
+            row.status = status.value
+            row.consecutive_failures = consecutive_failures
+            row.last_health_check = checked_at
+            row.response_time_ms = response_time_ms
+            if last_error is not None:
+                row.last_error = last_error
+            return row.to_record()
+
+    async def reset_after_restart(self) -> None:
+        """Put every server back to DISCONNECTED with no failures.
+
+        A fresh process holds no sessions, so each server re-enters the machine as if just
+        registered (``REGISTER``); call once at start, before connecting anything.
+        """
+        async with self._transaction() as session:
+            await session.execute(
+                update(ExternalServerRow).values(
+                    status=transition(None, ServerEvent.REGISTER).value, consecutive_failures=0
+                )
+            )
+
+    # tools
+
+    async def replace_tools(self, server_id: str, tools: Sequence[ToolSpec]) -> list[ToolRecord]:
+        """Make ``tools`` the server's whole tool list, in one transaction (BR-003).
+
+        A name seen again keeps its id, and keeps its classification unless its
+        description or input schema changed; a repeated name in ``tools`` counts once
+        (the last wins); tools no longer listed are deleted; ``tool_count`` follows. An
+        empty list is stored (``tool_count == 0``) with a warning.
+
+        Raises:
+            ServerNotFoundError: no such server.
+            LimitExceededError: past a tools limit (nothing written).
+        """
+        async with self._transaction(structural=True) as session:
+            row = await _server_row(session, server_id, for_update=True)
+            return await write_tools(session, row, tools, self.limits, self._clock())
+
+    async def list_tools(self, server_id: str | None = None) -> list[ToolRecord]:
+        """All tools (or one server's), ordered by namespaced name."""
+        query = select(ToolRow).order_by(ToolRow.name)
+        if server_id is not None:
+            query = query.where(ToolRow.source_server_id == server_id)
+        async with self._transaction() as session:
+            return [row.to_record() for row in (await session.scalars(query)).all()]
+
+    async def set_tool_classification(
+        self, tool_id: str, *, skill_ids: Sequence[str], primary_skill_id: str | None
+    ) -> ToolRecord | None:
+        """Store a classification (BR-004); ``None`` if the tool is gone meanwhile."""
+        async with self._transaction() as session:
+            row = await session.get(ToolRow, tool_id, with_for_update=True)
+            if row is None:
+                return None
+            row.skill_ids = list(skill_ids)
+            row.primary_skill_id = primary_skill_id
+            row.is_classified = True
+            return row.to_record()
+
+    def _new_server_row(self, spec: ServerSpec, source: ServerSource) -> ExternalServerRow:
+        return ExternalServerRow(
+            id=str(uuid.uuid4()),
+            name=spec.name,
+            description=spec.description,
+            transport_type=spec.transport_type.value,
+            connection_config=dict(spec.connection_config),
+            health_check_url=spec.health_check_url,
+            status=transition(None, ServerEvent.REGISTER).value,
+            tool_count=0,
+            registered_at=self._clock(),
+            consecutive_failures=0,
+            source=source.value,
+        )
+
+
+async def _server_row(
+    session: AsyncSession, server_id: str, *, for_update: bool = False
+) -> ExternalServerRow:
+    row = await session.get(ExternalServerRow, server_id, with_for_update=for_update)
+    if row is None:
+        raise ServerNotFoundError(server_id)
+    return row

@@ -1,0 +1,63 @@
+"""Settings of the search part: embedder, vector backend, cache, classifier, skills."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class SkillSpec(BaseModel):
+    """One skill a tool can be classified into."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str
+    description: str
+
+
+class SearchSettings(BaseModel):
+    """The ``search:`` section. Parsed once and passed to :func:`build_tool_search`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    embedder: Literal["onnx-minilm", "sentence-transformers", "openai", "none"] = "onnx-minilm"
+    model_path: Path | None = None
+    """ONNX file (onnx-minilm; replaces the packaged one, sha256 not pinned) or a
+    sentence-transformers model folder (required for that embedder)."""
+    onnx_threads: int = Field(default=2, ge=1, le=64)
+    """Threads of bulk (indexing) inference; single queries always use one."""
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str | None = None
+    openai_model: str = "text-embedding-3-small"
+    openai_timeout_secs: float = Field(default=30.0, gt=0)
+    embed_batch_size: int = Field(default=64, ge=1, le=4096)
+
+    vector_backend: Literal["numpy", "qdrant"] = "numpy"
+    qdrant_location: str = ":memory:"
+    cache_path: Path | None = None
+    """SQLite file of the embedding cache; None keeps it in memory."""
+
+    classifier: Literal["embedding", "anthropic", "openai"] = "embedding"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str = "claude-haiku-4-5"
+    llm_timeout_secs: float = Field(default=30.0, gt=0)
+    classifier_concurrency: int = Field(default=5, ge=1, le=64)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    skills: list[SkillSpec] | None = None
+    """Replaces the packaged default skills when given."""
+
+    @field_validator("skills")
+    @classmethod
+    def _unique_skill_ids(cls, skills: list[SkillSpec] | None) -> list[SkillSpec] | None:
+        if skills is not None:
+            ids = [s.id for s in skills]
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"duplicate skill ids: {', '.join(dupes)}")
+            if not skills:
+                raise ValueError("at least one skill is needed")
+        return skills

@@ -1,0 +1,84 @@
+"""What an MCP client sees as tools: a surface lists definitions and handles calls to them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.upstreams.connection import ProgressRelay
+
+ToolHandler = Callable[[dict[str, Any], ProgressRelay | None], Awaitable[types.CallToolResult]]
+
+
+class ToolSurface(Protocol):
+    def list_tools(self) -> Sequence[types.Tool]:
+        """Definitions in a stable order with stable text."""
+        ...
+
+    def handler(self, name: str) -> ToolHandler | None:
+        """The handler for ``name``, or None if this surface does not own it."""
+        ...
+
+
+@dataclass
+class PassthroughSurface:
+    """Every upstream tool under its exposed name, definition otherwise untouched."""
+
+    gateway: Gateway
+
+    def list_tools(self) -> Sequence[types.Tool]:
+        return [entry.tool.model_copy(update={"name": entry.exposed}) for entry in self.gateway.catalog.entries]
+
+    def handler(self, name: str) -> ToolHandler | None:
+        entry = self.gateway.catalog.get(name)
+        if entry is None:
+            return None
+        canonical = entry.canonical
+
+        async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
+            return await self.gateway.call_tool(canonical, arguments, progress=progress)
+
+        return call
+
+
+@dataclass
+class StaticSurface:
+    """A fixed set of tools with their handlers (the aggregator query, the facades)."""
+
+    tools: Sequence[tuple[types.Tool, ToolHandler]]
+
+    def list_tools(self) -> Sequence[types.Tool]:
+        return [tool for tool, _ in self.tools]
+
+    def handler(self, name: str) -> ToolHandler | None:
+        for tool, handler in self.tools:
+            if tool.name == name:
+                return handler
+        return None
+
+
+@dataclass
+class CombinedSurface:
+    """Several surfaces in order; the first that owns a name handles it."""
+
+    surfaces: Sequence[ToolSurface]
+
+    def list_tools(self) -> Sequence[types.Tool]:
+        seen: set[str] = set()
+        out: list[types.Tool] = []
+        for surface in self.surfaces:
+            for tool in surface.list_tools():
+                if tool.name not in seen:
+                    seen.add(tool.name)
+                    out.append(tool)
+        return out
+
+    def handler(self, name: str) -> ToolHandler | None:
+        for surface in self.surfaces:
+            if (found := surface.handler(name)) is not None:
+                return found
+        return None

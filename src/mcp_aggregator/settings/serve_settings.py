@@ -1,0 +1,41 @@
+"""How the gateway faces its clients: MCP transport, exposure, names, admin access."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Exposure(StrEnum):
+    FACADES = "facades"
+    PASSTHROUGH = "passthrough"
+    SEARCH = "search"
+
+
+class FacadeGrouping(StrEnum):
+    SERVER = "server"
+    SKILL = "skill"
+
+
+class ServeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    exposure: Exposure = Exposure.FACADES
+    facade_grouping: FacadeGrouping = FacadeGrouping.SERVER
+    upstream_domains: bool = True
+    name_separator: str = "__"
+    max_name_length: int = Field(default=64, ge=16, le=128)
+    admin_token: str | None = None
+    data_dir: Path = Path(".aggregator")
+    workspace_roots: tuple[Path, ...] = ()
+
+    @field_validator("name_separator")
+    @classmethod
+    def _separator(cls, value: str) -> str:
+        if not value or any(not (c.isalnum() or c in "_-.") for c in value) or not value.isascii():
+            raise ValueError(f"must be a non-empty run of [A-Za-z0-9_.-], got {value!r}")
+        return value

@@ -1,0 +1,102 @@
+"""One upstream server's configuration, validated as the service contract (BR-001) asks."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*$")
+MAX_NAME_LENGTH = 255
+MAX_DESCRIPTION_LENGTH = 1000
+
+
+class Transport(StrEnum):
+    STDIO = "stdio"
+    SSE = "sse"
+    HTTP = "http"
+
+
+def check_url(value: str) -> str:
+    """Accept only absolute http(s) URLs with a host; raise ValueError otherwise."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an absolute http(s) URL, got {value!r}")
+    return value
+
+
+class ServerConfig(BaseModel):
+    """An upstream MCP server. ``${VAR}`` in ``env`` and ``headers`` stays unexpanded here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    transport: Transport
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    base_url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    health_check_url: str | None = None
+    tool_timeout_secs: float = Field(default=60.0, gt=0)
+    connect_timeout_secs: float = Field(default=30.0, gt=0)
+    enabled: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if len(value) > MAX_NAME_LENGTH:
+            raise ValueError(f"must be at most {MAX_NAME_LENGTH} characters, got {len(value)}")
+        if not NAME_PATTERN.match(value):
+            raise ValueError(
+                f"must match ^[a-z][a-z0-9_-]*$ (lowercase, start with a letter), got {value!r}"
+            )
+        return value
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _transport(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            aliases = {"streamable-http": "http", "streamable_http": "http", "streamablehttp": "http"}
+            lowered = aliases.get(lowered, lowered)
+            if lowered not in {t.value for t in Transport}:
+                raise ValueError(f"must be one of stdio, sse, http, got {value!r}")
+            return lowered
+        return value
+
+    @field_validator("url", "base_url", "health_check_url")
+    @classmethod
+    def _urls(cls, value: str | None) -> str | None:
+        return None if value is None else check_url(value)
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> ServerConfig:
+        required = {Transport.STDIO: "command", Transport.SSE: "url", Transport.HTTP: "base_url"}
+        needed = required[self.transport]
+        if not getattr(self, needed):
+            raise ValueError(f"{needed}: required for transport {self.transport.value}")
+        for other_transport, field in required.items():
+            if other_transport is not self.transport and getattr(self, field):
+                raise ValueError(f"{field}: not allowed for transport {self.transport.value}")
+        if self.transport is not Transport.STDIO and (self.args or self.env or self.cwd):
+            raise ValueError(f"args/env/cwd: only allowed for transport stdio, not {self.transport.value}")
+        if self.transport is Transport.STDIO and self.headers:
+            raise ValueError("headers: not allowed for transport stdio")
+        return self
+
+    def connection_config(self) -> dict[str, Any]:
+        """The transport-specific part, as the registry stores it (unexpanded)."""
+        if self.transport is Transport.STDIO:
+            out: dict[str, Any] = {"command": self.command, "args": list(self.args), "env": dict(self.env)}
+            if self.cwd:
+                out["cwd"] = self.cwd
+            return out
+        key = "url" if self.transport is Transport.SSE else "base_url"
+        return {key: getattr(self, key), "headers": dict(self.headers)}

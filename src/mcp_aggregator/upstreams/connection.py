@@ -1,0 +1,318 @@
+"""One upstream MCP session, opened, used and closed by the single task that owns it.
+
+The SDK's sessions must be closed by the task that opened them (python-sdk #922,
+#1156), so ``run`` holds the ``Client`` for its whole life and everyone else only
+sends requests over it. A call never waits on a dead session: the SDK fails
+in-flight requests with ``CONNECTION_CLOSED`` as soon as the transport ends, and we
+map that to ``UpstreamClosedError`` and stop the owner task.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from enum import StrEnum
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskStatus
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_aggregator.errors import (
+    EnvVarError,
+    UpstreamCallError,
+    UpstreamClosedError,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.upstreams.transport_target import enter_target
+
+logger = logging.getLogger(__name__)
+
+
+_MAX_PAGES: Final = 1000
+_TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+
+ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
+ToolsChanged = Callable[["UpstreamConnection"], None]
+
+
+class ConnectionState(StrEnum):
+    NEW = "new"
+    CONNECTING = "connecting"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+class UpstreamConnection:
+    """A long-lived session to one upstream server; single use (``run`` once)."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        env: Mapping[str, str] | None = None,
+        on_tools_changed: ToolsChanged | None = None,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.state = ConnectionState.NEW
+        self.tools: tuple[types.Tool, ...] = ()
+        self.protocol_version: str | None = None
+        self.close_reason: str | None = None
+        self._env = dict(os.environ) if env is None else dict(env)
+        self._on_tools_changed = on_tools_changed
+        self._client: Client | None = None
+        self._stop = anyio.Event()
+        self._closed = anyio.Event()
+        self._refresh = anyio.Event()
+        self._inflight: dict[anyio.CancelScope, str] = {}
+        self._abort_reason: dict[anyio.CancelScope, str] = {}
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    @property
+    def pending_requests(self) -> int:
+        return len(self._inflight)
+
+    @property
+    def capabilities(self) -> types.ServerCapabilities | None:
+        return self._client.server_capabilities if self._client else None
+
+    @property
+    def supports_list_changed(self) -> bool:
+        caps = self._client.server_capabilities if self._client else None
+        return bool(caps and caps.tools and caps.tools.list_changed)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Connect, report readiness, then serve until ``close`` or the session dies.
+
+        Raises ``UpstreamConnectError``/``EnvVarError`` only before readiness is reported;
+        afterwards it always returns normally so one upstream can never take the gateway down.
+        """
+        if self.state is not ConnectionState.NEW:
+            raise RuntimeError(f"connection to {self.name} cannot be run twice")
+        self.state = ConnectionState.CONNECTING
+        started = False
+        # The deadline scope encloses the exit stack: a timeout scope opened inside it would
+        # be exited while the client's task group is still open, which anyio refuses.
+        deadline = anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout_secs)
+        try:
+            with deadline:
+                async with AsyncExitStack() as stack:
+                    client = await self._connect(stack)
+                    deadline.deadline = math.inf
+                    self._client = client
+                    self.state = ConnectionState.READY
+                    started = True
+                    task_status.started()
+                    await self._serve(client)
+        except (EnvVarError, UpstreamConnectError):
+            raise
+        except Exception as exc:  # boundary: closing a broken transport may raise anything
+            if not started:
+                raise UpstreamConnectError(self.name, describe_error(exc)) from exc
+            logger.warning("upstream %s closed with an error: %s", self.name, describe_error(exc))
+        finally:
+            self._client = None
+            self.state = ConnectionState.CLOSED
+            self._closed.set()
+        if not started:
+            raise UpstreamConnectError(self.name, f"connect timeout after {self.config.connect_timeout_secs:g}s")
+
+    async def _connect(self, stack: AsyncExitStack) -> Client:
+        try:
+            target = await enter_target(stack, self.config, self._env)
+            client = Client(target, mode="auto", cache=None, message_handler=self._on_message)
+            client = await stack.enter_async_context(client)
+            self.protocol_version = client.protocol_version
+            self.tools = await self._list_all_tools(client)
+            return client
+        except EnvVarError:
+            raise
+        except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
+            raise UpstreamConnectError(self.name, describe_error(exc)) from exc
+
+    async def _serve(self, client: Client) -> None:
+        async with anyio.create_task_group() as tg:
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and self.supports_list_changed:
+                tg.start_soon(self._listen_for_changes, client)
+            tg.start_soon(self._refresh_loop, client)
+            await self._stop.wait()
+            tg.cancel_scope.cancel()
+
+    async def _listen_for_changes(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._refresh.set()
+        except (MCPError, *_TRANSPORT_ERRORS) as exc:
+            logger.info("upstream %s: change subscription ended: %s", self.name, describe_error(exc))
+
+    async def _refresh_loop(self, client: Client) -> None:
+        while True:
+            await self._refresh.wait()
+            self._refresh = anyio.Event()
+            try:
+                self.tools = await self._list_all_tools(client)
+            except (MCPError, *_TRANSPORT_ERRORS) as exc:
+                logger.warning("upstream %s: re-discovery failed: %s", self.name, describe_error(exc))
+                continue
+            if self._on_tools_changed is not None:
+                self._on_tools_changed(self)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._refresh.set()
+
+    async def _list_all_tools(self, client: Client) -> tuple[types.Tool, ...]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tuple(tools)
+
+    def abandon(self, reason: str) -> None:
+        """Give the session up without draining (it is believed dead); the owner task closes it."""
+        self.close_reason = reason
+        self._stop.set()
+
+    def request_refresh(self) -> None:
+        self._refresh.set()
+
+    async def close(self) -> None:
+        """Ask the owner task to close the session and wait until it has."""
+        self._stop.set()
+        if self.state is not ConnectionState.NEW:
+            await self._closed.wait()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    async def drain(self, timeout: float, *, force: bool = False) -> int:
+        """Let in-flight calls finish (up to ``timeout``), then abort the rest.
+
+        Returns how many calls were aborted; each gets ``UpstreamClosedError``.
+        """
+        if not force:
+            with anyio.move_on_after(timeout):
+                await self._idle.wait()
+        reason = "disconnect forced" if force else f"server disconnected after {timeout:g}s drain timeout"
+        aborted = list(self._inflight)
+        for scope in aborted:
+            self._abort_reason[scope] = reason
+            scope.cancel()
+        return len(aborted)
+
+    def _require_client(self) -> Client:
+        if self._client is None or self._stop.is_set():
+            raise UpstreamClosedError(self.name, self.close_reason or f"not connected ({self.state.value})")
+        return self._client
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressRelay | None = None,
+        meta: types.RequestParamsMeta | None = None,
+    ) -> types.CallToolResult:
+        """Call ``name`` upstream. The timeout restarts on every progress notification."""
+        client = self._require_client()
+        limit = timeout if timeout is not None else self.config.tool_timeout_secs
+        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            scope.deadline = anyio.current_time() + limit
+            if progress is not None:
+                await progress(value, total, message)
+
+        what = f"calling tool {name!r}"
+        self._track(scope, what)
+        try:
+            with scope:
+                return await client.call_tool(name, arguments, progress_callback=on_progress, meta=meta)
+        except MCPError as exc:
+            raise self._map_mcp_error(exc, what) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._closed_error(what, describe_error(exc)) from exc
+        finally:
+            self._untrack(scope)
+            if scope.cancelled_caught:
+                reason = self._abort_reason.pop(scope, None)
+                if reason is not None:
+                    raise UpstreamClosedError(self.name, f"{reason} while {what}")
+                raise UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
+
+    async def request(self, what: str, send: Callable[[Client], Awaitable[Any]], timeout: float = 60.0) -> Any:
+        """Send any other request (resources, prompts, ping) with the same error mapping."""
+        client = self._require_client()
+        scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        self._track(scope, what)
+        try:
+            with scope:
+                return await send(client)
+        except MCPError as exc:
+            raise self._map_mcp_error(exc, what) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._closed_error(what, describe_error(exc)) from exc
+        finally:
+            self._untrack(scope)
+            if scope.cancelled_caught:
+                reason = self._abort_reason.pop(scope, None)
+                raise UpstreamClosedError(self.name, f"{reason} while {what}") if reason else (
+                    UpstreamTimeoutError(self.name, f"timeout after {timeout:g}s while {what}")
+                )
+
+    async def ping(self, timeout: float = 5.0) -> None:
+        """A liveness probe that works in both protocol eras (one page of ``tools/list``)."""
+        await self.request("health check", lambda c: c.session.list_tools(), timeout=timeout)
+
+    def _track(self, scope: anyio.CancelScope, what: str) -> None:
+        self._inflight[scope] = what
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+
+    def _untrack(self, scope: anyio.CancelScope) -> None:
+        self._inflight.pop(scope, None)
+        if not self._inflight:
+            self._idle.set()
+
+    def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:
+        if exc.error.code == CONNECTION_CLOSED:
+            return self._closed_error(what, "connection closed")
+        return UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data)
+
+    def _closed_error(self, what: str, detail: str) -> UpstreamClosedError:
+        self.close_reason = f"upstream went away ({detail})"
+        self._stop.set()
+        return UpstreamClosedError(self.name, f"{self.close_reason} while {what}")
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line, human description of a (possibly grouped) transport error."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_error(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

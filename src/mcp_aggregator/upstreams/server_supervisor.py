@@ -1,0 +1,156 @@
+"""Keeps one upstream connected: connects with backoff, reconnects after a loss, obeys admins.
+
+The supervisor task owns the connection task (structured concurrency), and every status
+change goes through the pure state machine, so an impossible sequence raises instead of
+silently corrupting what admins and clients see.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import TaskStatus
+
+from mcp_aggregator.errors import EnvVarError, ServerUnavailableError, StateError, UpstreamConnectError
+from mcp_aggregator.health.backoff import backoff_delays
+from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
+from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.upstreams.connection import UpstreamConnection
+
+logger = logging.getLogger(__name__)
+
+Sleeper = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    base_secs: float = 1.0
+
+
+class ServerSupervisor:
+    """Owns the lifecycle of one upstream; ``run`` it once in the gateway's task group."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        sleep: Sleeper = anyio.sleep,
+        on_change: Callable[[ServerSupervisor], None] = lambda _s: None,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.status = transition(None, ServerEvent.REGISTER)
+        self.error_message: str | None = None
+        self.connection: UpstreamConnection | None = None
+        self._env = env
+        self._retry = retry
+        self._sleep = sleep
+        self._on_change = on_change
+        self._want_connected = anyio.Event()
+        self._cancel = anyio.CancelScope()
+        self._admin_disconnect = False
+        self._finished = anyio.Event()
+
+    def _move(self, event: ServerEvent, error: str | None = None) -> None:
+        self.status = transition(self.status, event)
+        self.error_message = error
+        self._on_change(self)
+
+    def request_connect(self) -> None:
+        """Ask for a connection (auto-connect, admin connect, or a scheduled reconnect)."""
+        self._want_connected.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            with self._cancel:
+                while True:
+                    await self._want_connected.wait()
+                    await self._connect_until_given_up()
+        finally:
+            self._finished.set()
+
+    async def _connect_until_given_up(self) -> None:
+        """Attempts with backoff; a lost session starts a fresh round (EC-001, EC-003)."""
+        delays = [*backoff_delays(self._retry.max_attempts, self._retry.base_secs), None]
+        attempt = 0
+        while attempt < len(delays):
+            delay = delays[attempt]
+            attempt += 1
+            event = ServerEvent.CONNECT if self.status is ServerStatus.DISCONNECTED else ServerEvent.RECONNECT
+            self._move(event)
+            try:
+                reason = await self._connect_and_hold()
+            except (UpstreamConnectError, EnvVarError) as exc:
+                self._move(ServerEvent.CONNECT_FAILED, str(exc))
+                logger.warning("%s (attempt %d of %d)", exc, attempt, len(delays))
+                if isinstance(exc, EnvVarError) or delay is None:
+                    break  # a missing variable will not appear by retrying
+                await self._sleep(delay)
+                continue
+            if self._admin_disconnect:
+                self._admin_disconnect = False
+                break
+            if self.status in (ServerStatus.CONNECTED, ServerStatus.DEGRADED):
+                self._move(ServerEvent.HEALTH_ERROR, reason)
+            logger.warning("upstream %s lost: %s; reconnecting", self.name, reason)
+            attempt = 0
+        self._want_connected = anyio.Event()
+
+    async def _connect_and_hold(self) -> str:
+        """Connect, then hold the session until it ends; returns why it ended."""
+        connection = UpstreamConnection(self.config, env=self._env, on_tools_changed=self._tools_changed)
+        async with anyio.create_task_group() as tg:
+            await tg.start(connection.run)
+            self.connection = connection
+            self._move(ServerEvent.CONNECT_OK)
+            try:
+                await connection.wait_closed()
+            finally:
+                self.connection = None
+        return connection.close_reason or "session closed"
+
+    def _tools_changed(self, _connection: UpstreamConnection) -> None:
+        self._on_change(self)
+
+    def require_connection(self) -> UpstreamConnection:
+        """The live connection, if the state allows calls (BR-005); else ``ServerUnavailableError``."""
+        connection = self.connection
+        if connection is None or not can_execute(self.status):
+            raise ServerUnavailableError(self.name, self.status.value, self.error_message)
+        if self.status is ServerStatus.DEGRADED:
+            logger.warning("calling %s while it is DEGRADED", self.name)
+        return connection
+
+    def health_event(self, event: ServerEvent, error: str | None = None) -> None:
+        """Apply a health outcome (DEGRADED / ERROR / back to CONNECTED).
+
+        Moving to ERROR closes the session; the supervisor then reconnects with backoff.
+        """
+        self._move(event, error)
+        if self.status is ServerStatus.ERROR and self.connection is not None:
+            self.connection.abandon(error or "health checks failed")
+
+    async def disconnect(self, *, force: bool = False, drain_timeout: float = 30.0) -> int:
+        """BR-007: drain (or cancel) in-flight calls, close, go DISCONNECTED. Returns calls aborted."""
+        connection = self.connection
+        if self.status is not ServerStatus.CONNECTED or connection is None:
+            raise StateError(
+                f"Server {self.name} cannot be disconnected in status {self.status.value}"
+            )
+        self._admin_disconnect = True
+        self._move(ServerEvent.DISCONNECT)
+        aborted = await connection.drain(drain_timeout, force=force)
+        await connection.close()
+        return aborted
+
+    async def stop(self) -> None:
+        """End the supervisor and its session (server removal, gateway shutdown)."""
+        self._cancel.cancel()
+        await self._finished.wait()
