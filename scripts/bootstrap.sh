@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Idempotent set-up shared by run-demo.sh and run-tests.sh: a virtualenv with the
+# project and its dev tools, and the npm upstream servers. Re-runs are no-ops unless
+# pyproject.toml or upstreams/package-lock.json changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    echo "bootstrap: creating .venv" >&2
+    "$PYTHON" -m venv .venv
+fi
+
+py_stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$py_stamp" ]; then
+    echo "bootstrap: installing mcp-aggregator and its dev tools into .venv" >&2
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    rm -f .venv/.installed-*
+    touch "$py_stamp"
+fi
+
+npm_stamp="upstreams/node_modules/.installed-$(sha256sum upstreams/package-lock.json | cut -c1-16)"
+if [ ! -f "$npm_stamp" ]; then
+    echo "bootstrap: installing npm upstream servers into upstreams/node_modules" >&2
+    (cd upstreams && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$npm_stamp"
+fi
