@@ -11,7 +11,15 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from mcp_aggregator.errors import ConfigError
@@ -106,7 +114,9 @@ class ServerQuerySettings(BaseModel):
     def _consistent(self) -> Self:
         if self.query_argument is not None and self.arguments_template is not None:
             raise ValueError("give either queryArgument or argumentsTemplate, not both")
-        if self.query_tool is None and (self.query_argument is not None or self.arguments_template is not None):
+        if self.query_tool is None and (
+            self.query_argument is not None or self.arguments_template is not None
+        ):
             raise ValueError("queryArgument and argumentsTemplate need queryTool")
         if self.arguments_template is not None and not _mentions_query(self.arguments_template):
             raise ValueError(f"argumentsTemplate must contain the placeholder {QUERY_PLACEHOLDER}")
@@ -114,7 +124,12 @@ class ServerQuerySettings(BaseModel):
 
 
 class AggregatorSettings(BaseModel):
-    """Validated ``aggregator:`` section. Durations are seconds; ranges are inclusive."""
+    """Validated ``aggregator:`` section. Durations are seconds; ranges are inclusive.
+
+    ``totalTimeoutSecs`` may be below ``serverTimeoutSecs``: it then caps the whole query's
+    latency and whatever arrived in time is used. ``enabled`` is for the MCP layer (publish
+    the tool or not); the engine itself does not look at it.
+    """
 
     model_config = _MODEL_CONFIG
 
@@ -130,15 +145,6 @@ class AggregatorSettings(BaseModel):
     length_penalty_start_chars: int = Field(default=2000, ge=1)
     max_result_chars: int = Field(default=10_000, ge=100)
     servers: dict[str, ServerQuerySettings] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _timeouts_ordered(self) -> Self:
-        if self.server_timeout_secs > self.total_timeout_secs:
-            raise ValueError(
-                f"serverTimeoutSecs ({self.server_timeout_secs:g}) must not exceed "
-                f"totalTimeoutSecs ({self.total_timeout_secs:g})"
-            )
-        return self
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None, *, path: str = "aggregator") -> AggregatorSettings:

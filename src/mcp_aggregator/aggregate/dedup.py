@@ -22,7 +22,7 @@ from rapidfuzz.distance import Levenshtein
 
 from mcp_aggregator.aggregate.ranking import ScoredResult
 
-_TRIM = string.punctuation + string.whitespace + "…“”‘’«»"
+_TRIM = string.punctuation + string.whitespace + "\u2026\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
 @dataclass(frozen=True, slots=True)

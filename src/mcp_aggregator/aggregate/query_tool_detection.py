@@ -59,7 +59,9 @@ class NoQueryTool:
     reason: str
 
 
-def plan_query(tools: Sequence[mcp_types.Tool], configured: ServerQuerySettings | None) -> QueryPlan | NoQueryTool:
+def plan_query(
+    tools: Sequence[mcp_types.Tool], configured: ServerQuerySettings | None
+) -> QueryPlan | NoQueryTool:
     """Decide how to query a server from its tool list and its optional settings.
 
     A configured ``queryTool`` must be offered by the server; with no configured
@@ -109,7 +111,9 @@ def _query_argument_key(tool: mcp_types.Tool) -> tuple[int, int, str] | None:
     if not isinstance(properties, Mapping):
         return None
     required_raw = schema.get("required")
-    required = {name for name in required_raw if isinstance(name, str)} if isinstance(required_raw, list) else set()
+    required = (
+        {name for name in required_raw if isinstance(name, str)} if isinstance(required_raw, list) else set()
+    )
     best: tuple[int, int, str] | None = None
     for name, prop in properties.items():
         if name not in QUERY_ARGUMENT_NAMES or not _is_string_schema(prop):

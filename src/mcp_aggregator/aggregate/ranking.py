@@ -1,9 +1,10 @@
 """Composite relevance scoring, pure: the same results, query, settings and ``now`` always
 give the same scores and the same order.
 
-score = Σ normalised weight × component, every component in [0, 1]:
-- keyword match: mean over the query's stems of tf / (tf + 0.5) — one occurrence of a
-  term counts 2/3, repeats saturate towards 1, so stuffing a word does not win;
+score = sum of normalised weight * component, every component in [0, 1]:
+- keyword match: mean over the query's stems of tf / (tf + 0.1) — one occurrence of a
+  term counts 0.91 and repeats add little, so coverage of the query's terms decides and a
+  long text repeating them cannot outweigh its length penalty;
 - freshness: 2^(-age / half-life), age from the result's own timestamp when it has one,
   else from when it was retrieved; future times count as age 0;
 - server reputation: per server from the settings, else the default;
@@ -26,7 +27,7 @@ from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.aggregate.result_extraction import RawResult
 from mcp_aggregator.aggregate.stemmer import query_terms, stem, tokenize
 
-_SATURATION = 0.5
+_SATURATION = 0.1
 _SCORE_DECIMALS = 4
 _SECONDS_PER_DAY = 86_400.0
 
@@ -64,7 +65,9 @@ def rank_results(
             keyword_match=keyword_match(terms, raw.content),
             freshness=freshness(raw.source_time or raw.retrieved_at, now=now, half_life_secs=half_life),
             server_reputation=_unit(settings.reputation_of(raw.server)),
-            length_penalty=length_penalty(raw.original_length, start_chars=settings.length_penalty_start_chars),
+            length_penalty=length_penalty(
+                raw.original_length, start_chars=settings.length_penalty_start_chars
+            ),
         )
         scored = ScoredResult(
             raw=raw,
@@ -106,13 +109,14 @@ def length_penalty(length: int, *, start_chars: int) -> float:
 
 
 def combine(breakdown: ScoreBreakdown, weights: tuple[float, float, float, float]) -> float:
-    """Weighted sum, clamped to [0, 1] and rounded; weights must sum to 1."""
+    """Weighted sum, rounded; weights must sum to 1. Each component is clamped to [0, 1]
+    (NaN counts as 0) first, so one bad component cannot poison the score."""
     kw, fresh, rep, length = weights
     total = (
-        kw * breakdown.keyword_match
-        + fresh * breakdown.freshness
-        + rep * breakdown.server_reputation
-        + length * breakdown.length_penalty
+        kw * _unit(breakdown.keyword_match)
+        + fresh * _unit(breakdown.freshness)
+        + rep * _unit(breakdown.server_reputation)
+        + length * _unit(breakdown.length_penalty)
     )
     return round(_unit(total), _SCORE_DECIMALS)
 

@@ -12,8 +12,9 @@ from mcp_aggregator.aggregate.config import ServerRule
 class ServerSelection:
     """Outcome of selection.
 
-    ``selected`` is every chosen name in selection order; ``queried`` are selected and available, in selection order; ``unavailable`` were
-    selected (by the caller or a rule) but are not among the available servers.
+    ``selected`` is every chosen name in selection order; ``queried`` are those selected
+    and available, in selection order; ``unavailable`` were selected (by the caller or a
+    rule) but are not among the available servers.
     ``rule_index`` is the matching rule, ``None`` for an explicit list or the fallback.
     """
 

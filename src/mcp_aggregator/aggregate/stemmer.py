@@ -15,8 +15,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 _VOWEL = re.compile(r"[aeiouy]")
 _MIN_STEM = 3
 
-STOP_WORDS: frozenset[str] = frozenset(
-    """
+_STOP_WORDS_TEXT = """
     a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each few for
     from further had has have having he her here hers herself him himself his how i if in into
@@ -25,21 +24,15 @@ STOP_WORDS: frozenset[str] = frozenset(
     them themselves then there these they this those through to too under until up use using
     very was we were what when where which while who whom why will with would you your yours
     yourself yourselves please show tell get give find want need
-    """.split()
-)
+"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP_WORDS_TEXT.split())
 
 # Longest first, so "ational" is tried before "al".
-_DERIVATIONAL_SUFFIXES: tuple[str, ...] = tuple(
-    sorted(
-        (
-            "ational", "ization", "fulness", "ousness", "iveness", "tional", "ation", "ement",
-            "ment", "ness", "ance", "ence", "able", "ible", "ical", "ful", "ous", "ive", "ize",
-            "ise", "ism", "ist", "ity", "ion", "ant", "ent", "al", "er", "or", "ly", "ic",
-        ),
-        key=len,
-        reverse=True,
-    )
-)
+_SUFFIXES_TEXT = """
+    ational ization fulness ousness iveness tional ation ement ment ness ance ence able ible
+    ical ful ous ive ize ise ism ist ity ion ant ent al er or ly ic
+"""
+_DERIVATIONAL_SUFFIXES: tuple[str, ...] = tuple(sorted(_SUFFIXES_TEXT.split(), key=len, reverse=True))
 
 
 def tokenize(text: str) -> list[str]:

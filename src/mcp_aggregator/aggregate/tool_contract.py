@@ -78,7 +78,10 @@ QUERY_TOOL_OUTPUT_SCHEMA: Final[dict[str, Any]] = {
                 "totalResultsRaw": {"type": "integer", "description": "Total results before ranking/dedup"},
                 "totalResultsDedup": {"type": "integer", "description": "Results after deduplication"},
                 "resultsReturned": {"type": "integer", "description": "Final result count returned"},
-                "processingTimeMs": {"type": "integer", "description": "Total processing time in milliseconds"},
+                "processingTimeMs": {
+                    "type": "integer",
+                    "description": "Total processing time in milliseconds",
+                },
                 "serverDiversity": {
                     "type": "number",
                     "description": "Proportion of queried servers that contributed results",

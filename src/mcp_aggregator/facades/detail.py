@@ -15,7 +15,9 @@ from mcp_aggregator.facades.param_schema import ParamSchema
 from mcp_aggregator.facades.records import ScoredTool, ServerRecord, ServerStatus, ToolRecord
 
 EXCERPT_CHARS = 160
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
+# Western sentences end in punctuation plus a space; CJK ones (U+3002, U+FF01, U+FF1F) need none.
+_CJK_ENDS = "\u3002\uff01\uff1f"
+_SENTENCE_END = re.compile(f"(?<=[.!?])\\s+|(?<=[{_CJK_ENDS}])")
 
 
 class Detail(StrEnum):
@@ -48,7 +50,8 @@ def excerpt(text: str | None, limit: int = EXCERPT_CHARS) -> str:
     sentences = _SENTENCE_END.split(first)
     kept = ""
     for sentence in sentences:
-        candidate = f"{kept} {sentence}".strip()
+        joiner = "" if not kept or kept[-1] in _CJK_ENDS else " "
+        candidate = f"{kept}{joiner}{sentence}"
         if len(candidate) > limit:
             break
         kept = candidate
@@ -129,7 +132,12 @@ def project_server(server: ServerRecord, detail: Detail) -> dict[str, Any]:
 def project_status(status: ServerStatus, detail: Detail) -> dict[str, Any]:
     if detail is Detail.MINIMAL:
         return {"name": status.name, "state": status.state}
-    record = {"name": status.name, "state": status.state, "since": status.since, "lastError": status.last_error}
+    record: dict[str, Any] = {
+        "name": status.name,
+        "state": status.state,
+        "since": status.since,
+        "lastError": status.last_error,
+    }
     if detail is Detail.FULL:
         record["details"] = dict(status.details)
     return _compact(record)

@@ -30,12 +30,13 @@ class FileTransaction:
         self._created_dirs: list[Path] = []
         self._used = False
         self.rollback_failures: list[str] = []
+        self.failed_at: Path | None = None
 
     def write_all(self, writes: list[tuple[Path, bytes]]) -> None:
         """Write ``(target, data)`` pairs atomically as a group.
 
-        Raises the first ``OSError`` after rolling back; ``rollback_failures`` then lists
-        targets that could not be restored.
+        Raises the first ``OSError`` after rolling back; ``failed_at`` then names the target
+        being written and ``rollback_failures`` lists targets that could not be restored.
         """
         if self._used:
             raise RuntimeError("a FileTransaction is single-use")
@@ -43,11 +44,14 @@ class FileTransaction:
         ok = False
         try:
             for target, data in writes:
+                self.failed_at = target
                 self._stage(target, data)
             for tmp, target in self._staged:
+                self.failed_at = target
                 os.replace(tmp, target)
                 self._replaced.append(target)
             ok = True
+            self.failed_at = None
         except OSError:
             self._rollback()
             raise

@@ -53,14 +53,14 @@ class ParamSchema:
         self.schema = schema
         cls = validator_for(schema, default=jsonschema.Draft202012Validator)
         try:
-            cls.check_schema(schema)
+            cls.check_schema(dict(schema))
         except SchemaError:
             if not lenient:
                 raise
             logger.info("param schema is invalid; calls go unvalidated")
             self._validator: Validator | None = None
         else:
-            self._validator = cls(schema)
+            self._validator = cls(dict(schema))
 
     def issues(self, instance: Any, prefix: str = "params") -> list[ParamIssue]:
         """Every failure, sorted by field so the first one is deterministic."""
@@ -103,8 +103,8 @@ def _field(prefix: str, path: Any) -> str:
 
 def _issue(error: ValidationError, prefix: str) -> ParamIssue:
     where = _field(prefix, error.absolute_path)
-    value = error.validator_value
-    instance = error.instance
+    value: Any = error.validator_value
+    instance: Any = error.instance
     match error.validator:
         case "required" if isinstance(instance, Mapping):
             missing = [name for name in value if name not in instance]

@@ -44,10 +44,18 @@ def build_servers_domain(view: ServerView, *, name: str = "servers") -> Domain:
         return [project_status(await view.status(server.name), detail) for server in await view.list()]
 
     commands = [
-        Command("list", "all servers, optionally only those in one status", list_,
-                object_schema({"status": {"type": "string"}})),
-        Command("get", "one server; detail=full adds its tools and details", get,
-                object_schema({"name": _NAME}, required=["name"])),
+        Command(
+            "list",
+            "all servers, optionally only those in one status",
+            list_,
+            object_schema({"status": {"type": "string"}}),
+        ),
+        Command(
+            "get",
+            "one server; detail=full adds its tools and details",
+            get,
+            object_schema({"name": _NAME}, required=["name"]),
+        ),
         Command("status", "health of one server, or of all", status, object_schema({"name": _NAME})),
     ]
     return Domain(name, "Inspect the upstream MCP servers behind this gateway.", commands)

@@ -60,7 +60,10 @@ def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
 
     async def list_(params: dict[str, Any], detail: Detail) -> Any:
         page = await view.list(
-            params.get("server"), params.get("skill"), params.get("cursor"), params.get("limit", DEFAULT_LIMIT)
+            params.get("server"),
+            params.get("skill"),
+            params.get("cursor"),
+            params.get("limit", DEFAULT_LIMIT),
         )
         return Listing([project_tool(tool, detail) for tool in page.items], page.next_cursor)
 
@@ -81,22 +84,48 @@ def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
         return {"valid": not issues, "errors": [{"field": i.field, "message": i.message} for i in issues]}
 
     commands = [
-        Command("search", "rank tools for a task described in words", search, object_schema(
-            {
-                "query": {"type": "string", "minLength": 1, "maxLength": 2000},
-                "k": {"type": "integer", "minimum": 1, "maximum": MAX_K},
-                **_FILTERS,
-            },
-            required=["query"],
-        )),
-        Command("list", "page through tools (cursor from the last page)", list_, object_schema(
-            {**_FILTERS, "cursor": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}}
-        )),
-        Command("get", "one tool; detail=full adds its input schema", get, object_schema({"name": _NAME}, required=["name"])),
-        Command("execute", "call a tool", execute, object_schema({"name": _NAME, "arguments": _ARGUMENTS}, required=["name"])),
-        Command("validate", "check arguments against a tool's schema, no call", validate, object_schema(
-            {"name": _NAME, "arguments": _ARGUMENTS}, required=["name"]
-        )),
+        Command(
+            "search",
+            "rank tools for a task described in words",
+            search,
+            object_schema(
+                {
+                    "query": {"type": "string", "minLength": 1, "maxLength": 10000},
+                    "k": {"type": "integer", "minimum": 1, "maximum": MAX_K},
+                    **_FILTERS,
+                },
+                required=["query"],
+            ),
+        ),
+        Command(
+            "list",
+            "page through tools (cursor from the last page)",
+            list_,
+            object_schema(
+                {
+                    **_FILTERS,
+                    "cursor": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                }
+            ),
+        ),
+        Command(
+            "get",
+            "one tool; detail=full adds its input schema",
+            get,
+            object_schema({"name": _NAME}, required=["name"]),
+        ),
+        Command(
+            "execute",
+            "call a tool",
+            execute,
+            object_schema({"name": _NAME, "arguments": _ARGUMENTS}, required=["name"]),
+        ),
+        Command(
+            "validate",
+            "check arguments against a tool's schema, no call",
+            validate,
+            object_schema({"name": _NAME, "arguments": _ARGUMENTS}, required=["name"]),
+        ),
     ]
     return Domain(name, "Find, inspect and run the tools of all connected servers.", commands)
-

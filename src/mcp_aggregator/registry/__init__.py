@@ -2,7 +2,7 @@
 
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.registry.engine import migrate
-from mcp_aggregator.registry.limits import Limits, check_server_limit, check_tool_limits
+from mcp_aggregator.registry.limits import Limits, check_server_limit, check_session_limit, check_tool_limits
 from mcp_aggregator.registry.records import (
     ServerRecord,
     ServerSource,
@@ -25,6 +25,7 @@ __all__ = [
     "ToolSpec",
     "TransportType",
     "check_server_limit",
+    "check_session_limit",
     "check_tool_limits",
     "migrate",
     "redact_connection_config",

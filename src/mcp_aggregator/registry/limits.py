@@ -30,6 +30,18 @@ def check_server_limit(limits: Limits, server_count_after: int) -> None:
         )
 
 
+def check_session_limit(limits: Limits, session_count_after: int) -> None:
+    """Refuse opening a session that would make ``session_count_after`` live sessions.
+
+    Raises:
+        LimitExceededError: more than ``limits.max_concurrent_sessions``.
+    """
+    if session_count_after > limits.max_concurrent_sessions:
+        raise LimitExceededError(
+            f"session limit reached: at most {limits.max_concurrent_sessions} concurrent sessions"
+        )
+
+
 def check_tool_limits(limits: Limits, server_name: str, tool_count: int, other_servers_tools: int) -> None:
     """Refuse a discovery that would give ``server_name`` ``tool_count`` tools while the
     other servers hold ``other_servers_tools``.

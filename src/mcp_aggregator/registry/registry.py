@@ -12,10 +12,10 @@ from types import TracebackType
 from typing import Self
 
 from sqlalchemy import func, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from mcp_aggregator.errors import ServerExistsError, ServerNotFoundError
+from mcp_aggregator.errors import RegistryError, ServerExistsError, ServerNotFoundError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, transition
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.registry.engine import create_engine, is_sqlite, migrate_engine
@@ -41,7 +41,8 @@ class Registry:
     """Servers and their tools, persisted; every method is one transaction.
 
     Use as ``async with Registry(settings) as registry``: entering creates the engine and
-    applies the migrations; leaving disposes of the engine. A registry opens once.
+    applies the migrations (an unreachable or broken database raises ``RegistryError``,
+    password hidden); leaving disposes of the engine. A registry opens once.
     Returns frozen records (``ServerRecord``, ``ToolRecord``), never ORM rows.
 
     Structural writes (register, upsert, delete, replace tools) are serialised (SQLite:
@@ -68,6 +69,10 @@ class Registry:
         engine = create_engine(self._settings.database_url, self._settings.pg_schema)
         try:
             await migrate_engine(engine, self._settings.pg_schema)
+        except (OSError, SQLAlchemyError) as exc:
+            await engine.dispose()
+            shown = engine.url.render_as_string(hide_password=True)
+            raise RegistryError(f"cannot open the registry at {shown}: {exc}") from exc
         except BaseException:
             await engine.dispose()
             raise

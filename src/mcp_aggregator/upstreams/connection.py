@@ -21,6 +21,7 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import Client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -140,7 +141,10 @@ class UpstreamConnection:
         except EnvVarError:
             raise
         except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
-            raise UpstreamConnectError(self.name, describe_error(exc)) from exc
+            text = describe_error(exc)
+            if text == "connection closed":
+                text = "connection closed during the handshake (did the server exit?)"
+            raise UpstreamConnectError(self.name, text) from exc
 
     async def _serve(self, client: Client) -> None:
         async with anyio.create_task_group() as tg:
@@ -155,7 +159,7 @@ class UpstreamConnection:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
                     self._refresh.set()
-        except (MCPError, *_TRANSPORT_ERRORS) as exc:
+        except (MCPError, SubscriptionLost, *_TRANSPORT_ERRORS) as exc:
             logger.info("upstream %s: change subscription ended: %s", self.name, describe_error(exc))
 
     async def _refresh_loop(self, client: Client) -> None:
@@ -309,7 +313,7 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(describe_error(e) for e in exc.exceptions)
     if isinstance(exc, MCPError):
-        return exc.error.message
+        return "connection closed" if exc.error.code == CONNECTION_CLOSED else exc.error.message
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
     if isinstance(exc, FileNotFoundError):

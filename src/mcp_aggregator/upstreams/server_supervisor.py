@@ -106,14 +106,22 @@ class ServerSupervisor:
     async def _connect_and_hold(self) -> str:
         """Connect, then hold the session until it ends; returns why it ended."""
         connection = UpstreamConnection(self.config, env=self._env, on_tools_changed=self._tools_changed)
+        failure: UpstreamConnectError | EnvVarError | None = None
         async with anyio.create_task_group() as tg:
-            await tg.start(connection.run)
-            self.connection = connection
-            self._move(ServerEvent.CONNECT_OK)
             try:
-                await connection.wait_closed()
-            finally:
-                self.connection = None
+                await tg.start(connection.run)
+            except (UpstreamConnectError, EnvVarError) as exc:
+                # Raised outside the task group, or anyio would wrap it in an ExceptionGroup.
+                failure = exc
+            else:
+                self.connection = connection
+                self._move(ServerEvent.CONNECT_OK)
+                try:
+                    await connection.wait_closed()
+                finally:
+                    self.connection = None
+        if failure is not None:
+            raise failure
         return connection.close_reason or "session closed"
 
     def _tools_changed(self, _connection: UpstreamConnection) -> None:

@@ -1,0 +1,3 @@
+from mcp_aggregator.cli import main
+
+main()

@@ -1,0 +1,43 @@
+"""The aggregator query: fan a question out to several servers, return ranked,
+deduplicated results (the ``mcp__proxy__aggregator__query`` tool)."""
+
+from mcp_aggregator.aggregate.config import (
+    AggregatorSettings,
+    RankingWeights,
+    ServerQuerySettings,
+    ServerRule,
+)
+from mcp_aggregator.aggregate.engine import AggregatorEngine
+from mcp_aggregator.aggregate.query_request import QueryRequest, parse_query_arguments
+from mcp_aggregator.aggregate.query_response import QueryMetadata, QueryResponse, RankedResult
+from mcp_aggregator.aggregate.query_target import QueryTarget
+from mcp_aggregator.aggregate.ranking import ScoreBreakdown
+from mcp_aggregator.aggregate.tool_contract import (
+    AGGREGATION_FAILED_MESSAGE,
+    INVALID_QUERY_MESSAGE,
+    QUERY_TOOL_DESCRIPTION,
+    QUERY_TOOL_INPUT_SCHEMA,
+    QUERY_TOOL_NAME,
+    QUERY_TOOL_OUTPUT_SCHEMA,
+)
+
+__all__ = [
+    "AGGREGATION_FAILED_MESSAGE",
+    "INVALID_QUERY_MESSAGE",
+    "QUERY_TOOL_DESCRIPTION",
+    "QUERY_TOOL_INPUT_SCHEMA",
+    "QUERY_TOOL_NAME",
+    "QUERY_TOOL_OUTPUT_SCHEMA",
+    "AggregatorEngine",
+    "AggregatorSettings",
+    "QueryMetadata",
+    "QueryRequest",
+    "QueryResponse",
+    "QueryTarget",
+    "RankedResult",
+    "RankingWeights",
+    "ScoreBreakdown",
+    "ServerQuerySettings",
+    "ServerRule",
+    "parse_query_arguments",
+]

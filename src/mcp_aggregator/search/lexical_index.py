@@ -1,0 +1,142 @@
+"""BM25 over tool names (split into words), descriptions and their server's name and text."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from mcp_aggregator.search.row_table import IndexFilter, RowTable, top_k
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do for from has have how i in into is it its me my of on or "
+    "please so that the their then this to us using was we what when where which with you your".split()
+)
+
+
+def split_identifier(name: str) -> list[str]:
+    """Words of a tool name: snake_case, kebab-case, camelCase and dotted.names, lowercased.
+
+    >>> split_identifier("getHTTPResponse_v2.fetch-all")
+    ['get', 'http', 'response', 'v2', 'fetch', 'all']
+    """
+    words: list[str] = []
+    for part in _WORD.findall(name):
+        words.extend(w.lower() for w in _CAMEL.split(part) if w)
+    return words
+
+
+def _stem(word: str) -> str:
+    # Deliberately tiny: plural and -ing/-ed forms are most of the query/tool mismatch.
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """Search terms of free text: identifier splitting, stop words dropped, light stemming.
+
+    Han, kana and hangul characters become one term each, as they have no spaces.
+    """
+    terms: list[str] = []
+    for word in split_identifier(text):
+        if _CJK.search(word):
+            terms.extend(ch for ch in word if not ch.isspace())
+        elif word not in _STOPWORDS:
+            terms.append(_stem(word))
+    return terms
+
+
+Scores = npt.NDArray[np.float32]
+
+
+class LexicalIndex:
+    """Okapi BM25 over documents keyed by tool key, with server and skill filters.
+
+    Documents change rarely and queries are frequent, so term weights are precomputed
+    into per-term posting arrays, rebuilt lazily after a change.
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        self._k1 = k1
+        self._b = b
+        self._rows = RowTable()
+        self._terms: list[Counter[str]] = []
+        self._postings: dict[str, tuple[npt.NDArray[np.int32], Scores]] = {}
+        self._dirty = False
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def upsert(self, key: str, server: str, text_terms: Sequence[str], skills: Iterable[str] = ()) -> None:
+        row, new = self._rows.put(key, server, skills)
+        if new:
+            self._terms.append(Counter(text_terms))
+        else:
+            self._terms[row] = Counter(text_terms)
+        self._dirty = True
+
+    def set_skills(self, key: str, skills: Iterable[str]) -> None:
+        self._rows.set_skills(key, skills)
+
+    def remove(self, key: str) -> None:
+        moved = self._rows.pop(key)
+        if moved is not None:
+            hole, last = moved
+            self._terms[hole] = self._terms[last]
+            self._terms.pop()
+            self._dirty = True
+
+    def refresh(self) -> None:
+        """Rebuilds posting arrays if documents changed; searching calls it too."""
+        if not self._dirty:
+            return
+        n = len(self._terms)
+        lengths = np.array([sum(c.values()) for c in self._terms], dtype=np.float32)
+        avgdl = float(lengths.mean()) if n else 1.0
+        norm = self._k1 * (1 - self._b + self._b * lengths / max(avgdl, 1e-9))
+        rows_of: dict[str, list[int]] = {}
+        tfs_of: dict[str, list[int]] = {}
+        for row, counts in enumerate(self._terms):
+            for term, tf in counts.items():
+                rows_of.setdefault(term, []).append(row)
+                tfs_of.setdefault(term, []).append(tf)
+        postings: dict[str, tuple[npt.NDArray[np.int32], Scores]] = {}
+        for term, rows in rows_of.items():
+            idx = np.array(rows, dtype=np.int32)
+            tf = np.array(tfs_of[term], dtype=np.float32)
+            idf = math.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+            postings[term] = (idx, (idf * tf * (self._k1 + 1) / (tf + norm[idx])).astype(np.float32))
+        self._postings = postings
+        self._dirty = False
+
+    def search(self, query: str, k: int, flt: IndexFilter = IndexFilter()) -> list[tuple[str, float]]:
+        """Top ``k`` (key, BM25 score) with a positive score, best first."""
+        self.refresh()
+        n = len(self._rows)
+        if n == 0 or k <= 0:
+            return []
+        scores = np.zeros(n, dtype=np.float32)
+        for term in set(tokenize(query)):
+            posting = self._postings.get(term)
+            if posting is not None:
+                scores[posting[0]] += posting[1]
+        mask = self._rows.mask(flt)
+        if mask is not None:
+            scores[~mask] = 0.0
+        top = top_k(scores, k)
+        return [(self._rows.keys[i], float(scores[i])) for i in top if scores[i] > 0.0]
+

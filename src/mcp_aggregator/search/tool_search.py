@@ -1,0 +1,200 @@
+"""``ToolSearch``: hybrid (dense + BM25) search over the tools of all upstream servers."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Sequence
+
+import anyio.to_thread
+import numpy as np
+
+from mcp_aggregator.search.config import SearchSettings
+from mcp_aggregator.search.embedder import Embedder, Vectors
+from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallback, embed_cached
+from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
+from mcp_aggregator.search.ranking import (
+    SUB_QUERY_WEIGHT,
+    normalise_query,
+    ranked,
+    reciprocal_rank_fusion,
+    server_boost,
+    sub_queries,
+)
+from mcp_aggregator.search.row_table import IndexFilter
+from mcp_aggregator.search.tool_doc import SearchHit, ToolDoc, excerpt
+from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
+
+_CANDIDATES = 100
+_QUERY_CACHE_SIZE = 512
+
+
+class ToolSearch:
+    """Searchable view of the tool catalogue.
+
+    Writes (``upsert``, ``remove*``, ``set_skills``) and ``search`` must be called from one
+    thread (the event loop); ``upsert`` runs only the embedding in a worker thread.
+    """
+
+    def __init__(
+        self,
+        settings: SearchSettings,
+        embedder: Embedder,
+        *,
+        vector_index: VectorIndex | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> None:
+        self._settings = settings
+        self._embedder = embedder
+        self._dense = embedder.dimension > 0
+        self._vectors: VectorIndex = vector_index or NumpyVectorIndex(embedder.dimension)
+        self._lexical = LexicalIndex()
+        self._cache = cache if cache is not None else EmbeddingCache(settings.cache_path)
+        self._docs: dict[str, ToolDoc] = {}
+        self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._docs
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    def get(self, key: str) -> ToolDoc | None:
+        return self._docs.get(key)
+
+    def docs(self) -> list[ToolDoc]:
+        return list(self._docs.values())
+
+    def close(self) -> None:
+        self._cache.close()
+
+    async def upsert(self, docs: Sequence[ToolDoc], *, progress: ProgressCallback | None = None) -> int:
+        """Adds or replaces ``docs``; returns how many texts had to be embedded (cache misses).
+
+        Skill ids already set on a stored tool are kept when the new doc carries none.
+        """
+        docs = [self._keep_skills(d) for d in docs]
+        if self._dense and docs:
+            texts = [d.dense_text() for d in docs]
+            vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
+            self._vectors.upsert(
+                [d.key for d in docs], [d.server for d in docs], vectors, [d.skill_ids for d in docs]
+            )
+        else:
+            embedded = 0
+        for doc in docs:
+            self._docs[doc.key] = doc
+            self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
+        self._lexical.refresh()
+        return embedded
+
+    def _keep_skills(self, doc: ToolDoc) -> ToolDoc:
+        old = self._docs.get(doc.key)
+        if old is None or doc.skill_ids or not old.skill_ids:
+            return doc
+        return ToolDoc(doc.key, doc.server, doc.name, doc.description, doc.server_description,
+                       doc.input_schema, old.skill_ids)
+
+    def embed_texts(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> tuple[Vectors, int]:
+        """Vectors of ``texts`` through the cache (blocking; call from a worker thread)."""
+        return embed_cached(
+            self._embedder, self._cache, texts, batch_size=self._settings.embed_batch_size, progress=progress
+        )
+
+    def remove(self, keys: Iterable[str]) -> list[ToolDoc]:
+        """Removes tools; returns the docs that were present."""
+        removed = [doc for key in keys if (doc := self._docs.pop(key, None)) is not None]
+        gone = [d.key for d in removed]
+        if self._dense:
+            self._vectors.remove(gone)
+        for key in gone:
+            self._lexical.remove(key)
+        self._lexical.refresh()
+        return removed
+
+    def remove_server(self, server: str) -> list[ToolDoc]:
+        return self.remove([d.key for d in self._docs.values() if d.server == server])
+
+    def set_skills(self, key: str, skill_ids: Sequence[str]) -> None:
+        doc = self._docs.get(key)
+        if doc is None:
+            return
+        skills = tuple(skill_ids)
+        self._docs[key] = ToolDoc(doc.key, doc.server, doc.name, doc.description, doc.server_description,
+                                  doc.input_schema, skills)
+        self._lexical.set_skills(key, skills)
+        if self._dense:
+            self._vectors.set_skills(key, skills)
+
+    def tool_vectors(self, keys: Sequence[str]) -> Vectors:
+        """Stored vectors of the existing ``keys`` (rows in order, missing keys skipped)."""
+        if not self._dense:
+            return np.zeros((0, 0), dtype=np.float32)
+        return self._vectors.vectors([k for k in keys if k in self._docs])
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        server: str | None = None,
+        skill: str | None = None,
+        allowed_servers: Collection[str] | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` best tools for ``query``, best first.
+
+        ``server`` and ``skill`` restrict to one server / skill; ``allowed_servers`` (the
+        CONNECTED and DEGRADED servers) restricts to those. An empty query returns [].
+        """
+        if not query.strip() or k <= 0 or not self._docs:
+            return []
+        flt = _filter(server, skill, allowed_servers)
+        if flt.servers is not None and not flt.servers:
+            return []
+        n = max(_CANDIDATES, 5 * k)
+        rankings = [[key for key, _ in self._lexical.search(query, n, flt)]]
+        if self._dense:
+            rankings.append(self._dense_ranking(query, n, flt))
+        fused = server_boost(reciprocal_rank_fusion(rankings), lambda key: self._docs[key].server)
+        return [self._hit(key, score) for key, score in ranked(fused)[:k]]
+
+    def _dense_ranking(self, query: str, n: int, flt: IndexFilter) -> list[str]:
+        text = normalise_query(query)
+        steps = sub_queries(text)
+        vectors = self._query_embeddings([text, *steps])
+        hits = self._vectors.search(vectors[0], n, flt)
+        if not steps:
+            return [key for key, _ in hits]
+        candidates = dict.fromkeys(key for key, _ in hits)
+        for vec in vectors[1:]:
+            candidates.update(dict.fromkeys(key for key, _ in self._vectors.search(vec, n, flt)))
+        keys = list(candidates)
+        sims = self._vectors.vectors(keys) @ vectors.T
+        scores = (1 - SUB_QUERY_WEIGHT) * sims[:, 0] + SUB_QUERY_WEIGHT * sims[:, 1:].max(axis=1)
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [keys[i] for i in order]
+
+    def _query_embeddings(self, texts: list[str]) -> Vectors:
+        missing = [t for t in texts if t not in self._query_vectors]
+        if missing:
+            for text, vec in zip(missing, self._embedder.embed(missing), strict=True):
+                self._query_vectors[text] = vec
+                if len(self._query_vectors) > _QUERY_CACHE_SIZE:
+                    self._query_vectors.popitem(last=False)
+        for text in texts:
+            self._query_vectors.move_to_end(text)
+        return np.stack([self._query_vectors[t] for t in texts])
+
+    def _hit(self, key: str, score: float) -> SearchHit:
+        doc = self._docs[key]
+        return SearchHit(doc.key, doc.server, doc.name, excerpt(doc.description), score, doc.skill_ids)
+
+
+def _filter(server: str | None, skill: str | None, allowed: Collection[str] | None) -> IndexFilter:
+    servers: frozenset[str] | None = None if allowed is None else frozenset(allowed)
+    if server is not None:
+        servers = frozenset({server}) if servers is None else servers & {server}
+    return IndexFilter(servers, skill)

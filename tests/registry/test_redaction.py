@@ -1,0 +1,55 @@
+"""Secrets never leave through a response or a log line."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_aggregator.registry import redact_connection_config, redact_url
+
+
+def test_header_and_env_values_are_redacted_and_keys_kept() -> None:
+    cfg = {
+        "command": "mcp-server-memory",
+        "args": ["--verbose"],
+        "env": {"MEMORY_FILE_PATH": "./memory.json", "API_KEY": "${KEY}"},
+        "headers": {"Authorization": "Bearer abc"},
+    }
+
+    assert redact_connection_config(cfg) == {
+        "command": "mcp-server-memory",
+        "args": ["--verbose"],
+        "env": {"MEMORY_FILE_PATH": "***", "API_KEY": "***"},
+        "headers": {"Authorization": "***"},
+    }
+    assert cfg["headers"] == {"Authorization": "Bearer abc"}
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://docs.example.com/mcp", "https://docs.example.com/mcp"),
+        ("https://bob:hunter2@h.example.com/mcp", "https://bob:***@h.example.com/mcp"),
+        ("https://token@h.example.com/", "https://token@h.example.com/"),
+        ("https://h/sse?api_key=s3cret&v=2", "https://h/sse?api_key=***&v=2"),
+        (
+            "https://h/sse?access_token=a&Signature=b&page=3",
+            "https://h/sse?access_token=***&Signature=***&page=3",
+        ),
+    ],
+)
+def test_url_passwords_and_secret_query_values_are_redacted(url: str, expected: str) -> None:
+    assert redact_url(url) == expected
+
+
+def test_urls_anywhere_in_the_config_are_redacted() -> None:
+    cfg = {"base_url": "https://u:p@h/mcp?token=t", "nested": {"urls": ["http://h/?key=k"]}, "timeout": 3}
+
+    assert redact_connection_config(cfg) == {
+        "base_url": "https://u:***@h/mcp?token=***",
+        "nested": {"urls": ["http://h/?key=***"]},
+        "timeout": 3,
+    }
+
+
+def test_an_unparseable_url_is_redacted_whole() -> None:
+    assert redact_url("http://[::1") == "***"
