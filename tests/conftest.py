@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -122,9 +125,23 @@ def sse_upstream() -> Iterator[HttpUpstream]:
         upstream.stop()
 
 
-def settings_for(*servers: ServerConfig, **serve: Any) -> Settings:
+_DB_DIR = Path(tempfile.mkdtemp(prefix="mcp-aggregator-tests-"))
+atexit.register(shutil.rmtree, _DB_DIR, True)
+
+
+def settings_for(
+    *servers: ServerConfig,
+    database_url: str | None = None,
+    search: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
+    **serve: Any,
+) -> Settings:
+    """Settings for a test gateway: its own SQLite file, lexical-only search unless asked."""
     data: dict[str, Any] = {"servers": [s.model_dump() for s in servers]}
     data["serve"] = {"exposure": "passthrough", **serve}
+    data["registry"] = {"database_url": database_url or f"sqlite+aiosqlite:///{_DB_DIR / uuid.uuid4().hex}.db"}
+    data["search"] = search if search is not None else {"embedder": "none"}
+    data.update(sections or {})
     return Settings.model_validate(data)
 
 

@@ -1,4 +1,4 @@
-"""The composition root: owns the task group, the upstream supervisors and the catalog."""
+"""The composition root: owns the task group, the registry, the supervisors and the indexes."""
 
 from __future__ import annotations
 
@@ -6,19 +6,37 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
+from datetime import datetime
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
+from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.catalog import Catalog, Route
-from mcp_aggregator.errors import ServerExistsError, ServerNotFoundError, ServerUnavailableError
-from mcp_aggregator.health.server_state import ServerStatus, is_exposed
+from mcp_aggregator.catalog.tool_docs import tool_docs
+from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError
+from mcp_aggregator.health.health_monitor import HealthMonitor
+from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
+from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
+from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
+from mcp_aggregator.registry import (
+    Registry,
+    ServerRecord,
+    ServerSource,
+    ToolSpec,
+    check_server_limit,
+    check_tool_limits,
+)
+from mcp_aggregator.registry.registry_mirror import RegistryMirror
+from mcp_aggregator.search import SearchHit, ToolSearch, build_tool_search
 from mcp_aggregator.settings import ServerConfig, Settings
+from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
 from mcp_aggregator.upstreams.connection import ProgressRelay
+from mcp_aggregator.upstreams.connection_target import ConnectionTarget
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
 
 logger = logging.getLogger(__name__)
@@ -35,9 +53,9 @@ class GatewayState(StrEnum):
 class Gateway:
     """One gateway; ``async with Gateway(settings) as gw`` starts every upstream concurrently.
 
-    Entering never waits for upstreams: a slow or broken one is reported by its
-    supervisor and never blocks the others or the start. ``wait_settled`` waits for
-    each server's first connection attempt when a caller wants that.
+    Entering opens the registry (running migrations), upserts the configured servers and
+    starts a supervisor per registered server; it never waits for upstreams to connect.
+    The live supervisors are the truth; the registry is a write-behind mirror of them.
     """
 
     def __init__(
@@ -46,31 +64,50 @@ class Gateway:
         *,
         env: Mapping[str, str] | None = None,
         sleep: Sleeper = anyio.sleep,
+        search: ToolSearch | None = None,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
         self.supervisors: dict[str, ServerSupervisor] = {}
+        self.ids: dict[str, str] = {}
+        self.discovery_refusals: dict[str, str] = {}
+        self.engine = AggregatorEngine(settings.aggregator)
+        self._search = search
         self._env = dict(os.environ) if env is None else dict(env)
         self._sleep = sleep
-        self._retry = RetryPolicy(
-            max_attempts=int(settings.health.get("reconnect_max_attempts", 5)),
-            base_secs=float(settings.health.get("reconnect_backoff_base_secs", 1.0)),
-        )
+        health = settings.health
+        self._retry = RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs)
         self._catalog: Catalog | None = None
+        self._known_tools: dict[str, tuple[types.Tool, ...]] = {}
         self._listeners: list[ChangeListener] = []
         self._settled: dict[str, anyio.Event] = {}
+        self._index_dirty = anyio.Event()
+        self._mirror = RegistryMirror()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
+        self._registry: Registry | None = None
         self._exposed_snapshot: tuple[tuple[str, str], ...] = ()
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
             raise RuntimeError("a Gateway can be entered only once")
         async with AsyncExitStack() as stack:
+            stack.callback(self._mirror.close)
+            self._registry = await stack.enter_async_context(Registry(self.settings.registry))
+            if self._search is None:
+                self._search = build_tool_search(self.settings.search)
+            stack.callback(self._search.close)
+            await self._registry.reset_after_restart()
+            await self._registry.upsert_config_servers([spec_from_config(c) for c in self.settings.servers])
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
-            for config in self.settings.servers:
-                await self._start_supervisor(config, connect=config.enabled)
+            await self._tg.start(self._mirror.run)
+            await self._tg.start(self._index_loop)
+            await self._tg.start(self._health_monitor().run)
+            configured = {c.name: c for c in self.settings.servers}
+            for record in await self._registry.list_servers():
+                config = configured.get(record.name) or config_from_record(record)
+                await self._start_supervisor(record.id, config, connect=config.enabled)
             self._stack = stack.pop_all()
         self.state = GatewayState.RUNNING
         return self
@@ -82,12 +119,31 @@ class Gateway:
         assert self._stack is not None
         return await self._stack.__aexit__(exc_type, exc, tb)
 
-    async def _start_supervisor(self, config: ServerConfig, *, connect: bool) -> ServerSupervisor:
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            raise RuntimeError("the gateway is not running")
+        return self._registry
+
+    @property
+    def search(self) -> ToolSearch:
+        if self._search is None:
+            raise RuntimeError("the gateway is not running")
+        return self._search
+
+    async def flush(self) -> None:
+        """Wait until every state change so far is written to the registry."""
+        await self._mirror.flush()
+
+    # -- supervisors ---------------------------------------------------------------
+
+    async def _start_supervisor(self, server_id: str, config: ServerConfig, *, connect: bool) -> ServerSupervisor:
         assert self._tg is not None
         supervisor = ServerSupervisor(
             config, env=self._env, retry=self._retry, sleep=self._sleep, on_change=self._supervisor_changed
         )
         self.supervisors[config.name] = supervisor
+        self.ids[config.name] = server_id
         self._settled[config.name] = anyio.Event()
         await self._tg.start(supervisor.run)
         if connect:
@@ -97,10 +153,49 @@ class Gateway:
         self._invalidate()
         return supervisor
 
-    def _supervisor_changed(self, supervisor: ServerSupervisor) -> None:
-        if supervisor.status in (ServerStatus.CONNECTED, ServerStatus.ERROR):
-            self._settled[supervisor.name].set()
+    def _supervisor_changed(self, sup: ServerSupervisor, event: ServerEvent | None, persist: bool) -> None:
+        server_id = self.ids.get(sup.name)
+        if server_id is None:
+            return
+        if sup.status in (ServerStatus.CONNECTED, ServerStatus.ERROR):
+            self._settled[sup.name].set()
+        if event is not None and persist:
+            error = sup.error_message
+            self._mirror.submit(
+                f"{sup.name}: {event.value}",
+                lambda: self.registry.apply_event(server_id, event, error_message=error),
+            )
+        if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
+            self._tools_discovered(sup.name, server_id, sup.connection.tools)
         self._invalidate()
+
+    def _tools_discovered(self, name: str, server_id: str, tools: tuple[types.Tool, ...]) -> None:
+        """BR-003: store the tools, refusing a server that would break the tool limits."""
+        limits = self.settings.registry.limits
+        others = sum(len(t) for n, t in self._known_tools.items() if n != name)
+        try:
+            check_tool_limits(limits, name, len(tools), others)
+        except LimitExceededError as exc:
+            logger.error("discovery of %s refused: %s", name, exc)
+            self.discovery_refusals[name] = str(exc)
+            self._known_tools.pop(name, None)
+            return
+        self.discovery_refusals.pop(name, None)
+        if not tools:
+            logger.warning("server %s lists no tools", name)
+        self._known_tools[name] = tools
+        specs = [
+            ToolSpec(
+                original_name=t.name,
+                description=t.description,
+                input_schema=dict(t.input_schema or {}),
+                output_schema=dict(t.output_schema) if t.output_schema else None,
+                annotations=t.annotations.model_dump(mode="json", exclude_none=True) if t.annotations else None,
+            )
+            for t in tools
+        ]
+        self._mirror.submit(f"{name}: tools", lambda: self.registry.replace_tools(server_id, specs))
+        self._index_dirty.set()
 
     def _invalidate(self) -> None:
         self._catalog = None
@@ -112,10 +207,8 @@ class Gateway:
 
     def _exposure_key(self) -> tuple[tuple[str, str], ...]:
         key: list[tuple[str, str]] = []
-        for name in sorted(self.supervisors):
-            sup = self.supervisors[name]
-            if is_exposed(sup.status) and sup.connection is not None:
-                key.extend((name, tool.model_dump_json()) for tool in sup.connection.tools)
+        for name in self.exposed_servers():
+            key.extend((name, tool.model_dump_json()) for tool in self._known_tools.get(name, ()))
         return tuple(key)
 
     def on_change(self, listener: ChangeListener) -> Callable[[], None]:
@@ -129,14 +222,19 @@ class Gateway:
             for event in list(self._settled.values()):
                 await event.wait()
 
+    def exposed_servers(self) -> list[str]:
+        """CONNECTED and DEGRADED servers whose tools were accepted, sorted."""
+        return sorted(
+            name
+            for name, sup in self.supervisors.items()
+            if is_exposed(sup.status) and sup.connection is not None and name in self._known_tools
+        )
+
     @property
     def catalog(self) -> Catalog:
-        """The tools of CONNECTED and DEGRADED servers; rebuilt only after a change."""
+        """The tools of exposed servers; rebuilt only after a change."""
         if self._catalog is None:
-            tools: dict[str, tuple[types.Tool, ...]] = {}
-            for name, sup in self.supervisors.items():
-                if is_exposed(sup.status) and sup.connection is not None:
-                    tools[name] = sup.connection.tools
+            tools = {name: self._known_tools[name] for name in self.exposed_servers()}
             serve = self.settings.serve
             self._catalog = Catalog.build(
                 tools, separator=serve.name_separator, max_length=serve.max_name_length,
@@ -150,12 +248,23 @@ class Gateway:
         except KeyError:
             raise ServerNotFoundError(name) from None
 
+    def supervisor_by_id(self, server_id: str) -> ServerSupervisor:
+        for name, known in self.ids.items():
+            if known == server_id:
+                return self.supervisors[name]
+        raise ServerNotFoundError(server_id)
+
+    # -- routing -------------------------------------------------------------------
+
     def resolve(self, name: str, server: str | None = None) -> Route:
-        """Route a tool name; a server that exists but is not serving gives a 503-style error."""
-        if server is not None and server in self.supervisors:
-            sup = self.supervisors[server]
-            if not is_exposed(sup.status):
-                raise ServerUnavailableError(server, sup.status.value, sup.error_message)
+        """Route a tool name; a known server that is not serving gives a 503-style error."""
+        target = server
+        if target is None and "." in name:
+            target = name.split(".", 1)[0]
+        if target is not None and target in self.supervisors and target not in self.exposed_servers():
+            sup = self.supervisors[target]
+            detail = self.discovery_refusals.get(target) or sup.error_message
+            raise ServerUnavailableError(target, sup.status.value, detail)
         return self.catalog.resolve_route(name, server)
 
     async def call_tool(
@@ -172,14 +281,115 @@ class Gateway:
         connection = self.supervisor(route.server).require_connection()
         return await connection.call_tool(route.tool, arguments, progress=progress, meta=meta)
 
-    async def add_server(self, config: ServerConfig, *, connect: bool = True) -> ServerSupervisor:
-        if config.name in self.supervisors:
-            raise ServerExistsError(config.name)
-        return await self._start_supervisor(config, connect=connect)
+    # -- admin operations ------------------------------------------------------------
 
-    async def remove_server(self, name: str) -> None:
-        supervisor = self.supervisor(name)
-        await supervisor.stop()
+    async def register_server(self, config: ServerConfig, *, auto_connect: bool = True) -> ServerRecord:
+        """BR-001: persist, then supervise. Raises ``ServerExistsError``/``LimitExceededError``."""
+        check_server_limit(self.settings.registry.limits, len(self.supervisors) + 1)
+        record = await self.registry.register_server(spec_from_config(config), source=ServerSource.API)
+        await self._start_supervisor(record.id, config, connect=auto_connect)
+        return record
+
+    async def connect_server(self, server_id: str) -> ServerStatus:
+        """BR-002: idempotent for a connected server; otherwise starts connecting."""
+        sup = self.supervisor_by_id(server_id)
+        if sup.status not in (ServerStatus.CONNECTED, ServerStatus.DEGRADED, ServerStatus.CONNECTING):
+            sup.request_connect()
+            await anyio.lowlevel.checkpoint()
+        return sup.status
+
+    async def disconnect_server(self, server_id: str, *, force: bool = False) -> int:
+        """BR-007; raises ``StateError`` unless CONNECTED."""
+        sup = self.supervisor_by_id(server_id)
+        return await sup.disconnect(force=force, drain_timeout=self.settings.serve.drain_timeout_secs)
+
+    async def remove_server_by_id(self, server_id: str) -> None:
+        """BR-008: disconnect (draining), drop tools from the index, delete the record."""
+        sup = self.supervisor_by_id(server_id)
+        if sup.status is ServerStatus.CONNECTED:
+            await sup.disconnect(drain_timeout=self.settings.serve.drain_timeout_secs)
+        await sup.stop()
+        name = sup.name
         del self.supervisors[name]
+        del self.ids[name]
         self._settled.pop(name, None)
+        self._known_tools.pop(name, None)
+        self.search.remove_server(name)
+        await self.flush()
+        await self.registry.delete_server(server_id)
         self._invalidate()
+
+    # -- search and the aggregator query ---------------------------------------------
+
+    async def _index_loop(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._index_dirty.wait()
+            self._index_dirty = anyio.Event()
+            docs = []
+            for name, tools in sorted(self._known_tools.items()):
+                sup = self.supervisors.get(name)
+                docs.extend(tool_docs(name, sup.config.description if sup else None, tools))
+            current = {d.key for d in docs}
+            stale = [d.key for d in self.search.docs() if d.key not in current]
+            self.search.remove(stale)
+            await self.search.upsert(docs)
+
+    def search_tools(
+        self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
+    ) -> list[SearchHit]:
+        return self.search.search(query, k, server=server, skill=skill, allowed_servers=self.exposed_servers())
+
+    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""
+        request = parse_query_arguments(
+            arguments,
+            known_servers=set(self.supervisors),
+            default_max_results=self.settings.aggregator.default_max_results,
+        )
+        targets = []
+        for name in self.exposed_servers():
+            connection = self.supervisors[name].connection
+            if connection is not None:
+                targets.append(ConnectionTarget(connection))
+        response = await self.engine.query(request, targets)
+        return response.to_json()
+
+    # -- health ------------------------------------------------------------------------
+
+    def _health_monitor(self) -> HealthMonitor:
+        store = LiveHealthStore(self._live_servers, self._persist_health)
+
+        async def ping(server: ServerSnapshot) -> HealthResult:
+            connection = self.supervisor(server.name).require_connection()
+            started = anyio.current_time()
+            await connection.ping(self.settings.health.timeout_secs)
+            elapsed_ms = (anyio.current_time() - started) * 1000
+            return HealthResult(HealthOutcome.HEALTHY, elapsed_ms, None)
+
+        return HealthMonitor(self.settings.health, servers=store.snapshot, store=store, check=ping)  # type: ignore[arg-type]
+
+    def _live_servers(self) -> dict[str, tuple[str, LiveServer, str | None]]:
+        return {
+            self.ids[name]: (self.ids[name], sup, sup.config.health_check_url)
+            for name, sup in self.supervisors.items()
+            if name in self.ids
+        }
+
+    def _persist_health(
+        self,
+        server_id: str,
+        expected: ServerStatus,
+        status: ServerStatus,
+        failures: int,
+        checked_at: datetime,
+        response_time_ms: float | None,
+        last_error: str | None,
+    ) -> None:
+        self._mirror.submit(
+            "health",
+            lambda: self.registry.record_health(
+                server_id, expected_status=expected, status=status, consecutive_failures=failures,
+                checked_at=checked_at, response_time_ms=response_time_ms, last_error=last_error,
+            ),
+        )

@@ -70,7 +70,10 @@ def test_per_server_query_settings_parse() -> None:
         {
             "servers": {
                 "memory": {"queryTool": "search_nodes", "queryArgument": "query", "reputation": 0.8},
-                "docs": {"queryTool": "lookup", "argumentsTemplate": {"topic": "{query}", "limit": "{maxResults}"}},
+                "docs": {
+                    "queryTool": "lookup",
+                    "argumentsTemplate": {"topic": "{query}", "limit": "{maxResults}"},
+                },
             }
         }
     )
@@ -84,28 +87,41 @@ def test_rules_match_case_insensitively() -> None:
 
 
 def test_weights_are_normalised_so_any_positive_sum_works() -> None:
-    assert RankingWeights(keyword_match=2, freshness=0, server_reputation=0, length_penalty=0).normalised() == (
+    assert RankingWeights(
+        keyword_match=2, freshness=0, server_reputation=0, length_penalty=0
+    ).normalised() == (
         1.0,
         0.0,
         0.0,
         0.0,
     )
-    assert sum(RankingWeights(keyword_match=3, freshness=1, server_reputation=1, length_penalty=1).normalised()) == (
-        pytest.approx(1.0)
-    )
+    assert sum(
+        RankingWeights(keyword_match=3, freshness=1, server_reputation=1, length_penalty=1).normalised()
+    ) == (pytest.approx(1.0))
 
 
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
         (
-            {"serverRules": [{"pattern": "ok", "servers": ["a"]}, {"pattern": "(unclosed", "servers": ["b"]}]},
+            {
+                "serverRules": [
+                    {"pattern": "ok", "servers": ["a"]},
+                    {"pattern": "(unclosed", "servers": ["b"]},
+                ]
+            },
             "aggregator.serverRules[1].pattern: invalid regular expression '(unclosed': "
             "missing ), unterminated subpattern at position 0",
         ),
         ({"serverRules": [{"pattern": "x", "servers": []}]}, "aggregator.serverRules[0].servers: "),
-        ({"defaultMaxResults": 500}, "aggregator.defaultMaxResults: Input should be less than or equal to 100"),
-        ({"defaultMaxResults": 5}, "aggregator.defaultMaxResults: Input should be greater than or equal to 10"),
+        (
+            {"defaultMaxResults": 500},
+            "aggregator.defaultMaxResults: Input should be less than or equal to 100",
+        ),
+        (
+            {"defaultMaxResults": 5},
+            "aggregator.defaultMaxResults: Input should be greater than or equal to 10",
+        ),
         ({"dedupThreshold": 1.5}, "aggregator.dedupThreshold: Input should be less than or equal to 1"),
         ({"dedupThreshold": float("nan")}, "aggregator.dedupThreshold: Input should be a finite number"),
         ({"serverTimeoutSecs": 0}, "aggregator.serverTimeoutSecs: Input should be greater than 0"),
@@ -115,13 +131,24 @@ def test_weights_are_normalised_so_any_positive_sum_works() -> None:
             "aggregator.rankingWeights.freshness: Input should be greater than or equal to 0",
         ),
         (
-            {"rankingWeights": {"keywordMatch": 0, "freshness": 0, "serverReputation": 0, "lengthPenalty": 0}},
+            {
+                "rankingWeights": {
+                    "keywordMatch": 0,
+                    "freshness": 0,
+                    "serverReputation": 0,
+                    "lengthPenalty": 0,
+                }
+            },
             "aggregator.rankingWeights: at least one ranking weight must be greater than 0",
         ),
         ({"rankingWeights": {"recency": 1}}, "aggregator.rankingWeights.recency: unknown field"),
         ({"bogus": 1}, "aggregator.bogus: unknown field"),
         (
-            {"servers": {"m": {"queryTool": "t", "queryArgument": "q", "argumentsTemplate": {"q": "{query}"}}}},
+            {
+                "servers": {
+                    "m": {"queryTool": "t", "queryArgument": "q", "argumentsTemplate": {"q": "{query}"}}
+                }
+            },
             "aggregator.servers.m: give either queryArgument or argumentsTemplate, not both",
         ),
         (
@@ -177,4 +204,4 @@ def test_per_server_settings_for_unconfigured_servers_are_refused() -> None:
 def test_settings_are_immutable() -> None:
     settings = AggregatorSettings()
     with pytest.raises(ValueError, match="frozen"):
-        settings.dedup_threshold = 0.5  # type: ignore[misc]
+        setattr(settings, "dedup_threshold", 0.5)  # noqa: B010

@@ -1,11 +1,13 @@
+import random
 from datetime import UTC, datetime
+from fractions import Fraction
 from itertools import pairwise
 
 import pytest
 from rapidfuzz.distance import Levenshtein
 
 from mcp_aggregator.aggregate.dedup import deduplicate, is_near_duplicate, normalise
-from mcp_aggregator.aggregate.ranking import ScoreBreakdown, ScoredResult, content_hash
+from mcp_aggregator.aggregate.ranking import ScoreBreakdown, ScoredResult
 from mcp_aggregator.aggregate.result_extraction import RawResult
 
 NOW = datetime(2026, 11, 21, tzinfo=UTC)
@@ -19,7 +21,6 @@ def ranked(*contents: str) -> list[ScoredResult]:
             raw=RawResult(server="s", content=c, retrieved_at=NOW, source_time=None, original_length=len(c)),
             score=1.0 - i / 1000,
             breakdown=ZERO,
-            content_hash=content_hash(c),
         )
         for i, c in enumerate(contents)
     ]
@@ -101,9 +102,29 @@ def test_dedup_matches_brute_force_pairwise_definition_when_all_fit() -> None:
     for item in items:
         norm = normalise(item.raw.content)
         if all(
-            norm != normalise(k) and Levenshtein.normalized_similarity(norm, normalise(k)) <= 0.9 for k in expected
+            norm != normalise(k) and Levenshtein.normalized_similarity(norm, normalise(k)) <= 0.9
+            for k in expected
         ):
             expected.append(item.raw.content)
     assert kept(outcome.kept) == expected
     assert outcome.duplicates == len(items) - len(expected)
     assert all(a.score >= b.score for a, b in pairwise(outcome.kept))
+
+
+def exactly_more_similar(a: str, b: str, threshold: float) -> bool:
+    """similarity > threshold in exact arithmetic (floats make 1 - 7/10 > 0.3 true)."""
+    longer = max(len(a), len(b))
+    if longer == 0:
+        return False
+    return Fraction(longer - Levenshtein.distance(a, b), longer) > Fraction(str(threshold))
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.99, 1.0])
+def test_length_window_finds_exactly_what_comparing_every_pair_finds(threshold: float) -> None:
+    rng = random.Random(int(threshold * 100))
+    alphabet = "aab c"
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(40)]
+    for index, candidate in enumerate(texts):
+        kept = texts[:index]
+        expected = any(exactly_more_similar(candidate, other, threshold) for other in kept)
+        assert is_near_duplicate(candidate, kept, threshold) == expected, (candidate, kept)

@@ -5,7 +5,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import combinations
-from typing import Any
+from typing import Any, ClassVar
 
 import jsonschema
 import mcp_types
@@ -24,6 +24,7 @@ from mcp_aggregator.aggregate.dedup import normalise
 from mcp_aggregator.errors import AggregationFailedError
 
 from .upstreams import (
+    UpstreamServer,
     calculator_server,
     connect_targets,
     hanging_server,
@@ -45,8 +46,9 @@ ALPHA_DOCS = [
     "Context provides a way to pass data through the component tree.",
 ]
 BETA_DOCS = [
-    "react   hooks let you use state and other react features without writing a class",  # exact after normalising
-    "useEffect runs side-effects after rendering in React components.",  # near duplicate
+    # The same as ALPHA's first once normalised, then a near duplicate of its second.
+    "react   hooks let you use state and other react features without writing a class",
+    "useEffect runs side-effects after rendering in React components.",
     "Redux is a predictable state container for JavaScript apps.",
 ]
 GAMMA_ITEMS = [
@@ -59,7 +61,9 @@ def engine(**raw: Any) -> AggregatorEngine:
     return AggregatorEngine(AggregatorSettings.from_mapping({**FAST, **raw}), clock=lambda: NOW)
 
 
-def request(query: str = "react hooks state", max_results: int = 30, servers: Sequence[str] = ()) -> QueryRequest:
+def request(
+    query: str = "react hooks state", max_results: int = 30, servers: Sequence[str] = ()
+) -> QueryRequest:
     return QueryRequest(query=query, max_results=max_results, servers=tuple(servers))
 
 
@@ -101,7 +105,9 @@ async def test_results_from_several_servers_are_ranked_deduplicated_and_counted(
     assert [r["rank"] for r in results] == list(range(1, distinct + 1))
     assert all(set(r) == {"content", "server", "relevanceScore", "rank", "timestamp"} for r in results)
     assert all(r["timestamp"] == NOW_TEXT for r in results)
-    assert [r["relevanceScore"] for r in results] == sorted((r["relevanceScore"] for r in results), reverse=True)
+    assert [r["relevanceScore"] for r in results] == sorted(
+        (r["relevanceScore"] for r in results), reverse=True
+    )
     assert {r["content"] for r in results} <= set(raw_contents)
     assert payload["metadata"] == {
         "serversQueried": 3,
@@ -138,7 +144,10 @@ async def test_same_query_twice_gives_identical_output_apart_from_processing_tim
 
 
 async def test_max_results_caps_the_answer_and_metadata_says_so() -> None:
-    docs = [f"document {i} about hooks number {i * 7919 % 1000} in topic {chr(65 + i % 26)}" * 3 for i in range(40)]
+    docs = [
+        f"document {i} about hooks number {i * 7919 % 1000} in topic {chr(65 + i % 26)}" * 3
+        for i in range(40)
+    ]
     async with connect_targets({"big": list_server("big", docs)}) as targets:
         response = await engine(dedupThreshold=1.0).query(request("hooks", max_results=10), targets)
     assert response.metadata.results_returned == 10
@@ -170,7 +179,7 @@ async def test_total_timeout_returns_what_has_arrived() -> None:
 
 
 async def test_every_server_failing_raises_aggregation_failed_with_each_reason() -> None:
-    servers = {
+    servers: dict[str, UpstreamServer] = {
         "context7": hanging_server("context7"),
         "serena": protocol_error_server("serena", "connection refused"),
         "broken": tool_error_server("broken", "index offline"),
@@ -241,7 +250,11 @@ async def test_rules_pick_servers_and_explicit_servers_override_them() -> None:
 
 async def test_configured_tool_gets_the_templated_arguments() -> None:
     seen: list[dict[str, Any]] = []
-    settings = {"servers": {"kb": {"queryTool": "lookup", "argumentsTemplate": {"topic": "{query}", "limit": "{maxResults}"}}}}
+    settings = {
+        "servers": {
+            "kb": {"queryTool": "lookup", "argumentsTemplate": {"topic": "{query}", "limit": "{maxResults}"}}
+        }
+    }
     async with connect_targets({"kb": recording_server("kb", seen)}) as targets:
         response = await engine(**settings).query(request("hooks", max_results=20), targets)
     assert seen == [{"topic": "hooks", "limit": 20}]
@@ -267,7 +280,9 @@ async def test_huge_result_is_truncated_and_loses_to_short_ones() -> None:
 
 
 async def test_subprocess_server_over_stdio_answers() -> None:
-    async with connect_targets({"sub": stdio_params("search"), "local": list_server("local", ALPHA_DOCS)}) as targets:
+    async with connect_targets(
+        {"sub": stdio_params("search"), "local": list_server("local", ALPHA_DOCS)}
+    ) as targets:
         response = await engine().query(request(), targets)
     assert response.metadata.servers_succeeded == 2
     assert {r.server for r in response.results} == {"sub", "local"}
@@ -294,7 +309,11 @@ class ExplodingTarget:
     """A target whose adapter has a bug: it raises something that is not an UpstreamError."""
 
     name = "buggy"
-    tools = [mcp_types.Tool(name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}})]
+    tools: ClassVar[list[mcp_types.Tool]] = [
+        mcp_types.Tool(
+            name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
+        )
+    ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         raise RuntimeError("adapter bug")

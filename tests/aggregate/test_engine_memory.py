@@ -18,7 +18,8 @@ pytestmark = [
     pytest.mark.npm,
     pytest.mark.skipif(
         not MEMORY_BIN.exists() or shutil.which("node") is None,
-        reason=f"needs node and @modelcontextprotocol/server-memory at {MEMORY_BIN} (npm install in upstreams/)",
+        reason="needs node and @modelcontextprotocol/server-memory at "
+        f"{MEMORY_BIN} (run npm install in upstreams/)",
     ),
 ]
 
@@ -62,7 +63,10 @@ async def test_memory_server_entities_come_back_as_ranked_results(tmp_path: Path
 
 async def test_memory_search_tool_is_detected_without_configuration(tmp_path: Path) -> None:
     async with connect_targets(
-        {"memory": memory_params(tmp_path), "docs": list_server("docs", ["Postgres stores rows in heap files"])},
+        {
+            "memory": memory_params(tmp_path),
+            "docs": list_server("docs", ["Postgres stores rows in heap files"]),
+        },
         mode="auto",
     ) as targets:
         memory = targets[0]

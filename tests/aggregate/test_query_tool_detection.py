@@ -4,10 +4,17 @@ import mcp_types
 import pytest
 
 from mcp_aggregator.aggregate import ServerQuerySettings
-from mcp_aggregator.aggregate.query_tool_detection import NoQueryTool, QueryPlan, detect_query_tool, plan_query
+from mcp_aggregator.aggregate.query_tool_detection import (
+    NoQueryTool,
+    QueryPlan,
+    detect_query_tool,
+    plan_query,
+)
 
 
-def tool(name: str, properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> mcp_types.Tool:
+def tool(
+    name: str, properties: dict[str, Any], required: list[str] | None = None, **extra: Any
+) -> mcp_types.Tool:
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required is not None:
         schema["required"] = required
@@ -36,12 +43,18 @@ MEMORY_TOOLS = [
         ),
         # A search-sounding tool name beats a better argument name.
         (
-            [tool("summarise", {"query": STRING}, ["query"]), tool("search_docs", {"text": STRING}, ["text"])],
+            [
+                tool("summarise", {"query": STRING}, ["query"]),
+                tool("search_docs", {"text": STRING}, ["text"]),
+            ],
             QueryPlan(tool="search_docs", argument="text"),
         ),
         # Then the argument name's rank, then the tool name.
         (
-            [tool("search_b", {"topic": STRING}, ["topic"]), tool("search_a", {"prompt": STRING}, ["prompt"])],
+            [
+                tool("search_b", {"topic": STRING}, ["topic"]),
+                tool("search_a", {"prompt": STRING}, ["prompt"]),
+            ],
             QueryPlan(tool="search_a", argument="prompt"),
         ),
         (
@@ -49,9 +62,15 @@ MEMORY_TOOLS = [
             QueryPlan(tool="search_a", argument="query"),
         ),
         # Other required properties cannot be filled, so the tool is unusable.
-        ([tool("search", {"query": STRING, "index": STRING}, ["query", "index"])], NoQueryTool("no query tool")),
+        (
+            [tool("search", {"query": STRING, "index": STRING}, ["query", "index"])],
+            NoQueryTool("no query tool"),
+        ),
         # Optional extras are fine.
-        ([tool("search", {"query": STRING, "limit": {"type": "integer"}}, ["query"])], QueryPlan("search", "query")),
+        (
+            [tool("search", {"query": STRING, "limit": {"type": "integer"}}, ["query"])],
+            QueryPlan("search", "query"),
+        ),
         # The property must take a string.
         ([tool("search", {"query": {"type": "integer"}}, ["query"])], NoQueryTool("no query tool")),
         ([tool("search", {"query": {"type": ["string", "null"]}})], QueryPlan("search", "query")),
@@ -98,8 +117,15 @@ def test_settings_without_a_tool_fall_back_to_detection() -> None:
 
 
 def test_arguments_template_fills_query_everywhere_and_max_results_as_integer() -> None:
-    template = {"topic": "{query}", "filters": {"title": "about {query}"}, "tags": ["{query}", 1], "limit": "{maxResults}"}
-    plan = plan_query([tool("lookup", {})], ServerQuerySettings(query_tool="lookup", arguments_template=template))
+    template = {
+        "topic": "{query}",
+        "filters": {"title": "about {query}"},
+        "tags": ["{query}", 1],
+        "limit": "{maxResults}",
+    }
+    plan = plan_query(
+        [tool("lookup", {})], ServerQuerySettings(query_tool="lookup", arguments_template=template)
+    )
     assert isinstance(plan, QueryPlan)
     assert plan.arguments_for("hooks", 20) == {
         "topic": "hooks",

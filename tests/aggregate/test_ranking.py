@@ -1,4 +1,3 @@
-import hashlib
 import math
 import random
 from datetime import UTC, datetime, timedelta
@@ -8,7 +7,6 @@ import pytest
 from mcp_aggregator.aggregate import AggregatorSettings, RankingWeights, ScoreBreakdown, ServerQuerySettings
 from mcp_aggregator.aggregate.ranking import (
     combine,
-    content_hash,
     freshness,
     keyword_match,
     length_penalty,
@@ -21,7 +19,9 @@ NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = 86_400.0
 
 
-def raw(content: str, server: str = "s", *, source_time: datetime | None = None, length: int | None = None) -> RawResult:
+def raw(
+    content: str, server: str = "s", *, source_time: datetime | None = None, length: int | None = None
+) -> RawResult:
     return RawResult(
         server=server,
         content=content,
@@ -43,7 +43,9 @@ def raw(content: str, server: str = "s", *, source_time: datetime | None = None,
         ("?!", "anything", 0.0),
     ],
 )
-def test_keyword_match_is_the_saturating_share_of_query_stems_found(query: str, content: str, expected: float) -> None:
+def test_keyword_match_is_the_saturating_share_of_query_stems_found(
+    query: str, content: str, expected: float
+) -> None:
     assert keyword_match(query_terms(query), content) == pytest.approx(expected)
 
 
@@ -107,20 +109,26 @@ def test_very_long_results_lose_against_equal_short_ones() -> None:
     assert ranked[1].breakdown.length_penalty == pytest.approx(0.02)
 
 
-def test_ties_break_by_server_name_then_content_hash() -> None:
+def test_ties_break_by_server_name_then_content() -> None:
     settings = AggregatorSettings()
     results = [raw("beta", "b"), raw("alpha", "b"), raw("gamma", "a")]
     ranked = rank_results(results, query="zzz", settings=settings, now=NOW)
     assert len({r.score for r in ranked}) == 1
-    tail = sorted(["alpha", "beta"], key=content_hash)
-    assert [r.raw.content for r in ranked] == ["gamma", *tail]
+    assert [r.raw.content for r in ranked] == ["gamma", "alpha", "beta"]
+
+
+def test_identical_results_keep_their_arrival_order() -> None:
+    first, second = raw("same", "a"), raw("same", "a", source_time=NOW)
+    ranked = rank_results([first, second], query="q", settings=AggregatorSettings(), now=NOW)
+    assert [r.raw for r in ranked] == [first, second]
 
 
 def test_same_results_in_any_arrival_order_rank_identically() -> None:
     rng = random.Random(7)
     words = ["react", "hooks", "state", "vue", "signal", "store", "redux", "context"]
     results = [
-        raw(" ".join(rng.choices(words, k=rng.randint(1, 12))), f"server{rng.randint(0, 4)}") for _ in range(200)
+        raw(" ".join(rng.choices(words, k=rng.randint(1, 12))), f"server{rng.randint(0, 4)}")
+        for _ in range(200)
     ]
     settings = AggregatorSettings()
     first = rank_results(results, query="react state hooks", settings=settings, now=NOW)
@@ -134,7 +142,9 @@ def test_same_results_in_any_arrival_order_rank_identically() -> None:
 
 def test_every_score_is_within_unit_interval_with_four_decimals() -> None:
     settings = AggregatorSettings(
-        ranking_weights=RankingWeights(keyword_match=7, freshness=0.001, server_reputation=3, length_penalty=1)
+        ranking_weights=RankingWeights(
+            keyword_match=7, freshness=0.001, server_reputation=3, length_penalty=1
+        )
     )
     results = [raw("react " * n, source_time=NOW - timedelta(days=n), length=n * 900) for n in range(50)]
     for scored in rank_results(results, query="react", settings=settings, now=NOW):
@@ -147,7 +157,3 @@ def test_every_score_is_within_unit_interval_with_four_decimals() -> None:
             scored.breakdown.length_penalty,
         ):
             assert 0.0 <= component <= 1.0
-
-
-def test_content_hash_is_stable_across_processes() -> None:
-    assert content_hash("react hooks") == hashlib.blake2b(b"react hooks", digest_size=8).hexdigest()

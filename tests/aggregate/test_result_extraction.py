@@ -12,7 +12,8 @@ NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 def text_result(*texts: str, structured: Any = None) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text) for text in texts], structured_content=structured
+        content=[mcp_types.TextContent(type="text", text=text) for text in texts],
+        structured_content=structured,
     )
 
 
@@ -57,7 +58,9 @@ def test_text_resources_are_results_and_images_are_not() -> None:
             mcp_types.ImageContent(type="image", data="AAAA", mime_type="image/png"),
             mcp_types.EmbeddedResource(
                 type="resource",
-                resource=mcp_types.TextResourceContents(uri="file:///a.md", text="# Readme", mime_type="text/markdown"),
+                resource=mcp_types.TextResourceContents(
+                    uri="file:///a.md", text="# Readme", mime_type="text/markdown"
+                ),
             ),
         ]
     )

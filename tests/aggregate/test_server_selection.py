@@ -20,7 +20,11 @@ AVAILABLE = ("context7", "serena", "memory")
         ("what do you remember", (), ServerSelection(("memory", "offline"), ("memory",), ("offline",), 2)),
         ("weather tomorrow", (), ServerSelection(AVAILABLE, AVAILABLE, (), None)),
         ("library", ("memory",), ServerSelection(("memory",), ("memory",), (), None)),
-        ("anything", ("offline", "serena"), ServerSelection(("offline", "serena"), ("serena",), ("offline",), None)),
+        (
+            "anything",
+            ("offline", "serena"),
+            ServerSelection(("offline", "serena"), ("serena",), ("offline",), None),
+        ),
     ],
 )
 def test_selection_follows_explicit_list_then_first_matching_rule_then_all(

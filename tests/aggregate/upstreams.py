@@ -22,6 +22,8 @@ from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
 
 STDIO_SERVER_SCRIPT = Path(__file__).with_name("stdio_search_server.py")
 
+UpstreamServer = MCPServer | StdioServerParameters
+
 
 class ClientTarget:
     """A connected ``Client`` seen as a ``QueryTarget``."""
@@ -44,7 +46,7 @@ class ClientTarget:
 
 @asynccontextmanager
 async def connect_targets(
-    servers: Mapping[str, MCPServer | StdioServerParameters], *, mode: str = "auto"
+    servers: Mapping[str, UpstreamServer], *, mode: str = "auto"
 ) -> AsyncIterator[list[ClientTarget]]:
     """Connect to every server (in this task, closed in this task) and yield the targets."""
     async with AsyncExitStack() as stack:

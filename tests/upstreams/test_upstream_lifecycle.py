@@ -8,6 +8,7 @@ import pytest
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError, UpstreamConnectError, UpstreamTimeoutError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams import UpstreamConnection
@@ -54,7 +55,7 @@ async def test_a_failing_upstream_never_blocks_the_others() -> None:
     broken = ServerConfig(name="broken", transport="stdio", command="/nonexistent/mcp-server")  # type: ignore[arg-type]
     dead_http = ServerConfig(name="gone", transport="http", base_url="http://127.0.0.1:9/mcp")  # type: ignore[arg-type]
     settings = settings_for(broken, dead_http, stdio_fixture("alpha"))
-    settings = settings.model_copy(update={"health": {"reconnect_max_attempts": 1}})
+    settings = settings.model_copy(update={"health": HealthSettings(reconnect_max_attempts=1)})
     async with running_gateway(settings) as (gateway, _client):
         assert gateway.supervisors["alpha"].status is ServerStatus.CONNECTED
         assert gateway.supervisors["broken"].status is ServerStatus.ERROR
@@ -79,7 +80,7 @@ async def test_unset_variable_fails_only_its_server_with_a_clear_error() -> None
 
 async def test_killed_stdio_upstream_fails_the_inflight_call_and_is_reaped() -> None:
     settings = settings_for(stdio_fixture("alpha"), stdio_fixture("beta"))
-    settings = settings.model_copy(update={"health": {"reconnect_max_attempts": 1}})
+    settings = settings.model_copy(update={"health": HealthSettings(reconnect_max_attempts=1)})
     async with running_gateway(settings) as (gateway, _client):
         pid = int(text_of(await gateway.call_tool("alpha.pid")))
         failure: list[BaseException] = []
@@ -157,9 +158,9 @@ async def test_upstream_json_rpc_errors_keep_their_code() -> None:
     async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
         connection = gateway.supervisors["alpha"].require_connection()
         with pytest.raises(UpstreamCallError) as info:
-            await connection.call_tool("no_such_tool", {})
-        assert info.value.code != 0
-        assert str(info.value).startswith("alpha: ")
+            await connection.request("read", lambda c: c.read_resource("fixture://nope"))
+        assert info.value.code == -32602
+        assert str(info.value) == "alpha: Unknown resource: fixture://nope"
 
 
 async def test_gateway_start_does_not_wait_for_upstreams() -> None:

@@ -11,29 +11,27 @@ score = sum of normalised weight * component, every component in [0, 1]:
 - length penalty: 1 up to ``lengthPenaltyStartChars``, then start / length (1 = no penalty).
 
 Scores are rounded to 4 decimals and that rounded value is what orders results, so the
-published scores and the order always agree. Ties break by server name, then a stable hash
-of the content, then arrival order.
+published scores and the order always agree. Ties break by server name, then the content
+itself (lexicographically; stable across processes, unlike ``hash()``), then arrival order.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.aggregate.keyword_matcher import KeywordMatcher
 from mcp_aggregator.aggregate.result_extraction import RawResult
-from mcp_aggregator.aggregate.stemmer import query_terms, stem, tokenize
+from mcp_aggregator.aggregate.stemmer import query_terms
 
-_SATURATION = 0.1
 _SCORE_DECIMALS = 4
 _SECONDS_PER_DAY = 86_400.0
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreBreakdown:
+class ScoreBreakdown(NamedTuple):
     """The unweighted components, each in [0, 1]."""
 
     keyword_match: float
@@ -42,55 +40,40 @@ class ScoreBreakdown:
     length_penalty: float
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredResult:
+class ScoredResult(NamedTuple):
     """A result with its score; ``score`` is in [0, 1], never NaN."""
 
     raw: RawResult
     score: float
     breakdown: ScoreBreakdown
-    content_hash: str
 
 
 def rank_results(
     results: Sequence[RawResult], *, query: str, settings: AggregatorSettings, now: datetime
 ) -> list[ScoredResult]:
     """Score every result and sort best first (total, deterministic order)."""
-    terms = query_terms(query)
+    matcher = KeywordMatcher(query_terms(query))
     weights = settings.ranking_weights.normalised()
     half_life = settings.freshness_half_life_days * _SECONDS_PER_DAY
+    start_chars = settings.length_penalty_start_chars
+    reputations = {server: _unit(settings.reputation_of(server)) for server in {r.server for r in results}}
     keyed: list[tuple[tuple[float, str, str, int], ScoredResult]] = []
     for index, raw in enumerate(results):
         breakdown = ScoreBreakdown(
-            keyword_match=keyword_match(terms, raw.content),
+            keyword_match=matcher.score(raw.content),
             freshness=freshness(raw.source_time or raw.retrieved_at, now=now, half_life_secs=half_life),
-            server_reputation=_unit(settings.reputation_of(raw.server)),
-            length_penalty=length_penalty(
-                raw.original_length, start_chars=settings.length_penalty_start_chars
-            ),
+            server_reputation=reputations[raw.server],
+            length_penalty=length_penalty(raw.original_length, start_chars=start_chars),
         )
-        scored = ScoredResult(
-            raw=raw,
-            score=combine(breakdown, weights),
-            breakdown=breakdown,
-            content_hash=content_hash(raw.content),
-        )
-        keyed.append(((-scored.score, raw.server, scored.content_hash, index), scored))
+        scored = ScoredResult(raw=raw, score=combine(breakdown, weights), breakdown=breakdown)
+        keyed.append(((-scored.score, raw.server, raw.content, index), scored))
     keyed.sort(key=lambda pair: pair[0])
     return [scored for _, scored in keyed]
 
 
 def keyword_match(terms: Sequence[str], content: str) -> float:
     """Saturating share of query stems found in ``content``; 0 when there are no terms."""
-    if not terms:
-        return 0.0
-    counts = dict.fromkeys(terms, 0)
-    for token in tokenize(content):
-        key = stem(token)
-        if key in counts:
-            counts[key] += 1
-    total = sum(count / (count + _SATURATION) for count in counts.values())
-    return _unit(total / len(counts))
+    return KeywordMatcher(terms).score(content)
 
 
 def freshness(when: datetime, *, now: datetime, half_life_secs: float) -> float:
@@ -121,12 +104,8 @@ def combine(breakdown: ScoreBreakdown, weights: tuple[float, float, float, float
     return round(_unit(total), _SCORE_DECIMALS)
 
 
-def content_hash(content: str) -> str:
-    """A hash of the content that, unlike ``hash()``, is the same in every process."""
-    return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
 def _unit(value: float) -> float:
-    if math.isnan(value):
-        return 0.0
-    return min(1.0, max(0.0, value))
+    if 0.0 <= value <= 1.0:
+        return value
+    # NaN fails every comparison and so lands on 0.0 here.
+    return 1.0 if value > 1.0 else 0.0

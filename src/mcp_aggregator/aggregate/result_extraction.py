@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import mcp_types
 
@@ -54,8 +53,7 @@ TIMESTAMP_KEYS: tuple[str, ...] = (
 _EPOCH_MILLIS_THRESHOLD = 1e11
 
 
-@dataclass(frozen=True, slots=True)
-class RawResult:
+class RawResult(NamedTuple):
     """One result as extracted, before ranking.
 
     ``content`` may be truncated; ``original_length`` is the length before truncation so

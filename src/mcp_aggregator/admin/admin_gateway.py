@@ -1,0 +1,65 @@
+"""``AdminGateway``: the part of the gateway the admin API drives, as a structural type.
+
+The admin layer depends on this surface only, so it can be read (and type-checked) without
+the rest of the composition root; ``mcp_aggregator.gateway.Gateway`` satisfies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.registry import Registry, ServerRecord, ToolRecord
+from mcp_aggregator.search import SearchHit
+from mcp_aggregator.settings import ServerConfig, Settings
+from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+
+class SkillView(Protocol):
+    """A skill a tool can be classified into."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
+
+class AdminGateway(Protocol):
+    """What the admin routes call; every method may raise an ``AggregatorError``."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def supervisors(self) -> Mapping[str, ServerSupervisor]: ...
+
+    async def flush(self) -> None:
+        """Wait until the write-behind of live status has reached the registry."""
+
+    async def register_server(self, config: ServerConfig, *, auto_connect: bool) -> ServerRecord: ...
+
+    async def remove_server_by_id(self, server_id: str) -> None: ...
+
+    async def connect_server(self, server_id: str) -> ServerStatus: ...
+
+    async def disconnect_server(self, server_id: str, *, force: bool) -> int: ...
+
+    async def query(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, server: str | None = None
+    ) -> types.CallToolResult: ...
+
+    def search_tools(self, q: str, k: int, *, server: str | None, skill: str | None) -> Sequence[SearchHit]: ...
+
+    def skills(self) -> Sequence[SkillView]: ...
+
+    def skill_tools(self, skill_id: str) -> Sequence[ToolRecord]: ...

@@ -1,0 +1,88 @@
+"""Admin access: a bearer token on every request, and no open binding without one."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_aggregator.errors import ConfigError
+
+PUBLIC_PATHS = frozenset({"/"})
+"""The web page itself carries no data, and a browser cannot attach a bearer header when it
+navigates to it; the page then sends the token (typed in by the admin) on every API call."""
+
+_UNAUTHORIZED = json.dumps({"detail": "Missing or invalid admin token"}).encode()
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP (127.0.0.0/8, ::1); an empty host means every interface."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind_allowed(host: str, token: str | None) -> None:
+    """Refuse to serve the admin API beyond this machine without a token.
+
+    Raises:
+        ConfigError: ``host`` is not loopback and ``token`` is unset or empty.
+    """
+    if not token and not is_loopback(host):
+        raise ConfigError(f"refusing to bind to {host or '0.0.0.0'} without serve.admin_token")
+
+
+def token_matches(authorization: str | None, token: str) -> bool:
+    """``Authorization: Bearer <token>``, compared in constant time."""
+    if authorization is None:
+        return False
+    scheme, _, presented = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(presented.strip().encode(), token.encode())
+
+
+def _route_path(scope: Scope) -> str:
+    """The path inside this app: Starlette keeps the mount prefix in ``path`` and ``root_path``."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] or "/" if root and path.startswith(root) else path
+
+
+class AdminTokenMiddleware:
+    """Answers 401 to any HTTP request without the admin token (except ``PUBLIC_PATHS``).
+
+    A middleware rather than a route dependency, so the OpenAPI document, unknown paths
+    and ``/metrics`` are covered as well as the API routes.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or _route_path(scope) in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        raw = headers.get(b"authorization")
+        if token_matches(raw.decode("latin-1") if raw is not None else None, self.token):
+            await self.app(scope, receive, send)
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(_UNAUTHORIZED)).encode()),
+                    (b"www-authenticate", b"Bearer"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": _UNAUTHORIZED})

@@ -1,0 +1,161 @@
+"""The admin API's request and response bodies; separate from tables and domain records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.registry import TransportType
+from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN
+
+
+class ConnectionConfig(BaseModel):
+    """Transport-specific fields: STDIO ``command`` (+ ``args``, ``env``, ``cwd``), SSE ``url``,
+    HTTP ``base_url`` (+ ``headers`` for both). ``${VAR}`` references stay unexpanded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    base_url: str | None = None
+    headers: dict[str, str] | None = None
+
+
+class ServerCreate(BaseModel):
+    """A registration (BR-001). The rules are ``ServerConfig``'s: the schema only documents them,
+    so that the API and the config file refuse the same input with the same message."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "github-mcp",
+                    "description": "GitHub MCP Server",
+                    "transport_type": "SSE",
+                    "connection_config": {
+                        "url": "https://github-mcp.example.com/sse",
+                        "headers": {"Authorization": "Bearer ${TOKEN}"},
+                    },
+                    "health_check_url": "https://github-mcp.example.com/health",
+                    "auto_connect": True,
+                }
+            ]
+        },
+    )
+
+    name: str = Field(json_schema_extra={"pattern": NAME_PATTERN.pattern, "maxLength": MAX_NAME_LENGTH})
+    description: str | None = Field(default=None, json_schema_extra={"maxLength": MAX_DESCRIPTION_LENGTH})
+    transport_type: str = Field(description="STDIO, SSE or HTTP, in any case")
+    connection_config: ConnectionConfig
+    health_check_url: str | None = Field(default=None, description="An absolute http(s) URL")
+    auto_connect: bool = False
+
+
+class ToolPublic(BaseModel):
+    id: str
+    name: str = Field(description="Namespaced: {server}.{original_name}")
+    original_name: str
+    description: str | None
+    input_schema: dict[str, Any]
+    server_id: str
+    skill_ids: list[str]
+    primary_skill_id: str | None
+    is_classified: bool
+
+
+class ServerPublic(BaseModel):
+    """A server in lists and in the registration answer; the status is the live one."""
+
+    id: str
+    name: str
+    status: ServerStatus
+    transport_type: TransportType
+    tool_count: int
+    registered_at: datetime
+    last_health_check: datetime | None
+    consecutive_failures: int
+    response_time_ms: float | None
+    error_message: str | None
+    tools: list[ToolPublic] | None = Field(default=None, description="Only with include_tools=true")
+
+
+class ServerDetail(ServerPublic):
+    """One server; secrets in ``connection_config`` and URLs are redacted."""
+
+    description: str | None
+    health_check_url: str | None
+    connected_at: datetime | None
+    last_error: str | None
+    connection_config: dict[str, Any]
+    source: str
+    pending_requests: int
+
+
+class ConnectResult(BaseModel):
+    status: ServerStatus
+    message: str
+
+
+class DisconnectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    force: bool = Field(default=False, description="Cancel in-flight calls instead of draining them")
+
+
+class DisconnectResult(BaseModel):
+    status: ServerStatus
+    pending_requests: int = Field(description="In-flight calls waited for (or cancelled with force)")
+
+
+class ToolCallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallResult(BaseModel):
+    """The upstream's ``CallToolResult``; a tool error is a 200 with ``isError`` (BR-005)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    content: list[dict[str, Any]]
+    structured_content: dict[str, Any] | None = Field(default=None, alias="structuredContent")
+    is_error: bool = Field(default=False, alias="isError")
+
+
+class StatePublic(BaseModel):
+    """Server counts partition ``total_servers``; ``last_sync`` is the latest tool discovery."""
+
+    total_servers: int
+    connected_servers: int
+    degraded_servers: int
+    connecting_servers: int
+    disconnected_servers: int
+    error_servers: int
+    total_tools: int
+    exposed_tools: int
+    classified_tools: int
+    unclassified_tools: int
+    last_sync: datetime | None
+
+
+class SearchHitPublic(BaseModel):
+    name: str = Field(description="Namespaced: {server}.{original_name}")
+    server: str
+    original_name: str
+    description: str
+    score: float
+    skill_ids: list[str]
+
+
+class SkillPublic(BaseModel):
+    id: str
+    name: str
+    description: str

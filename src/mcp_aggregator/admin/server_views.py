@@ -1,0 +1,66 @@
+"""Domain records (plus the live supervisor) as API bodies; secrets never leave redacted."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mcp_aggregator.admin.schemas import ServerDetail, ServerPublic, ToolPublic
+from mcp_aggregator.registry import ServerRecord, ToolRecord, redact_connection_config, redact_url
+from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+
+def tool_public(tool: ToolRecord) -> ToolPublic:
+    return ToolPublic(
+        id=tool.id,
+        name=tool.name,
+        original_name=tool.original_name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        server_id=tool.source_server_id,
+        skill_ids=list(tool.skill_ids),
+        primary_skill_id=tool.primary_skill_id,
+        is_classified=tool.is_classified,
+    )
+
+
+def server_public(
+    record: ServerRecord,
+    supervisor: ServerSupervisor | None,
+    tools: Sequence[ToolRecord] | None = None,
+) -> ServerPublic:
+    """The record, with status and error taken from the supervisor when this process runs one
+    (the registry receives them write-behind, so they can trail by a moment)."""
+    return ServerPublic(
+        id=record.id,
+        name=record.name,
+        status=supervisor.status if supervisor else record.status,
+        transport_type=record.transport_type,
+        tool_count=record.tool_count,
+        registered_at=record.registered_at,
+        last_health_check=record.last_health_check,
+        consecutive_failures=record.consecutive_failures,
+        response_time_ms=record.response_time_ms,
+        error_message=supervisor.error_message if supervisor else record.error_message,
+        tools=None if tools is None else [tool_public(tool) for tool in tools],
+    )
+
+
+def server_detail(record: ServerRecord, supervisor: ServerSupervisor | None) -> ServerDetail:
+    public = server_public(record, supervisor)
+    connection = supervisor.connection if supervisor else None
+    return ServerDetail(
+        **public.model_dump(),
+        description=record.description,
+        health_check_url=redact_url(record.health_check_url) if record.health_check_url else None,
+        connected_at=record.connected_at,
+        last_error=record.last_error,
+        connection_config=redact_connection_config(record.connection_config),
+        source=record.source.value,
+        pending_requests=connection.pending_requests if connection else 0,
+    )
+
+
+def live_supervisor(
+    supervisors: Mapping[str, ServerSupervisor], record: ServerRecord
+) -> ServerSupervisor | None:
+    return supervisors.get(record.name)

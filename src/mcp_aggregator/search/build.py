@@ -1,0 +1,60 @@
+"""Composition of the search part from its settings."""
+
+from __future__ import annotations
+
+import importlib
+
+from mcp_aggregator.errors import ConfigError
+from mcp_aggregator.search.config import SearchSettings
+from mcp_aggregator.search.embedder import Embedder, NoneEmbedder
+from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
+from mcp_aggregator.search.openai_embedder import OpenAIEmbedder
+from mcp_aggregator.search.tool_search import ToolSearch
+from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
+
+
+def _optional_module(name: str, extra: str) -> object:
+    # Optional backends (torch, qdrant-client) are imported only when configured, so a
+    # default install never needs them; their modules import their library at the top.
+    try:
+        return importlib.import_module(f"mcp_aggregator.search.{name}")
+    except ImportError as exc:
+        raise ConfigError(f"needs the optional dependency {extra!r}: {exc}", path="search") from exc
+
+
+def build_embedder(settings: SearchSettings) -> Embedder:
+    """The embedder ``settings.embedder`` names. Raises ``ConfigError`` / ``SearchError``."""
+    match settings.embedder:
+        case "onnx-minilm":
+            if settings.model_path is not None:
+                return OnnxMiniLmEmbedder(settings.model_path, expected_sha256=None, threads=settings.onnx_threads)
+            return OnnxMiniLmEmbedder(threads=settings.onnx_threads)
+        case "openai":
+            return OpenAIEmbedder(
+                settings.openai_base_url,
+                settings.openai_model,
+                api_key=settings.openai_api_key,
+                timeout=settings.openai_timeout_secs,
+            )
+        case "sentence-transformers":
+            if settings.model_path is None:
+                raise ConfigError("sentence-transformers needs a local model folder", path="search.model_path")
+            module = _optional_module("sentence_transformer_embedder", "sentence-transformers")
+            embedder: Embedder = module.SentenceTransformerEmbedder(settings.model_path)  # type: ignore[attr-defined]
+            return embedder
+        case "none":
+            return NoneEmbedder()
+
+
+def build_vector_index(settings: SearchSettings, dimension: int) -> VectorIndex:
+    if settings.vector_backend == "qdrant":
+        module = _optional_module("qdrant_index", "qdrant-client")
+        index: VectorIndex = module.QdrantVectorIndex(dimension, location=settings.qdrant_location)  # type: ignore[attr-defined]
+        return index
+    return NumpyVectorIndex(dimension)
+
+
+def build_tool_search(settings: SearchSettings, embedder: Embedder | None = None) -> ToolSearch:
+    """A ``ToolSearch`` wired as ``settings`` say; ``embedder`` overrides the configured one."""
+    emb = embedder if embedder is not None else build_embedder(settings)
+    return ToolSearch(settings, emb, vector_index=build_vector_index(settings, emb.dimension))
