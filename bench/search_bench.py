@@ -43,8 +43,16 @@ def load() -> tuple[list[ToolDoc], list[dict[str, Any]]]:
     for line in (DATA / "tools_flat.jsonl").read_text().splitlines():
         t = json.loads(line)
         server = slug(t["server"])
-        docs.append(ToolDoc(f"{server}.{t['name']}", server, t["name"], t["description"] or "",
-                            t["server_description"] or "", t["input_schema"] or {}))
+        docs.append(
+            ToolDoc(
+                f"{server}.{t['name']}",
+                server,
+                t["name"],
+                t["description"] or "",
+                t["server_description"] or "",
+                t["input_schema"] or {},
+            )
+        )
     tasks = [json.loads(line) for line in (DATA / "queries_flat.jsonl").read_text().splitlines()]
     return docs, [t for t in tasks if set(t["gold_tool_names"]) - set(t["unresolved_names"])]
 
@@ -85,9 +93,27 @@ def dense_ranker(docs: Sequence[ToolDoc], search: ToolSearch) -> Ranker:
     return lambda q: [k for k, _ in index.search(embedder.embed([q])[0], 50, IndexFilter())]
 
 
-_VERBS = ["quickly", "safely", "in bulk", "for teams", "with retries", "from the cache", "for reports",
-          "over the API", "on demand", "with paging", "for admins", "in the background", "with filters",
-          "for audits", "via webhooks", "for mobile", "with previews", "for archives", "at scale"]
+_VERBS = [
+    "quickly",
+    "safely",
+    "in bulk",
+    "for teams",
+    "with retries",
+    "from the cache",
+    "for reports",
+    "over the API",
+    "on demand",
+    "with paging",
+    "for admins",
+    "in the background",
+    "with filters",
+    "for audits",
+    "via webhooks",
+    "for mobile",
+    "with previews",
+    "for archives",
+    "at scale",
+]
 
 
 def replicate(docs: Sequence[ToolDoc], size: int) -> list[ToolDoc]:
@@ -102,8 +128,16 @@ def replicate(docs: Sequence[ToolDoc], size: int) -> list[ToolDoc]:
                 break
             server = f"{d.server}-{r}"
             name = f"{d.name}_{phrase.split()[-1]}{r}"
-            out.append(ToolDoc(f"{server}.{name}", server, name, f"{d.description} ({phrase}, edition {r})",
-                               d.server_description, d.input_schema))
+            out.append(
+                ToolDoc(
+                    f"{server}.{name}",
+                    server,
+                    name,
+                    f"{d.description} ({phrase}, edition {r})",
+                    d.server_description,
+                    d.input_schema,
+                )
+            )
     return out
 
 
@@ -121,8 +155,9 @@ def timed_searches(search: ToolSearch, queries: Sequence[str], *, repeat: int = 
     return laps
 
 
-async def catalogue_bench(embedder: Embedder, docs: Sequence[ToolDoc], tasks: Sequence[dict[str, Any]],
-                          size: int) -> dict[str, Any]:
+async def catalogue_bench(
+    embedder: Embedder, docs: Sequence[ToolDoc], tasks: Sequence[dict[str, Any]], size: int
+) -> dict[str, Any]:
     catalogue = replicate(docs, size)
     tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
     try:
@@ -137,23 +172,28 @@ async def catalogue_bench(embedder: Embedder, docs: Sequence[ToolDoc], tasks: Se
         embedded_warm = await warm.upsert(catalogue)
         warm_s = time.perf_counter() - start
         task_queries = [t["query"] for t in tasks]
-        short_queries = [" ".join(d.description.split()[:6]) or d.name for d in docs[::5] if d.description.isascii()]
+        short_queries = [
+            " ".join(d.description.split()[:6]) or d.name for d in docs[::5] if d.description.isascii()
+        ]
         task_laps = timed_searches(warm, task_queries)
         short_laps = timed_searches(warm, short_queries)
-        cached_laps = timed_searches(warm, task_queries, repeat=2)[len(task_queries):]
+        cached_laps = timed_searches(warm, task_queries, repeat=2)[len(task_queries) :]
         warm.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {
         "tools": len(catalogue),
-        "cold_embed_s": round(cold_s, 1), "cold_embedded": embedded_cold,
-        "warm_embed_s": round(warm_s, 2), "warm_embedded": embedded_warm,
+        "cold_embed_s": round(cold_s, 1),
+        "cold_embedded": embedded_cold,
+        "warm_embed_s": round(warm_s, 2),
+        "warm_embedded": embedded_warm,
         "p50_ms_task_queries": round(percentile(task_laps, 50), 2),
         "p95_ms_task_queries": round(percentile(task_laps, 95), 2),
         "p50_ms_short_queries": round(percentile(short_laps, 50), 2),
         "p95_ms_short_queries": round(percentile(short_laps, 95), 2),
         "p95_ms_query_embedding_cached": round(percentile(cached_laps, 95), 2),
-        "short_queries": len(short_queries), "task_queries": len(task_queries),
+        "short_queries": len(short_queries),
+        "task_queries": len(task_queries),
     }
 
 
@@ -167,6 +207,7 @@ def progress_bar(done: int, total: int) -> None:
 
 
 async def main(size: int) -> None:
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     docs, tasks = load()
     embedder = build_embedder(SearchSettings())
     hybrid = ToolSearch(SearchSettings(), embedder)
@@ -186,9 +227,20 @@ async def main(size: int) -> None:
     for key, value in latency.items():
         print(f"  {key:<32} {value}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"embedder": embedder.model_id, "tasks": len(tasks), "tools": len(docs),
-                                   "quality": quality, "catalogue": latency,
-                                   "python": sys.version.split()[0]}, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "embedder": embedder.model_id,
+                "tasks": len(tasks),
+                "tools": len(docs),
+                "quality": quality,
+                "catalogue": latency,
+                "python": sys.version.split()[0],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {RESULTS}")
 
 

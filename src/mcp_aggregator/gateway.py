@@ -32,7 +32,8 @@ from mcp_aggregator.registry import (
     check_tool_limits,
 )
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.search import SearchHit, ToolSearch, build_tool_search
+from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
+from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
 from mcp_aggregator.upstreams.connection import ProgressRelay
@@ -82,6 +83,7 @@ class Gateway:
         self._listeners: list[ChangeListener] = []
         self._settled: dict[str, anyio.Event] = {}
         self._index_dirty = anyio.Event()
+        self._changed = anyio.Event()
         self._mirror = RegistryMirror()
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
@@ -140,7 +142,12 @@ class Gateway:
     async def _start_supervisor(self, server_id: str, config: ServerConfig, *, connect: bool) -> ServerSupervisor:
         assert self._tg is not None
         supervisor = ServerSupervisor(
-            config, env=self._env, retry=self._retry, sleep=self._sleep, on_change=self._supervisor_changed
+            config,
+            env=self._env,
+            retry=self._retry,
+            sleep=self._sleep,
+            on_change=self._supervisor_changed,
+            on_activity=self._poke,
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
@@ -197,7 +204,22 @@ class Gateway:
         self._mirror.submit(f"{name}: tools", lambda: self.registry.replace_tools(server_id, specs))
         self._index_dirty.set()
 
+    def _poke(self) -> None:
+        """Wake everyone in ``wait_until``: some state changed."""
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool], *, timeout_secs: float) -> None:
+        """Wait for ``predicate`` to hold, re-checking on every state change.
+
+        Raises ``TimeoutError`` after ``timeout_secs``.
+        """
+        with anyio.fail_after(timeout_secs):
+            while not predicate():
+                await self._changed.wait()
+
     def _invalidate(self) -> None:
+        self._poke()
         self._catalog = None
         snapshot = self._exposure_key()
         if snapshot != self._exposed_snapshot:
@@ -216,9 +238,9 @@ class Gateway:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
-    async def wait_settled(self, timeout: float) -> None:
-        """Wait (up to ``timeout``) until every server's first connection attempt resolved."""
-        with anyio.move_on_after(timeout):
+    async def wait_settled(self, timeout_secs: float) -> None:
+        """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
+        with anyio.move_on_after(timeout_secs):
             for event in list(self._settled.values()):
                 await event.wait()
 
@@ -334,6 +356,9 @@ class Gateway:
             stale = [d.key for d in self.search.docs() if d.key not in current]
             self.search.remove(stale)
             await self.search.upsert(docs)
+
+    def skills(self) -> list[SkillSpec]:
+        return skills_of(self.settings.search)
 
     def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None

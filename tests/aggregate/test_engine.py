@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any, ClassVar
 
+import anyio
 import jsonschema
 import mcp_types
 import pytest
@@ -167,6 +168,16 @@ async def test_server_past_its_timeout_is_reported_and_the_others_still_answer()
     assert (meta.servers_queried, meta.servers_succeeded, meta.total_results_raw) == (2, 1, 3)
     assert meta.server_diversity == 0.5
     assert {r.server for r in response.results} == {"fast"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_timed_out_call_is_cancelled_on_the_upstream_server(mode: str) -> None:
+    cancelled = anyio.Event()
+    async with connect_targets({"slow": hanging_server("slow", cancelled)}, mode=mode) as targets:
+        with pytest.raises(AggregationFailedError):
+            await engine().query(request(), targets)
+        with anyio.fail_after(5):
+            await cancelled.wait()
 
 
 async def test_total_timeout_returns_what_has_arrived() -> None:

@@ -86,14 +86,19 @@ def json_server(name: str, items: Sequence[Mapping[str, Any]]) -> MCPServer:
     return app
 
 
-def hanging_server(name: str) -> MCPServer:
-    """``search`` waits on an event nobody sets: it only ends when cancelled."""
+def hanging_server(name: str, cancelled: anyio.Event | None = None) -> MCPServer:
+    """``search`` waits on an event nobody sets: it only ends when cancelled, and then
+    sets ``cancelled``."""
     app = MCPServer(name)
 
     @app.tool()
     async def search(query: str) -> str:
         """Never answers."""
-        await anyio.Event().wait()
+        try:
+            await anyio.Event().wait()
+        finally:
+            if cancelled is not None:
+                cancelled.set()
         return "unreachable"
 
     return app

@@ -50,7 +50,7 @@ def test_an_original_name_on_two_servers_is_ambiguous_and_lists_them(catalog: Ca
 
 
 def test_unknown_tool_is_not_found(catalog: Catalog) -> None:
-    with pytest.raises(ToolNotFoundError, match="Tool not found: nope"):
+    with pytest.raises(ToolNotFoundError, match=r"Tool not found: nope"):
         catalog.resolve_route("nope")
 
 

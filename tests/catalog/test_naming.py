@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_aggregator.catalog import CLIENT_SAFE, assign_exposed_names, exposed_name, namespace, parse_namespaced
+from mcp_aggregator.catalog import (
+    CLIENT_SAFE,
+    assign_exposed_names,
+    exposed_name,
+    namespace,
+    parse_namespaced,
+)
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import uvicorn
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
 
@@ -64,6 +65,18 @@ def build_server(name: str = "fixture") -> MCPServer[Any]:
     @app.tool(name="api.v2.create", description="A tool whose name contains dots.")
     async def api_v2_create(title: str) -> str:
         return f"created {title}"
+
+    @app.tool(description="Add a tool named `name` and announce that the tool list changed.")
+    async def grow(name: str, ctx: Context) -> str:
+        async def grown(text: str = "") -> str:
+            return f"{name}: {text}"
+
+        app.add_tool(grown, name=name, description=f"A tool added at run time: {name}")
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await ctx.notify_tools_changed()
+        else:
+            await ctx.session.send_tool_list_changed()
+        return f"added {name}"
 
     @app.tool(description="Exit the process at once (simulates a crash).")
     async def crash() -> str:

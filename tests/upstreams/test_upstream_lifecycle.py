@@ -2,11 +2,17 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
 
-from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError, UpstreamConnectError, UpstreamTimeoutError
+from mcp_aggregator.errors import (
+    UpstreamCallError,
+    UpstreamClosedError,
+    UpstreamConnectError,
+    UpstreamTimeoutError,
+)
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.health.server_state import ServerStatus
@@ -19,13 +25,19 @@ def text_of(result: object) -> str:
     return result.content[0].text  # type: ignore[attr-defined, no-any-return]
 
 
-def process_gone(pid: int) -> bool:
-    """True once ``pid`` no longer exists (reaped) - a zombie still exists."""
+async def wait_reaped(pid: int) -> None:
+    """Return once ``pid`` has exited (its pidfd turns readable; a zombie counts as exited).
+
+    Callers check ``/proc/<pid>`` afterwards: it disappears only once the parent reaped it.
+    """
     try:
-        os.kill(pid, 0)
+        fd = os.pidfd_open(pid)
     except ProcessLookupError:
-        return True
-    return False
+        return
+    try:
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
 
 
 async def test_all_three_transports_connect_and_route_calls(
@@ -91,16 +103,17 @@ async def test_killed_stdio_upstream_fails_the_inflight_call_and_is_reaped() -> 
             except UpstreamClosedError as exc:
                 failure.append(exc)
 
+        connection = gateway.supervisors["alpha"].connection
+        assert connection is not None
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(hanging_call)
-                while not gateway.supervisors["alpha"].connection.pending_requests:  # type: ignore[union-attr]
-                    await anyio.sleep(0.01)
+                await gateway.wait_until(lambda: connection.pending_requests > 0, timeout_secs=5)
                 os.kill(pid, 9)
         assert failure and "alpha" in str(failure[0]) and "calling tool 'hang'" in str(failure[0])
         with anyio.fail_after(5):
-            while not process_gone(pid):
-                await anyio.sleep(0.01)
+            await wait_reaped(pid)
+        await gateway.wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout_secs=5)
         assert text_of(await gateway.call_tool("beta.echo", {"text": "alive"})) == "alive"
 
 
@@ -111,9 +124,9 @@ async def test_upstream_crash_reconnects_with_a_new_process() -> None:
         old = sup.connection
         with pytest.raises(UpstreamClosedError):
             await gateway.call_tool("alpha.crash")
-        with anyio.fail_after(20):
-            while sup.status is not ServerStatus.CONNECTED or sup.connection in (None, old):
-                await anyio.sleep(0.01)
+        await gateway.wait_until(
+            lambda: sup.status is ServerStatus.CONNECTED and sup.connection not in (None, old), timeout_secs=20
+        )
         assert text_of(await gateway.call_tool("alpha.pid")) != first
 
 
@@ -127,11 +140,11 @@ async def test_progress_restarts_the_call_timeout() -> None:
         async def relay(value: float, total: float | None, message: str | None) -> None:
             seen.append(value)
 
-        result = await conn.call_tool("progress", {"steps": 5}, timeout=30, progress=relay)
+        result = await conn.call_tool("progress", {"steps": 5}, timeout_secs=30, progress=relay)
         assert text_of(result) == "done after 5 steps"
         assert seen == [1, 2, 3, 4, 5]
-        with pytest.raises(UpstreamTimeoutError, match="alpha: timeout after 0.2s while calling tool 'hang'"):
-            await conn.call_tool("hang", timeout=0.2)
+        with pytest.raises(UpstreamTimeoutError, match=r"alpha: timeout after 0\.2s while calling tool 'hang'"):
+            await conn.call_tool("hang", timeout_secs=0.2)
         assert conn.pending_requests == 0
         await conn.close()
 
@@ -140,7 +153,7 @@ async def test_connect_failure_is_reported_before_readiness() -> None:
     config = ServerConfig(name="nope", transport="stdio", command=sys.executable, args=("-c", "pass"))  # type: ignore[arg-type]
     conn = UpstreamConnection(config)
     async with anyio.create_task_group() as tg:
-        with pytest.raises(UpstreamConnectError, match="^nope: connection closed during the handshake"):
+        with pytest.raises(UpstreamConnectError, match=r"^nope: connection closed during the handshake"):
             await tg.start(conn.run)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from mcp_aggregator.health.server_state import ServerStatus
-from mcp_aggregator.registry import Registry, ServerRecord, ToolRecord
+from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchHit
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
@@ -58,8 +58,8 @@ class AdminGateway(Protocol):
         self, name: str, arguments: dict[str, Any] | None = None, *, server: str | None = None
     ) -> types.CallToolResult: ...
 
-    def search_tools(self, q: str, k: int, *, server: str | None, skill: str | None) -> Sequence[SearchHit]: ...
+    def search_tools(
+        self, query: str, k: int, *, server: str | None, skill: str | None
+    ) -> Sequence[SearchHit]: ...
 
     def skills(self) -> Sequence[SkillView]: ...
-
-    def skill_tools(self, skill_id: str) -> Sequence[ToolRecord]: ...

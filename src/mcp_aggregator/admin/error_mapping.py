@@ -7,9 +7,11 @@ parts (422 query ``{field, reason}``, 502 aggregation, 503 ``{server, status}``)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
@@ -72,6 +74,22 @@ def _upstream_error(exc: UpstreamError) -> tuple[int, Any]:
     return 503, {"message": str(exc), "server": exc.server}
 
 
+def validation_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    """FastAPI's 422 list, each message naming its field, inputs dropped (they may be secrets)."""
+    out = []
+    for err in errors:
+        loc = [str(part) for part in err["loc"]]
+        field = ".".join(loc[1:] if loc[:1] in (["body"], ["query"], ["path"]) else loc)
+        msg = str(err["msg"])
+        out.append({"type": err["type"], "loc": err["loc"], "msg": f"{field}: {msg}" if field else msg})
+    return out
+
+
+async def _handle_validation(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": validation_errors(exc.errors())}, status_code=422)
+
+
 async def _handle(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AggregatorError)
     status, detail = http_error(exc)
@@ -79,5 +97,6 @@ async def _handle(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Route every ``AggregatorError`` escaping a handler through ``http_error``."""
+    """Route every ``AggregatorError`` through ``http_error``, and 422s through ``validation_errors``."""
     app.add_exception_handler(AggregatorError, _handle)
+    app.add_exception_handler(RequestValidationError, _handle_validation)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.schemas import ServerDetail, ServerPublic, ToolPublic
+from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import ServerRecord, ToolRecord, redact_connection_config, redact_url
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
@@ -60,7 +63,27 @@ def server_detail(record: ServerRecord, supervisor: ServerSupervisor | None) -> 
     )
 
 
-def live_supervisor(
-    supervisors: Mapping[str, ServerSupervisor], record: ServerRecord
-) -> ServerSupervisor | None:
-    return supervisors.get(record.name)
+@dataclass(frozen=True, slots=True)
+class ServerSample:
+    """One server as state and metrics see it: its record, live status and in-flight calls."""
+
+    record: ServerRecord
+    status: ServerStatus
+    pending_requests: int
+
+
+async def collect_samples(gateway: AdminGateway) -> list[ServerSample]:
+    """Every registered server, with the live figures of this process's supervisor if any."""
+    await gateway.flush()
+    samples = []
+    for record in await gateway.registry.list_servers():
+        supervisor = gateway.supervisors.get(record.name)
+        connection = supervisor.connection if supervisor else None
+        samples.append(
+            ServerSample(
+                record=record,
+                status=supervisor.status if supervisor else record.status,
+                pending_requests=connection.pending_requests if connection else 0,
+            )
+        )
+    return samples

@@ -19,6 +19,8 @@ from mcp_aggregator.aggregate.tool_contract import (
     QUERY_TOOL_INPUT_SCHEMA,
     QUERY_TOOL_NAME,
     QUERY_TOOL_OUTPUT_SCHEMA,
+    jsonrpc_error_of,
+    query_tool,
 )
 
 __all__ = [
@@ -39,5 +41,7 @@ __all__ = [
     "ScoreBreakdown",
     "ServerQuerySettings",
     "ServerRule",
+    "jsonrpc_error_of",
     "parse_query_arguments",
+    "query_tool",
 ]

@@ -54,4 +54,8 @@ class KeywordMatcher:
         if not self.terms:
             return 0.0
         counts = self.counts(text)
-        return sum(count / (count + _SATURATION) for count in counts.values()) / len(counts)
+        total = 0.0
+        for count in counts.values():
+            if count:
+                total += count / (count + _SATURATION)
+        return total / len(counts)

@@ -57,7 +57,7 @@ def rank_results(
     half_life = settings.freshness_half_life_days * _SECONDS_PER_DAY
     start_chars = settings.length_penalty_start_chars
     reputations = {server: _unit(settings.reputation_of(server)) for server in {r.server for r in results}}
-    keyed: list[tuple[tuple[float, str, str, int], ScoredResult]] = []
+    keyed: list[tuple[float, str, str, int, ScoredResult]] = []
     for index, raw in enumerate(results):
         breakdown = ScoreBreakdown(
             keyword_match=matcher.score(raw.content),
@@ -66,9 +66,10 @@ def rank_results(
             length_penalty=length_penalty(raw.original_length, start_chars=start_chars),
         )
         scored = ScoredResult(raw=raw, score=combine(breakdown, weights), breakdown=breakdown)
-        keyed.append(((-scored.score, raw.server, raw.content, index), scored))
-    keyed.sort(key=lambda pair: pair[0])
-    return [scored for _, scored in keyed]
+        # The arrival index is unique, so tuple comparison never reaches ``scored``.
+        keyed.append((-scored.score, raw.server, raw.content, index, scored))
+    keyed.sort()
+    return [entry[4] for entry in keyed]
 
 
 def keyword_match(terms: Sequence[str], content: str) -> float:

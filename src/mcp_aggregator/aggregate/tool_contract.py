@@ -1,9 +1,14 @@
-"""The aggregator tool as published to MCP clients: name, description and schemas, verbatim
-from the contract (seed 000)."""
+"""The aggregator tool as published to MCP clients: name, description, schemas and error
+shapes, verbatim from the contract (seed 000)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Final
+
+import mcp_types
+
+from mcp_aggregator.errors import AggregationFailedError, InvalidQueryError
 
 QUERY_TOOL_NAME: Final = "mcp__proxy__aggregator__query"
 
@@ -97,3 +102,34 @@ QUERY_TOOL_OUTPUT_SCHEMA: Final[dict[str, Any]] = {
 
 INVALID_QUERY_MESSAGE: Final = "Invalid query parameters"
 AGGREGATION_FAILED_MESSAGE: Final = "Aggregation failed: all servers unavailable"
+
+
+def query_tool() -> mcp_types.Tool:
+    """The tool definition to list (fresh copies of the schemas, safe to mutate)."""
+    return mcp_types.Tool(
+        name=QUERY_TOOL_NAME,
+        description=QUERY_TOOL_DESCRIPTION,
+        input_schema=copy.deepcopy(QUERY_TOOL_INPUT_SCHEMA),
+        output_schema=copy.deepcopy(QUERY_TOOL_OUTPUT_SCHEMA),
+    )
+
+
+def jsonrpc_error_of(exc: InvalidQueryError | AggregationFailedError) -> mcp_types.ErrorData:
+    """The contract's JSON-RPC error for a query error.
+
+    ``InvalidQueryError`` → -32602 "Invalid query parameters", ``data: {field, reason}``;
+    ``AggregationFailedError`` → -32603 "Aggregation failed: all servers unavailable",
+    ``data: {attemptedServers, errors}``. ``serve/`` raises it as
+    ``MCPError.from_error_data(...)``.
+    """
+    if isinstance(exc, InvalidQueryError):
+        return mcp_types.ErrorData(
+            code=mcp_types.INVALID_PARAMS,
+            message=INVALID_QUERY_MESSAGE,
+            data={"field": exc.field, "reason": exc.reason},
+        )
+    return mcp_types.ErrorData(
+        code=mcp_types.INTERNAL_ERROR,
+        message=AGGREGATION_FAILED_MESSAGE,
+        data={"attemptedServers": list(exc.attempted), "errors": list(exc.errors)},
+    )

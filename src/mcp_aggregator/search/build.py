@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 
 from mcp_aggregator.errors import ConfigError
+from mcp_aggregator.search.classifier import Classifier, EmbeddingClassifier, LlmClassifier
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, NoneEmbedder
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.openai_embedder import OpenAIEmbedder
+from mcp_aggregator.search.skills import SkillIndex, skills_of
 from mcp_aggregator.search.tool_search import ToolSearch
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 
@@ -27,7 +29,9 @@ def build_embedder(settings: SearchSettings) -> Embedder:
     match settings.embedder:
         case "onnx-minilm":
             if settings.model_path is not None:
-                return OnnxMiniLmEmbedder(settings.model_path, expected_sha256=None, threads=settings.onnx_threads)
+                return OnnxMiniLmEmbedder(
+                    settings.model_path, expected_sha256=None, threads=settings.onnx_threads
+                )
             return OnnxMiniLmEmbedder(threads=settings.onnx_threads)
         case "openai":
             return OpenAIEmbedder(
@@ -38,7 +42,9 @@ def build_embedder(settings: SearchSettings) -> Embedder:
             )
         case "sentence-transformers":
             if settings.model_path is None:
-                raise ConfigError("sentence-transformers needs a local model folder", path="search.model_path")
+                raise ConfigError(
+                    "sentence-transformers needs a local model folder", path="search.model_path"
+                )
             module = _optional_module("sentence_transformer_embedder", "sentence-transformers")
             embedder: Embedder = module.SentenceTransformerEmbedder(settings.model_path)  # type: ignore[attr-defined]
             return embedder
@@ -58,3 +64,25 @@ def build_tool_search(settings: SearchSettings, embedder: Embedder | None = None
     """A ``ToolSearch`` wired as ``settings`` say; ``embedder`` overrides the configured one."""
     emb = embedder if embedder is not None else build_embedder(settings)
     return ToolSearch(settings, emb, vector_index=build_vector_index(settings, emb.dimension))
+
+
+def build_skill_index(settings: SearchSettings, search: ToolSearch) -> SkillIndex:
+    return SkillIndex(skills_of(settings), search)
+
+
+def build_classifier(settings: SearchSettings, skills: SkillIndex) -> Classifier:
+    """The classifier ``settings.classifier`` names. Blocking for the embedding one (it
+    embeds the skill descriptions once): call it from a worker thread or at start-up."""
+    if settings.classifier == "embedding":
+        search_embedder = skills.embedder
+        return EmbeddingClassifier(search_embedder, skills.skills, skills.description_vectors())
+    if not settings.llm_base_url:
+        raise ConfigError(f"classifier {settings.classifier!r} needs a base URL", path="search.llm_base_url")
+    return LlmClassifier(
+        settings.classifier,
+        settings.llm_base_url,
+        settings.llm_model,
+        skills.skills,
+        api_key=settings.llm_api_key,
+        timeout=settings.llm_timeout_secs,
+    )

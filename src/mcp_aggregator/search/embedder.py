@@ -45,4 +45,5 @@ def l2_normalise(vectors: npt.NDArray[np.floating]) -> Vectors:
     """Rows scaled to unit length; all-zero rows stay zero."""
     arr = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    return (arr / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    out: Vectors = (arr / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    return out

@@ -62,7 +62,8 @@ class EmbeddingCache:
                 chunk = unique[start : start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    f"SELECT text_sha256, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
+                    "SELECT text_sha256, vector FROM embeddings"
+                    f" WHERE model_id = ? AND text_sha256 IN ({marks})",
                     (model_id, *chunk),
                 ).fetchall()
                 for digest, blob in rows:
@@ -80,7 +81,8 @@ class EmbeddingCache:
 
     def count(self, model_id: str) -> int:
         with self._lock:
-            (n,) = self._db.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone()
+            row = self._db.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,))
+            (n,) = row.fetchone()
         return int(n)
 
 

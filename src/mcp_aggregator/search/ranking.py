@@ -25,8 +25,10 @@ SERVER_BOOST = 0.3
 _MIN_SUB_QUERY_WORDS = 3
 
 _URL = re.compile(r"https?://\S+|\bwww\.\S+")
-_PATH = re.compile(r"(?:(?<=\s)|^)(?:~|\.{1,2})?/[\w.\-/]+[\w]|\b[\w\-]+\.(?:md|pdf|docx?|xlsx?|pptx?|csv|"
-                   r"json|txt|html?|png|jpe?g|gif|svg|wav|mp3|mp4|zip|py|js|ts)\b")
+_PATH = re.compile(
+    r"(?:(?<=\s)|^)(?:~|\.{1,2})?/[\w.\-/]+[\w]|\b[\w\-]+\.(?:md|pdf|docx?|xlsx?|pptx?|csv|"
+    r"json|txt|html?|png|jpe?g|gif|svg|wav|mp3|mp4|zip|py|js|ts)\b"
+)
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|,\s*(?:and\s+|then\s+)?|\s+(?:and then|then|and)\s+")
 
 
@@ -37,7 +39,9 @@ def normalise_query(query: str) -> str:
     what a file is but not what a path looks like.
     """
     text = _URL.sub(" web page URL ", query)
-    text = _PATH.sub(lambda m: " file " + " ".join(split_identifier(m.group(0).rsplit("/", 1)[-1])) + " ", text)
+    text = _PATH.sub(
+        lambda m: " file " + " ".join(split_identifier(m.group(0).rsplit("/", 1)[-1])) + " ", text
+    )
     return " ".join(text.split())
 
 

@@ -27,6 +27,9 @@ class IndexFilter:
         return self.servers is None and self.skill is None
 
 
+NO_FILTER = IndexFilter()
+
+
 class RowTable:
     """Dense rows 0..n-1, each with a key, a server and skill ids.
 

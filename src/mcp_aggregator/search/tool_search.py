@@ -51,6 +51,8 @@ class ToolSearch:
         self._cache = cache if cache is not None else EmbeddingCache(settings.cache_path)
         self._docs: dict[str, ToolDoc] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self.version = 0
+        """Incremented on every change of the catalogue or of a tool's skills."""
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -79,7 +81,9 @@ class ToolSearch:
         docs = [self._keep_skills(d) for d in docs]
         if self._dense and docs:
             texts = [d.dense_text() for d in docs]
-            vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
+            vectors, embedded = await anyio.to_thread.run_sync(
+                lambda: self.embed_texts(texts, progress=progress)
+            )
             self._vectors.upsert(
                 [d.key for d in docs], [d.server for d in docs], vectors, [d.skill_ids for d in docs]
             )
@@ -89,16 +93,26 @@ class ToolSearch:
             self._docs[doc.key] = doc
             self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
         self._lexical.refresh()
+        self.version += 1
         return embedded
 
     def _keep_skills(self, doc: ToolDoc) -> ToolDoc:
         old = self._docs.get(doc.key)
         if old is None or doc.skill_ids or not old.skill_ids:
             return doc
-        return ToolDoc(doc.key, doc.server, doc.name, doc.description, doc.server_description,
-                       doc.input_schema, old.skill_ids)
+        return ToolDoc(
+            doc.key,
+            doc.server,
+            doc.name,
+            doc.description,
+            doc.server_description,
+            doc.input_schema,
+            old.skill_ids,
+        )
 
-    def embed_texts(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> tuple[Vectors, int]:
+    def embed_texts(
+        self, texts: Sequence[str], *, progress: ProgressCallback | None = None
+    ) -> tuple[Vectors, int]:
         """Vectors of ``texts`` through the cache (blocking; call from a worker thread)."""
         return embed_cached(
             self._embedder, self._cache, texts, batch_size=self._settings.embed_batch_size, progress=progress
@@ -113,6 +127,8 @@ class ToolSearch:
         for key in gone:
             self._lexical.remove(key)
         self._lexical.refresh()
+        if removed:
+            self.version += 1
         return removed
 
     def remove_server(self, server: str) -> list[ToolDoc]:
@@ -123,11 +139,13 @@ class ToolSearch:
         if doc is None:
             return
         skills = tuple(skill_ids)
-        self._docs[key] = ToolDoc(doc.key, doc.server, doc.name, doc.description, doc.server_description,
-                                  doc.input_schema, skills)
+        self._docs[key] = ToolDoc(
+            doc.key, doc.server, doc.name, doc.description, doc.server_description, doc.input_schema, skills
+        )
         self._lexical.set_skills(key, skills)
         if self._dense:
             self._vectors.set_skills(key, skills)
+        self.version += 1
 
     def tool_vectors(self, keys: Sequence[str]) -> Vectors:
         """Stored vectors of the existing ``keys`` (rows in order, missing keys skipped)."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from mcp_aggregator.errors import SearchError
 from mcp_aggregator.search.embedder import Vectors
-from mcp_aggregator.search.row_table import IndexFilter, RowTable, top_k
+from mcp_aggregator.search.row_table import NO_FILTER, IndexFilter, RowTable, top_k
 
 
 class VectorIndex(Protocol):
@@ -20,8 +20,13 @@ class VectorIndex(Protocol):
 
     def __len__(self) -> int: ...
 
-    def upsert(self, keys: Sequence[str], servers: Sequence[str], vectors: Vectors,
-               skills: Sequence[Iterable[str]] | None = None) -> None: ...
+    def upsert(
+        self,
+        keys: Sequence[str],
+        servers: Sequence[str],
+        vectors: Vectors,
+        skills: Sequence[Iterable[str]] | None = None,
+    ) -> None: ...
 
     def remove(self, keys: Iterable[str]) -> None: ...
 
@@ -31,7 +36,7 @@ class VectorIndex(Protocol):
         """Stored vectors of ``keys`` that exist, in order (missing keys are skipped)."""
         ...
 
-    def search(self, vector: Vectors, k: int, flt: IndexFilter = IndexFilter()) -> list[tuple[str, float]]:
+    def search(self, vector: Vectors, k: int, flt: IndexFilter = NO_FILTER) -> list[tuple[str, float]]:
         """Top ``k`` (key, cosine) best first."""
         ...
 
@@ -50,8 +55,13 @@ class NumpyVectorIndex:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def upsert(self, keys: Sequence[str], servers: Sequence[str], vectors: Vectors,
-               skills: Sequence[Iterable[str]] | None = None) -> None:
+    def upsert(
+        self,
+        keys: Sequence[str],
+        servers: Sequence[str],
+        vectors: Vectors,
+        skills: Sequence[Iterable[str]] | None = None,
+    ) -> None:
         if vectors.shape != (len(keys), self._dim):
             raise SearchError(f"expected vectors of shape ({len(keys)}, {self._dim}), got {vectors.shape}")
         for i, key in enumerate(keys):
@@ -76,7 +86,7 @@ class NumpyVectorIndex:
         rows = [self._rows.row_of[k] for k in keys if k in self._rows.row_of]
         return self._matrix[rows].copy()
 
-    def search(self, vector: Vectors, k: int, flt: IndexFilter = IndexFilter()) -> list[tuple[str, float]]:
+    def search(self, vector: Vectors, k: int, flt: IndexFilter = NO_FILTER) -> list[tuple[str, float]]:
         n = len(self._rows)
         if n == 0 or k <= 0:
             return []
@@ -85,4 +95,6 @@ class NumpyVectorIndex:
         if mask is not None:
             scores[~mask] = -np.inf
         top = top_k(scores, k)
-        return [(self._rows.keys[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        top = top[np.isfinite(scores[top])]
+        keys = self._rows.keys
+        return [(keys[i], s) for i, s in zip(top.tolist(), scores[top].tolist(), strict=True)]

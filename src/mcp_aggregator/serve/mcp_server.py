@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.session import ServerSession
+from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
@@ -41,7 +41,7 @@ class GatewayServer:
         self.gateway = gateway
         self.surface = surface
         self.bus = InMemorySubscriptionBus()
-        self._legacy_sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._legacy_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._changed = anyio.Event()
         self.server: Server[Any] = Server(
             name,
@@ -58,8 +58,13 @@ class GatewayServer:
         self._unsubscribe: Callable[[], None] = gateway.on_change(self._changed.set)
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._legacy_sessions.add(ctx.session)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        # Handlers get a per-request ServerSession; list-changed notifications must go to
+        # the connection it wraps, which lives as long as the client stays connected.
+        connection = getattr(ctx.session, "_connection", None)
+        if isinstance(connection, Connection):
+            self._legacy_connections.add(connection)
 
     async def run_notifier(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Tell connected clients when the tool list changed (both protocol eras)."""
@@ -69,11 +74,11 @@ class GatewayServer:
                 await self._changed.wait()
                 self._changed = anyio.Event()
                 await self.bus.publish(ToolsListChanged())
-                for session in list(self._legacy_sessions):
+                for connection in list(self._legacy_connections):
                     try:
-                        await session.send_tool_list_changed()
+                        await connection.send_tool_list_changed()
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError, MCPError):
-                        self._legacy_sessions.discard(session)
+                        self._legacy_connections.discard(connection)
         finally:
             self._unsubscribe()
 
@@ -119,7 +124,7 @@ class GatewayServer:
         resources: list[types.Resource] = []
         for conn in self._exposed_connections("resources"):
             try:
-                result = await conn.request("resources/list", lambda c: c.list_resources(), timeout=10)
+                result = await conn.request("resources/list", lambda c: c.list_resources(), timeout_secs=10)
             except UpstreamError as exc:
                 logger.warning("resources/list on %s failed: %s", conn.name, exc)
                 continue
@@ -148,7 +153,7 @@ class GatewayServer:
         serve = self.gateway.settings.serve
         for conn in self._exposed_connections("prompts"):
             try:
-                result = await conn.request("prompts/list", lambda c: c.list_prompts(), timeout=10)
+                result = await conn.request("prompts/list", lambda c: c.list_prompts(), timeout_secs=10)
             except UpstreamError as exc:
                 logger.warning("prompts/list on %s failed: %s", conn.name, exc)
                 continue
@@ -166,10 +171,12 @@ class GatewayServer:
         for conn in self._exposed_connections("prompts"):
             prefix = f"{conn.name}{serve.name_separator}"
             if params.name.startswith(prefix):
-                original = params.name[len(prefix):]
+                original = params.name[len(prefix) :]
+                arguments = params.arguments
                 try:
                     result: types.GetPromptResult = await conn.request(
-                        f"getting prompt {original}", lambda c: c.get_prompt(original, params.arguments)
+                        f"getting prompt {original}",
+                        lambda c, name=original, args=arguments: c.get_prompt(name, args),  # type: ignore[misc]
                     )
                 except AggregatorError as exc:
                     raise to_mcp_error(exc) from exc

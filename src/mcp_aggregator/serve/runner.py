@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -10,7 +11,10 @@ from typing import TextIO
 import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
+from starlette.routing import Mount
 
+from mcp_aggregator.admin.app import build_admin_app
+from mcp_aggregator.admin.auth import check_bind_allowed
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.http_app import build_http_app
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -40,23 +44,28 @@ async def serve_http(
 ) -> None:
     """MCP over streamable HTTP at ``/mcp`` (plus ``/healthz``) until interrupted."""
     serve = settings.serve
-    async with Gateway(settings) as gateway:
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        app = build_http_app(gateway_server, host=serve.host, port=serve.port)
-        config = uvicorn.Config(app, host=serve.host, port=serve.port, log_level="warning", lifespan="on")
-        server = uvicorn.Server(config)
-        async def announce_when_listening() -> None:
-            while not server.started:
-                await anyio.sleep(0.02)
-            port = server.servers[0].sockets[0].getsockname()[1] if server.servers else serve.port
-            url = f"http://{serve.host}:{port}/mcp"
-            if announce is not None:
-                announce(gateway, url)
-            else:
-                print(f"mcp-aggregator: MCP endpoint {url}", file=out, flush=True)
+    check_bind_allowed(serve.host, serve.admin_token)
+    # Bind before starting so the announced URL is right even for port 0.
+    sock = socket.create_server((serve.host, serve.port), family=_family(serve.host), reuse_port=False)
+    with sock:
+        async with Gateway(settings) as gateway:
+            gateway_server = GatewayServer(gateway, build_surface(gateway))
+            admin = Mount("/", app=build_admin_app(gateway))
+            app = build_http_app(gateway_server, host=serve.host, port=serve.port, extra_routes=[admin])
+            config = uvicorn.Config(app, log_level="warning", lifespan="on")
+            server = uvicorn.Server(config)
+            port = sock.getsockname()[1]
+            host = f"[{serve.host}]" if ":" in serve.host else serve.host
+            url = f"http://{host}:{port}/mcp"
+            async with anyio.create_task_group() as tg:
+                await tg.start(gateway_server.run_notifier)
+                if announce is not None:
+                    announce(gateway, url)
+                else:
+                    print(f"mcp-aggregator: MCP endpoint {url}", file=out, flush=True)
+                await server.serve(sockets=[sock])
+                tg.cancel_scope.cancel()
 
-        async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run_notifier)
-            tg.start_soon(announce_when_listening)
-            await server.serve()
-            tg.cancel_scope.cancel()
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -1,10 +1,264 @@
-"""Choosing what clients see, by the ``serve.exposure`` setting."""
+"""Choosing what clients see, by the ``serve.exposure`` setting.
+
+Every mode lists the contract tool ``mcp__proxy__aggregator__query`` first, then:
+
+* ``facades`` (default): the ``tools``, ``servers`` and ``aggregator`` domains, ``files`` when
+  ``serve.workspace_roots`` is set, then (with ``serve.upstream_domains``) one domain per
+  exposed server — or per skill with ``facade_grouping: skill`` — sorted by name;
+* ``passthrough``: every upstream tool under its exposed name, in catalog order;
+* ``search``: the ``tools`` domain only.
+
+Upstream domains follow the catalog: they are rebuilt when ``gateway.catalog`` is a new
+object (or, grouped by skill, when a tool's skill changed) and reused otherwise.
+"""
 
 from __future__ import annotations
 
+import copy
+import json
+import logging
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import mcp_types as types
+
+from mcp_aggregator.aggregate import (
+    QUERY_TOOL_DESCRIPTION,
+    QUERY_TOOL_INPUT_SCHEMA,
+    QUERY_TOOL_NAME,
+    QUERY_TOOL_OUTPUT_SCHEMA,
+)
+from mcp_aggregator.catalog import Catalog, CatalogEntry
+from mcp_aggregator.facades import (
+    Domain,
+    RoundtripStore,
+    UpstreamCall,
+    build_aggregator_domain,
+    build_files_domain,
+    build_servers_domain,
+    build_tools_domain,
+    build_upstream_domain,
+    to_call_tool_result,
+)
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.tool_surface import CombinedSurface, PassthroughSurface, ToolSurface
+from mcp_aggregator.serve.gateway_views import (
+    GatewayQueryRunner,
+    GatewayServers,
+    GatewayToolCatalog,
+    primary_skill,
+)
+from mcp_aggregator.serve.tool_surface import (
+    CombinedSurface,
+    PassthroughSurface,
+    StaticSurface,
+    ToolHandler,
+    ToolSurface,
+)
+from mcp_aggregator.settings.serve_settings import Exposure, FacadeGrouping
+from mcp_aggregator.upstreams.connection import ProgressRelay
+
+logger = logging.getLogger(__name__)
+
+CORE_DOMAINS = ("tools", "servers", "aggregator", "files")
+RESERVED_NAMES = frozenset({*CORE_DOMAINS, QUERY_TOOL_NAME})
+"""Names an upstream domain never takes, whichever core domains are switched on, so a
+server's domain name does not change with unrelated settings."""
+GENERAL_SKILL = "general"
+SERVER_SUFFIX = "_server"
+SKILL_SUFFIX = "_skill"
+MAX_TOOL_NAME = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def build_surface(gateway: Gateway) -> ToolSurface:
-    return CombinedSurface([PassthroughSurface(gateway)])
+    """The tools clients see under ``gateway.settings.serve``."""
+    serve = gateway.settings.serve
+    query = query_tool_surface(gateway)
+    if serve.exposure is Exposure.PASSTHROUGH:
+        return CombinedSurface([query, PassthroughSurface(gateway)])
+    tools = build_tools_domain(GatewayToolCatalog(gateway))
+    if serve.exposure is Exposure.SEARCH:
+        return CombinedSurface([query, FacadeSurface([tools])])
+    core = [
+        tools,
+        build_servers_domain(GatewayServers(gateway)),
+        build_aggregator_domain(GatewayQueryRunner(gateway)),
+    ]
+    if serve.workspace_roots:
+        core.append(build_files_domain(RoundtripStore(list(serve.workspace_roots))))
+    upstream = UpstreamDomains(gateway, serve.facade_grouping) if serve.upstream_domains else None
+    return CombinedSurface([query, FacadeSurface(core, upstream)])
+
+
+# -- the aggregator contract tool (seed 000) --------------------------------------------------
+
+
+def query_tool_definition() -> types.Tool:
+    """``mcp__proxy__aggregator__query`` exactly as the contract words it."""
+    return types.Tool(
+        name=QUERY_TOOL_NAME,
+        description=QUERY_TOOL_DESCRIPTION,
+        input_schema=copy.deepcopy(QUERY_TOOL_INPUT_SCHEMA),
+        output_schema=copy.deepcopy(QUERY_TOOL_OUTPUT_SCHEMA),
+    )
+
+
+def query_tool_surface(gateway: Gateway) -> StaticSurface:
+    """The contract tool. ``InvalidQueryError`` / ``AggregationFailedError`` propagate, so
+    ``GatewayServer`` answers them with JSON-RPC -32602 / -32603 and their ``data``."""
+
+    async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
+        answer = await gateway.query(arguments)
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=answer)
+
+    return StaticSurface([(query_tool_definition(), call)])
+
+
+# -- facade domains ---------------------------------------------------------------------------
+
+
+class FacadeSurface:
+    """Fixed core domains, then the upstream domains of the moment; one tool per domain."""
+
+    def __init__(self, core: Sequence[Domain], upstream: UpstreamDomains | None = None) -> None:
+        self._core = tuple(core)
+        self._upstream = upstream
+        self._seen: tuple[Domain, ...] | None = None
+        self._tools: tuple[types.Tool, ...] = ()
+        self._by_name: dict[str, Domain] = {}
+
+    def list_tools(self) -> Sequence[types.Tool]:
+        self._refresh()
+        return list(self._tools)
+
+    def handler(self, name: str) -> ToolHandler | None:
+        self._refresh()
+        domain = self._by_name.get(name)
+        if domain is None:
+            return None
+
+        async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
+            return to_call_tool_result(await domain.dispatch(arguments))
+
+        return call
+
+    def _refresh(self) -> None:
+        upstream = self._upstream.current() if self._upstream is not None else ()
+        if upstream is self._seen:
+            return
+        domains = [*self._core, *upstream]
+        self._tools = tuple(domain.tool_definition() for domain in domains)
+        self._by_name = {domain.name: domain for domain in domains}
+        self._seen = upstream
+
+
+class UpstreamDomains:
+    """One domain per exposed server (commands = original tool names) or per skill
+    (commands = canonical ``server.tool`` names, tools without a skill in ``general``)."""
+
+    def __init__(self, gateway: Gateway, grouping: FacadeGrouping) -> None:
+        self.gateway = gateway
+        self.grouping = grouping
+        self._catalog: Catalog | None = None
+        self._skills: tuple[str | None, ...] = ()
+        self._domains: tuple[Domain, ...] = ()
+
+    def current(self) -> tuple[Domain, ...]:
+        """The domains for the current catalog; the same tuple object while nothing changed."""
+        catalog = self.gateway.catalog
+        skills: tuple[str | None, ...] = ()
+        if self.grouping is FacadeGrouping.SKILL:
+            skills = tuple(primary_skill(self.gateway, entry.canonical) for entry in catalog.entries)
+        if catalog is self._catalog and skills == self._skills:
+            return self._domains
+        if self.grouping is FacadeGrouping.SKILL:
+            self._domains = tuple(self._by_skill(catalog, skills))
+        else:
+            self._domains = tuple(self._by_server(catalog))
+        self._catalog, self._skills = catalog, skills
+        return self._domains
+
+    def _by_server(self, catalog: Catalog) -> list[Domain]:
+        servers = sorted({entry.server for entry in catalog.entries})
+        names = domain_names(servers, RESERVED_NAMES, SERVER_SUFFIX)
+        domains = []
+        for server in servers:
+            tools = unique_tools(entry.tool for entry in catalog.for_server(server))
+            sup = self.gateway.supervisors.get(server)
+            description = (sup.config.description if sup else None) or f"The tools of MCP server {server}."
+            call = self._server_call(server)
+            domains.append(build_upstream_domain(names[server], tools, call, description=description))
+        return sorted(domains, key=lambda domain: domain.name)
+
+    def _by_skill(self, catalog: Catalog, skills: Sequence[str | None]) -> list[Domain]:
+        groups: dict[str, list[CatalogEntry]] = {}
+        for entry, skill in zip(catalog.entries, skills, strict=True):
+            groups.setdefault(skill or GENERAL_SKILL, []).append(entry)
+        names = domain_names(groups, RESERVED_NAMES, SKILL_SUFFIX)
+        domains = []
+        for skill, entries in groups.items():
+            tools = unique_tools(entry.tool.model_copy(update={"name": entry.canonical}) for entry in entries)
+            description = (
+                "Tools no skill claimed, from every server."
+                if skill == GENERAL_SKILL
+                else f"Tools for the skill {skill}, from every server."
+            )
+            call = self._canonical_call
+            domains.append(build_upstream_domain(names[skill], tools, call, description=description))
+        return sorted(domains, key=lambda domain: domain.name)
+
+    def _server_call(self, server: str) -> UpstreamCall:
+        async def call(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+            return await self.gateway.call_tool(tool, arguments, server=server)
+
+        return call
+
+    async def _canonical_call(self, canonical: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return await self.gateway.call_tool(canonical, arguments)
+
+
+def domain_names(groups: Iterable[str], reserved: Collection[str], suffix: str) -> Mapping[str, str]:
+    """A valid, unique tool name per group (a server or skill name), deterministically.
+
+    Unsafe characters become ``_`` and names are cut to 64 characters. Groups whose name is
+    free keep it; the others, in sorted order, get ``suffix`` (then ``suffix2``, ``suffix3``...),
+    so a server called ``tools`` is served as ``tools_server``.
+    """
+    ordered = sorted(set(groups))
+    safe = {group: _UNSAFE.sub("_", group)[:MAX_TOOL_NAME] for group in ordered}
+    taken = set(reserved)
+    out: dict[str, str] = {}
+    for group in ordered:
+        if safe[group] not in taken:
+            out[group] = safe[group]
+            taken.add(safe[group])
+    for group in ordered:
+        if group in out:
+            continue
+        n = 1
+        while True:
+            tail = suffix if n == 1 else f"{suffix}{n}"
+            name = safe[group][: MAX_TOOL_NAME - len(tail)] + tail
+            if name not in taken:
+                break
+            n += 1
+        out[group] = name
+        taken.add(name)
+    return out
+
+
+def unique_tools(tools: Iterable[types.Tool]) -> list[types.Tool]:
+    """Drop a tool whose name repeats another's case-insensitively (commands match
+    case-insensitively); it stays reachable through ``tools execute``."""
+    seen: set[str] = set()
+    out: list[types.Tool] = []
+    for tool in tools:
+        key = tool.name.lower()
+        if key in seen:
+            logger.warning("tool %r repeats a name case-insensitively; left out of its domain", tool.name)
+            continue
+        seen.add(key)
+        out.append(tool)
+    return out

@@ -40,9 +40,21 @@ class PassthroughSurface:
         canonical = entry.canonical
 
         async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
-            return await self.gateway.call_tool(canonical, arguments, progress=progress)
+            result = await self.gateway.call_tool(canonical, arguments, progress=progress)
+            return without_protocol_meta(result)
 
         return call
+
+
+def without_protocol_meta(result: types.CallToolResult) -> types.CallToolResult:
+    """Drop the upstream's protocol-reserved ``_meta`` keys (its serverInfo stamp, ...).
+
+    They describe the upstream connection, not ours; the SDK stamps our own.
+    """
+    if not result.meta:
+        return result
+    meta = {k: v for k, v in result.meta.items() if not k.startswith("io.modelcontextprotocol/")}
+    return result.model_copy(update={"meta": meta or None})
 
 
 @dataclass

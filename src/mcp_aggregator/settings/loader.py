@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,10 +91,7 @@ def format_validation_error(exc: ValidationError) -> str:
         if ": " in message and message.split(": ", 1)[0].replace("_", "").replace("/", "").isalnum():
             # A model-level check names the field itself; append it to the location.
             field, message = message.split(": ", 1)
-            if not field.startswith("servers["):
-                path = f"{path}.{field}" if path else field
-            else:
-                path = field
+            path = field if field.startswith("servers[") or not path else f"{path}.{field}"
         if error["type"] == "extra_forbidden":
             message = "unknown field"
         lines.append(f"{path}: {message}" if path else message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -47,6 +47,9 @@ class ServerConfig(BaseModel):
     tool_timeout_secs: float = Field(default=60.0, gt=0)
     connect_timeout_secs: float = Field(default=30.0, gt=0)
     enabled: bool = True
+    protocol: Literal["auto", "legacy"] = "auto"
+    """``auto`` negotiates 2026-07-28 and falls back to the 2025-11-25 handshake; ``legacy``
+    goes straight to the handshake, for servers that mishandle the discovery probe."""
 
     @field_validator("name")
     @classmethod

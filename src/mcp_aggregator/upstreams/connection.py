@@ -15,13 +15,14 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.subscriptions import SubscriptionLost
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -63,6 +64,7 @@ class UpstreamConnection:
         *,
         env: Mapping[str, str] | None = None,
         on_tools_changed: ToolsChanged | None = None,
+        on_activity: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -72,6 +74,7 @@ class UpstreamConnection:
         self.close_reason: str | None = None
         self._env = dict(os.environ) if env is None else dict(env)
         self._on_tools_changed = on_tools_changed
+        self._on_activity = on_activity
         self._client: Client | None = None
         self._stop = anyio.Event()
         self._closed = anyio.Event()
@@ -133,7 +136,7 @@ class UpstreamConnection:
     async def _connect(self, stack: AsyncExitStack) -> Client:
         try:
             target = await enter_target(stack, self.config, self._env)
-            client = Client(target, mode="auto", cache=None, message_handler=self._on_message)
+            client = Client(target, mode=self.config.protocol, cache=None, message_handler=self._on_message)
             client = await stack.enter_async_context(client)
             self.protocol_version = client.protocol_version
             self.tools = await self._list_all_tools(client)
@@ -206,15 +209,15 @@ class UpstreamConnection:
     async def wait_closed(self) -> None:
         await self._closed.wait()
 
-    async def drain(self, timeout: float, *, force: bool = False) -> int:
-        """Let in-flight calls finish (up to ``timeout``), then abort the rest.
+    async def drain(self, grace_secs: float, *, force: bool = False) -> int:
+        """Let in-flight calls finish (up to ``grace_secs``), then abort the rest.
 
         Returns how many calls were aborted; each gets ``UpstreamClosedError``.
         """
         if not force:
-            with anyio.move_on_after(timeout):
+            with anyio.move_on_after(grace_secs):
                 await self._idle.wait()
-        reason = "disconnect forced" if force else f"server disconnected after {timeout:g}s drain timeout"
+        reason = "disconnect forced" if force else f"server disconnected after {grace_secs:g}s drain timeout"
         aborted = list(self._inflight)
         for scope in aborted:
             self._abort_reason[scope] = reason
@@ -231,69 +234,83 @@ class UpstreamConnection:
         name: str,
         arguments: dict[str, Any] | None = None,
         *,
-        timeout: float | None = None,
+        timeout_secs: float | None = None,
         progress: ProgressRelay | None = None,
         meta: types.RequestParamsMeta | None = None,
     ) -> types.CallToolResult:
         """Call ``name`` upstream. The timeout restarts on every progress notification."""
         client = self._require_client()
-        limit = timeout if timeout is not None else self.config.tool_timeout_secs
+        limit = timeout_secs if timeout_secs is not None else self.config.tool_timeout_secs
         scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        relay = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             scope.deadline = anyio.current_time() + limit
-            if progress is not None:
-                await progress(value, total, message)
+            if relay is not None:
+                await relay(progress, total, message)
+
+        progress_callback: ProgressFnT = on_progress
 
         what = f"calling tool {name!r}"
         self._track(scope, what)
+        result: types.CallToolResult | None = None
         try:
             with scope:
-                return await client.call_tool(name, arguments, progress_callback=on_progress, meta=meta)
+                result = await client.call_tool(name, arguments, progress_callback=progress_callback, meta=meta)
         except MCPError as exc:
             raise self._map_mcp_error(exc, what) from exc
         except _TRANSPORT_ERRORS as exc:
             raise self._closed_error(what, describe_error(exc)) from exc
         finally:
             self._untrack(scope)
-            if scope.cancelled_caught:
-                reason = self._abort_reason.pop(scope, None)
-                if reason is not None:
-                    raise UpstreamClosedError(self.name, f"{reason} while {what}")
-                raise UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
+        if result is None:
+            self._raise_aborted(scope, what, limit)
+        assert result is not None
+        return result
 
-    async def request(self, what: str, send: Callable[[Client], Awaitable[Any]], timeout: float = 60.0) -> Any:
+    async def request(
+        self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0
+    ) -> Any:
         """Send any other request (resources, prompts, ping) with the same error mapping."""
         client = self._require_client()
-        scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_secs)
         self._track(scope, what)
+        done = False
         try:
             with scope:
-                return await send(client)
+                result = await send(client)
+                done = True
         except MCPError as exc:
             raise self._map_mcp_error(exc, what) from exc
         except _TRANSPORT_ERRORS as exc:
             raise self._closed_error(what, describe_error(exc)) from exc
         finally:
             self._untrack(scope)
-            if scope.cancelled_caught:
-                reason = self._abort_reason.pop(scope, None)
-                raise UpstreamClosedError(self.name, f"{reason} while {what}") if reason else (
-                    UpstreamTimeoutError(self.name, f"timeout after {timeout:g}s while {what}")
-                )
+        if not done:
+            self._raise_aborted(scope, what, timeout_secs)
+        return result
 
-    async def ping(self, timeout: float = 5.0) -> None:
+    def _raise_aborted(self, scope: anyio.CancelScope, what: str, limit: float) -> NoReturn:
+        reason = self._abort_reason.pop(scope, None)
+        if reason is not None:
+            raise UpstreamClosedError(self.name, f"{reason} while {what}")
+        raise UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
+
+    async def ping(self, timeout_secs: float = 5.0) -> None:
         """A liveness probe that works in both protocol eras (one page of ``tools/list``)."""
-        await self.request("health check", lambda c: c.session.list_tools(), timeout=timeout)
+        await self.request("health check", lambda c: c.session.list_tools(), timeout_secs=timeout_secs)
 
     def _track(self, scope: anyio.CancelScope, what: str) -> None:
         self._inflight[scope] = what
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
+        self._on_activity()
 
     def _untrack(self, scope: anyio.CancelScope) -> None:
         self._inflight.pop(scope, None)
         if not self._inflight:
             self._idle.set()
+        self._on_activity()
 
     def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:
         if exc.error.code == CONNECTION_CLOSED:

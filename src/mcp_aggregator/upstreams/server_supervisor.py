@@ -45,6 +45,7 @@ class ServerSupervisor:
         retry: RetryPolicy = RetryPolicy(),
         sleep: Sleeper = anyio.sleep,
         on_change: ChangeCallback = lambda _s, _e, _p: None,
+        on_activity: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -59,6 +60,7 @@ class ServerSupervisor:
         self._retry = retry
         self._sleep = sleep
         self._on_change = on_change
+        self._on_activity = on_activity
         self._want_connected = anyio.Event()
         self._cancel = anyio.CancelScope()
         self._admin_disconnect = False
@@ -116,7 +118,9 @@ class ServerSupervisor:
 
     async def _connect_and_hold(self) -> str:
         """Connect, then hold the session until it ends; returns why it ended."""
-        connection = UpstreamConnection(self.config, env=self._env, on_tools_changed=self._tools_changed)
+        connection = UpstreamConnection(
+            self.config, env=self._env, on_tools_changed=self._tools_changed, on_activity=self._on_activity
+        )
         failure: UpstreamConnectError | EnvVarError | None = None
         async with anyio.create_task_group() as tg:
             try:

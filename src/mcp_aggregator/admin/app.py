@@ -1,0 +1,44 @@
+"""``build_admin_app``: the admin REST API, the web page and the metrics, as one ASGI app."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from mcp_aggregator.admin.admin_gateway import AdminGateway
+from mcp_aggregator.admin.auth import AdminTokenMiddleware
+from mcp_aggregator.admin.error_mapping import install_error_handlers
+from mcp_aggregator.admin.metrics import build_metrics_router
+from mcp_aggregator.admin.page_routes import build_page_router
+from mcp_aggregator.admin.query_routes import build_query_router
+from mcp_aggregator.admin.search_routes import build_search_router
+from mcp_aggregator.admin.servers_routes import build_servers_router
+from mcp_aggregator.admin.state_routes import build_state_router
+
+API_VERSION = "1.0.0"
+
+
+def build_admin_app(gateway: AdminGateway) -> FastAPI:
+    """The admin app for ``gateway``; mount it next to ``/mcp``.
+
+    With ``serve.admin_token`` set, every request but the page itself needs
+    ``Authorization: Bearer <token>`` (401 otherwise). The caller decides whether binding is
+    allowed at all (``check_bind_allowed``) before serving.
+    """
+    app = FastAPI(
+        title="mcp-aggregator admin API",
+        version=API_VERSION,
+        description="Register and supervise upstream MCP servers, search their tools, run queries.",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    install_error_handlers(app)
+    app.include_router(build_servers_router(gateway))
+    app.include_router(build_state_router(gateway))
+    app.include_router(build_query_router(gateway))
+    app.include_router(build_search_router(gateway))
+    app.include_router(build_metrics_router(gateway))
+    app.include_router(build_page_router())
+    token = gateway.settings.serve.admin_token
+    if token:
+        app.add_middleware(AdminTokenMiddleware, token=token)
+    return app

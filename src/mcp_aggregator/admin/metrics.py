@@ -1,0 +1,86 @@
+"""``GET /metrics``: Prometheus text exposition format 0.0.4, written by hand."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+
+from mcp_aggregator.admin.admin_gateway import AdminGateway
+from mcp_aggregator.admin.server_views import ServerSample, collect_samples
+from mcp_aggregator.health.server_state import ServerStatus, is_exposed
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _family(name: str, help_text: str, samples: Sequence[tuple[str, float]]) -> list[str]:
+    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+    lines.extend(f"{name}{labels} {_number(value)}" for labels, value in samples)
+    return lines
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def render_metrics(servers: Sequence[ServerSample], total_tools: int) -> str:
+    """Pure: the exposition text. Every status appears, zero included, so dashboards see 0s."""
+    by_status = Counter(server.status for server in servers)
+    per_server = [(f'{{server="{escape_label(s.record.name)}"}}', s) for s in servers]
+    lines = [
+        *_family(
+            "mcp_aggregator_servers",
+            "Registered upstream servers by status.",
+            [(f'{{status="{status.value}"}}', by_status[status]) for status in ServerStatus],
+        ),
+        *_family("mcp_aggregator_tools", "Tools in the registry.", [("", total_tools)]),
+        *_family(
+            "mcp_aggregator_server_up",
+            "1 if the server serves calls (CONNECTED or DEGRADED).",
+            [(labels, int(is_exposed(s.status))) for labels, s in per_server],
+        ),
+        *_family(
+            "mcp_aggregator_server_tools",
+            "Tools discovered on the server.",
+            [(labels, s.record.tool_count) for labels, s in per_server],
+        ),
+        *_family(
+            "mcp_aggregator_server_pending_requests",
+            "Tool calls in flight to the server.",
+            [(labels, s.pending_requests) for labels, s in per_server],
+        ),
+        *_family(
+            "mcp_aggregator_server_health_consecutive_failures",
+            "Failed health checks since the last success.",
+            [(labels, s.record.consecutive_failures) for labels, s in per_server],
+        ),
+        *_family(
+            "mcp_aggregator_server_health_response_ms",
+            "Latency of the last successful health check.",
+            [
+                (labels, s.record.response_time_ms)
+                for labels, s in per_server
+                if s.record.response_time_ms is not None
+            ],
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def build_metrics_router(gateway: AdminGateway) -> APIRouter:
+    router = APIRouter(tags=["metrics"])
+
+    @router.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        """Prometheus gauges of servers, tools, in-flight calls and health."""
+        samples = await collect_samples(gateway)
+        total_tools = len(await gateway.registry.list_tools())
+        return PlainTextResponse(render_metrics(samples, total_tools), media_type=CONTENT_TYPE)
+
+    return router

@@ -1,0 +1,159 @@
+"""The facade views (``ToolCatalogView``, ``ServerView``, ``QueryRunner``) read from a running ``Gateway``.
+
+They live in ``serve/`` so that ``facades`` never imports the composition root. Tools are
+named by their canonical ``server.tool`` name; ``get``/``execute`` also accept the exposed
+name and a unique original name (``Gateway.resolve``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import mcp_types as types
+
+from mcp_aggregator.catalog import CatalogEntry
+from mcp_aggregator.errors import ToolNotFoundError
+from mcp_aggregator.facades import ScoredTool, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+
+def primary_skill(gateway: Gateway, canonical: str) -> str | None:
+    """The first skill search classified the tool into, or None (not classified or not indexed yet)."""
+    doc = gateway.search.get(canonical)
+    return doc.skill_ids[0] if doc is not None and doc.skill_ids else None
+
+
+def tool_record(entry: CatalogEntry, skill: str | None) -> ToolRecord:
+    tool = entry.tool
+    annotations = None
+    if tool.annotations is not None:
+        annotations = tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) or None
+    return ToolRecord(
+        name=entry.canonical,
+        server=entry.server,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema or {"type": "object"}),
+        original_name=tool.name,
+        skill=skill,
+        title=tool.title,
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        annotations=annotations,
+    )
+
+
+class GatewayToolCatalog:
+    """``ToolCatalogView`` over the gateway's live catalog (CONNECTED and DEGRADED servers only)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def search(self, query: str, k: int, server: str | None, skill: str | None) -> Sequence[ScoredTool]:
+        if server is not None:
+            self.gateway.supervisor(server)
+        catalog = self.gateway.catalog
+        hits = []
+        for hit in self.gateway.search_tools(query, k, server=server, skill=skill):
+            entry = catalog.get(hit.key)
+            if entry is not None:  # the index may still hold a tool the catalog just dropped
+                skill_id = hit.skill_ids[0] if hit.skill_ids else None
+                hits.append(ScoredTool(tool_record(entry, skill_id), hit.score))
+        return hits
+
+    async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
+        """Catalog order: servers by name, each server's tools in the order it lists them."""
+        if server is not None:
+            self.gateway.supervisor(server)
+        records = []
+        for entry in self.gateway.catalog.entries:
+            if server is not None and entry.server != server:
+                continue
+            doc = self.gateway.search.get(entry.canonical)
+            skills = doc.skill_ids if doc is not None else ()
+            if skill is not None and skill not in skills:
+                continue
+            records.append(tool_record(entry, skills[0] if skills else None))
+        items, next_cursor = paginate(records, cursor, limit)
+        return ToolPage(items, next_cursor)
+
+    async def get(self, name: str) -> ToolRecord:
+        entry = self._entry(name)
+        return tool_record(entry, primary_skill(self.gateway, entry.canonical))
+
+    async def execute(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return await self.gateway.call_tool(self._entry(name).canonical, arguments)
+
+    async def input_schema(self, name: str) -> Mapping[str, Any]:
+        return self._entry(name).tool.input_schema or {"type": "object"}
+
+    def _entry(self, name: str) -> CatalogEntry:
+        route = self.gateway.resolve(name)
+        if route.entry is None:  # Catalog.resolve_route always sets it; kept total for mypy
+            raise ToolNotFoundError(name)
+        return route.entry
+
+
+class GatewayServers:
+    """``ServerView`` over the gateway's supervisors: every registered server, sorted by name."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def list(self) -> Sequence[ServerRecord]:
+        return [self._record(name) for name in sorted(self.gateway.supervisors)]
+
+    async def get(self, name: str) -> ServerRecord:
+        self.gateway.supervisor(name)
+        return self._record(name)
+
+    async def status(self, name: str) -> ServerStatus:
+        sup = self.gateway.supervisor(name)
+        return ServerStatus(
+            name=name,
+            state=sup.status.value,
+            since=None,
+            last_error=sup.error_message or sup.last_error,
+            details=_health(sup),
+        )
+
+    def _record(self, name: str) -> ServerRecord:
+        sup = self.gateway.supervisors[name]
+        tools = [entry.original_name for entry in self.gateway.catalog.for_server(name)]
+        details = _health(sup)
+        if sup.connection is not None and sup.connection.protocol_version:
+            details["protocolVersion"] = sup.connection.protocol_version
+        if refusal := self.gateway.discovery_refusals.get(name):
+            details["discoveryRefused"] = refusal
+        return ServerRecord(
+            name=name,
+            status=sup.status.value,
+            transport=sup.config.transport.value,
+            tool_count=len(tools),
+            description=sup.config.description or "",
+            tools=tuple(tools),
+            last_error=sup.error_message or sup.last_error,
+            details=details,
+        )
+
+
+def _health(sup: ServerSupervisor) -> dict[str, Any]:
+    """The health figures worth showing; absent ones are left out rather than sent as null."""
+    details: dict[str, Any] = {"consecutiveFailures": sup.consecutive_failures}
+    if sup.last_health_check is not None:
+        details["lastHealthCheck"] = sup.last_health_check.isoformat()
+    if sup.response_time_ms is not None:
+        details["responseTimeMs"] = round(sup.response_time_ms, 1)
+    if sup.last_error:
+        details["lastError"] = sup.last_error
+    return details
+
+
+class GatewayQueryRunner:
+    """``QueryRunner``: the aggregator query of the gateway, errors untouched."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.gateway.query(arguments)

@@ -1,0 +1,71 @@
+"""The aggregator query, tool search and skills over real HTTP."""
+
+from __future__ import annotations
+
+from tests.admin.conftest import API, admin_settings, http_server, serve_admin
+from tests.registry.conftest import Database
+
+
+async def test_query_fans_out_and_answers_with_results_and_metadata(sqlite_db: Database, upstream_url: str) -> None:
+    settings = admin_settings(sqlite_db, http_server("alpha", upstream_url), http_server("beta", upstream_url))
+    async with serve_admin(settings) as admin:
+        await admin.settle()
+        answer = await admin.http.post(f"{API}/query", json={"query": "hello", "maxResults": 10})
+        assert answer.status_code == 200
+        body = answer.json()
+        assert body["metadata"]["serversQueried"] == 2
+        assert body["results"][0]["rank"] == 1
+        assert "web results for hello" in body["results"][0]["content"]
+
+
+async def test_invalid_query_is_422_naming_field_and_reason(sqlite_db: Database, upstream_url: str) -> None:
+    async with serve_admin(admin_settings(sqlite_db, http_server("alpha", upstream_url))) as admin:
+        too_many = await admin.http.post(f"{API}/query", json={"query": "x", "maxResults": 500})
+        assert too_many.status_code == 422
+        assert too_many.json() == {"detail": {"field": "maxResults", "reason": "Must be between 10 and 100, got 500"}}
+        unknown = await admin.http.post(f"{API}/query", json={"query": "x", "servers": ["nope"]})
+        assert unknown.json()["detail"]["field"] == "servers"
+        missing = await admin.http.post(f"{API}/query", json={})
+        assert missing.json() == {"detail": {"field": "query", "reason": "Required"}}
+
+
+async def test_query_with_every_server_unavailable_is_502_listing_them(sqlite_db: Database, upstream_url: str) -> None:
+    settings = admin_settings(sqlite_db, http_server("alpha", upstream_url, enabled=False))
+    async with serve_admin(settings) as admin:
+        failed = await admin.http.post(f"{API}/query", json={"query": "hello", "servers": ["alpha"]})
+        assert failed.status_code == 502
+        detail = failed.json()["detail"]
+        assert detail["message"] == "Aggregation failed: all servers unavailable"
+        assert detail["attemptedServers"] == ["alpha"]
+        assert len(detail["errors"]) == 1
+
+
+async def test_tool_search_returns_namespaced_hits_of_connected_servers(sqlite_db: Database, upstream_url: str) -> None:
+    settings = admin_settings(sqlite_db, http_server("alpha", upstream_url), http_server("beta", upstream_url))
+    async with serve_admin(settings) as admin:
+        await admin.settle()
+        await admin.gateway.flush()
+        hits = (await admin.http.get(f"{API}/tools/search", params={"q": "add two integers", "k": 5})).json()
+        assert {"alpha.add", "beta.add"} <= {hit["name"] for hit in hits}
+        add = next(hit for hit in hits if hit["name"] == "alpha.add")
+        assert (add["server"], add["original_name"]) == ("alpha", "add")
+        assert set(add) == {"name", "server", "original_name", "description", "score", "skill_ids"}
+
+        only_beta = await admin.http.get(f"{API}/tools/search", params={"q": "add", "server": "beta"})
+        assert {hit["server"] for hit in only_beta.json()} == {"beta"}
+        assert (await admin.http.get(f"{API}/tools/search", params={"q": ""})).status_code == 422
+        assert (await admin.http.get(f"{API}/tools/search", params={"q": "add", "k": 0})).status_code == 422
+
+
+async def test_skills_are_listed_with_their_tools(sqlite_db: Database, upstream_url: str) -> None:
+    async with serve_admin(admin_settings(sqlite_db, http_server("alpha", upstream_url))) as admin:
+        await admin.settle()
+        skills = await admin.http.get(f"{API}/skills")
+        assert skills.status_code == 200
+        assert skills.json(), "the packaged default skills"
+        skill_id = skills.json()[0]["id"]
+        tools = await admin.http.get(f"{API}/skills/{skill_id}/tools")
+        assert tools.status_code == 200
+        assert all(skill_id in tool["skill_ids"] for tool in tools.json())
+        unknown = await admin.http.get(f"{API}/skills/no_such_skill/tools")
+        assert (unknown.status_code, unknown.json()) == (404, {"detail": "Skill not found: no_such_skill"})

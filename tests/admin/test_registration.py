@@ -1,0 +1,67 @@
+"""Registration bodies are validated by ``ServerConfig``; errors land on the API's field names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.exceptions import RequestValidationError
+
+from mcp_aggregator.admin.registration import server_config_from
+from mcp_aggregator.admin.schemas import ServerCreate
+from mcp_aggregator.settings import Transport
+
+
+def body(**changes: Any) -> ServerCreate:
+    data: dict[str, Any] = {
+        "name": "docs",
+        "transport_type": "HTTP",
+        "connection_config": {"base_url": "https://docs.example.com/mcp", "headers": {"A": "${TOKEN}"}},
+    }
+    return ServerCreate.model_validate(data | changes)
+
+
+def errors_of(create: ServerCreate) -> list[tuple[str, str]]:
+    with pytest.raises(RequestValidationError) as caught:
+        server_config_from(create)
+    return [(".".join(err["loc"]), err["msg"]) for err in caught.value.errors()]
+
+
+@pytest.mark.parametrize("transport", ["HTTP", "http", "Http"])
+def test_transport_type_is_case_insensitive(transport: str) -> None:
+    config = server_config_from(body(transport_type=transport))
+    assert config.transport is Transport.HTTP
+    assert config.headers == {"A": "${TOKEN}"}, "references stay unexpanded until connect time"
+
+
+@pytest.mark.parametrize(
+    ("changes", "location", "message"),
+    [
+        ({"name": "Docs"}, "body.name", "must match ^[a-z][a-z0-9_-]*$"),
+        ({"name": "d" * 256}, "body.name", "must be at most 255 characters"),
+        ({"description": "x" * 1001}, "body.description", "at most 1000 characters"),
+        ({"transport_type": "websocket"}, "body.transport_type", "must be one of stdio, sse, http"),
+        ({"health_check_url": "not a url"}, "body.health_check_url", "absolute http(s) URL"),
+        ({"connection_config": {}}, "body.connection_config.base_url", "required for transport http"),
+        ({"connection_config": {"base_url": "ftp://x"}}, "body.connection_config.base_url", "absolute http(s)"),
+        (
+            {"connection_config": {"base_url": "http://h/mcp", "command": "x"}},
+            "body.connection_config.command",
+            "not allowed for transport http",
+        ),
+        (
+            {"connection_config": {"base_url": "http://h/mcp", "env": {"A": "b"}}},
+            "body.connection_config",
+            "only allowed for transport stdio",
+        ),
+        (
+            {"transport_type": "stdio", "connection_config": {"command": "x", "headers": {"A": "b"}}},
+            "body.connection_config.headers",
+            "not allowed for transport stdio",
+        ),
+    ],
+)
+def test_br_001_refusals_are_located_at_the_api_field(changes: dict[str, Any], location: str, message: str) -> None:
+    [(loc, msg)] = errors_of(body(**changes))
+    assert loc == location
+    assert message in msg

@@ -1,0 +1,252 @@
+"""What ``tools/list`` shows in each exposure mode, and the aggregator contract tool in every mode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from mcp_aggregator.aggregate import (
+    QUERY_TOOL_DESCRIPTION,
+    QUERY_TOOL_INPUT_SCHEMA,
+    QUERY_TOOL_NAME,
+    QUERY_TOOL_OUTPUT_SCHEMA,
+)
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.surfaces import domain_names
+from mcp_aggregator.settings import Settings
+from tests.conftest import running_gateway, settings_for, stdio_fixture
+
+EXAMPLE_QUERY = {"query": "How do I implement React hooks for state management?", "maxResults": 20}
+CORE = [QUERY_TOOL_NAME, "tools", "servers", "aggregator"]
+
+
+def wire(tools: list[types.Tool]) -> str:
+    """``tools/list`` as JSON, the way a client would forward it to a model."""
+    return json.dumps([tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools])
+
+
+async def listed(client: Client) -> list[types.Tool]:
+    return (await client.list_tools()).tools
+
+
+def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    envelope: dict[str, Any] = json.loads(block.text)
+    return envelope
+
+
+def two_fixtures(exposure: str, **serve: Any) -> Settings:
+    return settings_for(stdio_fixture("alpha"), stdio_fixture("beta"), exposure=exposure, **serve)
+
+
+async def wait_for_names(client: Client, predicate: Any, timeout: float = 10) -> list[str]:
+    """Poll ``tools/list`` until ``predicate(names)`` holds (catalog changes arrive asynchronously)."""
+    with anyio.fail_after(timeout):
+        while True:
+            names = [tool.name for tool in await listed(client)]
+            if predicate(names):
+                return names
+            await anyio.sleep(0.02)
+
+
+# -- tools/list per mode ----------------------------------------------------------------------
+
+
+async def test_facades_mode_lists_the_contract_tool_the_core_domains_and_one_domain_per_server() -> None:
+    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+        first = await listed(client)
+        assert [tool.name for tool in first] == [*CORE, "alpha", "beta"]
+        assert wire(await listed(client)) == wire(first)
+        alpha = first[4]
+        assert alpha.description is not None
+        assert alpha.description.startswith("The tools of MCP server alpha.\nCommands (cmd; args go in params):\n")
+        assert "echo(text): Echo the text back." in alpha.description
+        assert alpha.input_schema["required"] == ["cmd"]
+
+
+async def test_facades_mode_tools_list_is_identical_across_two_gateways() -> None:
+    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+        first = wire(await listed(client))
+    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+        second = wire(await listed(client))
+    assert first == second
+
+
+async def test_facades_without_upstream_domains_lists_only_the_core_and_files_when_roots_are_set(
+    tmp_path: Path,
+) -> None:
+    settings = two_fixtures("facades", upstream_domains=False, workspace_roots=[str(tmp_path)])
+    async with running_gateway(settings) as (_gateway, client):
+        assert [tool.name for tool in await listed(client)] == [*CORE, "files"]
+
+
+async def test_passthrough_mode_lists_the_contract_tool_then_every_upstream_tool() -> None:
+    async with running_gateway(two_fixtures("passthrough")) as (gateway, client):
+        first = await listed(client)
+        exposed = [entry.exposed for entry in gateway.catalog.entries]
+        assert [tool.name for tool in first] == [QUERY_TOOL_NAME, *exposed]
+        assert len(first) == 1 + len(gateway.catalog) and "alpha__echo" in exposed and "beta__echo" in exposed
+        assert wire(await listed(client)) == wire(first)
+        added = await client.call_tool("alpha__add", {"a": 1, "b": 1})
+        assert added.structured_content == {"total": 2}
+
+
+async def test_search_mode_lists_only_the_contract_tool_and_the_tools_domain() -> None:
+    async with running_gateway(two_fixtures("search")) as (gateway, client):
+        first = await listed(client)
+        assert [tool.name for tool in first] == [QUERY_TOOL_NAME, "tools"]
+        assert wire(await listed(client)) == wire(first)
+        ran = envelope_of(
+            await client.call_tool("tools", {"cmd": "execute", "params": {"name": "beta.add", "arguments": {"a": 1, "b": 2}}})
+        )
+        assert ran == {"ok": True, "cmd": "execute", "data": {"total": 3}}
+        with pytest.raises(MCPError):
+            await client.call_tool("servers", {"cmd": "list"})
+
+
+async def test_an_upstream_server_named_like_a_core_domain_is_served_with_a_server_suffix() -> None:
+    settings = settings_for(stdio_fixture("tools"), stdio_fixture("files"), exposure="facades")
+    async with running_gateway(settings) as (_gateway, client):
+        assert [tool.name for tool in await listed(client)] == [*CORE, "files_server", "tools_server"]
+        facade = envelope_of(await client.call_tool("tools", {"cmd": "list", "detail": "minimal"}))
+        assert facade["ok"] and facade["data"]["items"][0] == {"name": "files.echo", "server": "files"}
+        upstream = envelope_of(await client.call_tool("tools_server", {"cmd": "add", "params": {"a": 2, "b": 2}}))
+        assert upstream == {"ok": True, "cmd": "add", "data": {"total": 4}}
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        (["alpha", "beta"], {"alpha": "alpha", "beta": "beta"}),
+        (["tools"], {"tools": "tools_server"}),
+        (["tools", "tools_server"], {"tools": "tools_server2", "tools_server": "tools_server"}),
+        (["web.search", "web_search"], {"web.search": "web_search_server", "web_search": "web_search"}),
+        ([QUERY_TOOL_NAME], {QUERY_TOOL_NAME: f"{QUERY_TOOL_NAME}_server"}),
+        (["x" * 70], {"x" * 70: "x" * 64}),
+        (["files", "x" * 64], {"files": "files_server", "x" * 64: "x" * 64}),
+    ],
+)
+def test_domain_names_are_valid_unique_and_keep_free_names(groups: list[str], expected: dict[str, str]) -> None:
+    reserved = {"tools", "servers", "aggregator", "files", QUERY_TOOL_NAME}
+    assert domain_names(groups, reserved, "_server") == expected
+    assert domain_names(list(reversed(groups)), reserved, "_server") == expected
+
+
+async def test_skill_grouping_serves_one_domain_per_skill_and_follows_reclassification() -> None:
+    async with running_gateway(two_fixtures("facades", facade_grouping="skill")) as (gateway, client):
+        await indexed(gateway)
+        assert [tool.name for tool in await listed(client)] == [*CORE, "general"]
+        gateway.search.set_skills("alpha.echo", ["text"])
+        gateway.search.set_skills("beta.echo", ["text", "other"])
+        gateway.search.set_skills("beta.add", ["tools"])
+        assert [tool.name for tool in await listed(client)] == [*CORE, "general", "text", "tools_skill"]
+        helped = envelope_of(await client.call_tool("text", {"cmd": "help", "detail": "minimal"}))
+        assert helped["data"] == [{"name": "alpha.echo"}, {"name": "beta.echo"}]
+        echoed = envelope_of(await client.call_tool("text", {"cmd": "beta.echo", "params": {"text": "hi"}}))
+        assert echoed == {"ok": True, "cmd": "beta.echo", "data": {"result": "hi"}}
+        added = envelope_of(await client.call_tool("tools_skill", {"cmd": "beta.add", "params": {"a": 1, "b": 1}}))
+        assert added["data"] == {"total": 2}
+        general = envelope_of(await client.call_tool("general", {"cmd": "help", "detail": "minimal"}))
+        assert {"name": "alpha.add"} in general["data"] and {"name": "alpha.echo"} not in general["data"]
+
+
+async def test_upstream_domains_follow_servers_leaving_and_tools_appearing() -> None:
+    async with running_gateway(two_fixtures("facades")) as (gateway, client):
+        await gateway.disconnect_server(gateway.ids["beta"])
+        assert [tool.name for tool in await listed(client)] == [*CORE, "alpha"]
+        with pytest.raises(MCPError):
+            await client.call_tool("beta", {"cmd": "help"})
+
+        grown = envelope_of(await client.call_tool("alpha", {"cmd": "grow", "params": {"name": "fresh"}}))
+        assert grown["ok"], grown
+
+        def has_fresh(_names: list[str]) -> bool:
+            return any(entry.canonical == "alpha.fresh" for entry in gateway.catalog.entries)
+
+        await wait_for_names(client, has_fresh)
+        alpha = next(tool for tool in await listed(client) if tool.name == "alpha")
+        assert alpha.description is not None and "fresh(text?): A tool added at run time: fresh" in alpha.description
+        fresh = envelope_of(await client.call_tool("alpha", {"cmd": "fresh", "params": {"text": "x"}}))
+        assert fresh == {"ok": True, "cmd": "fresh", "data": {"result": "fresh: x"}}
+
+        await gateway.connect_server(gateway.ids["beta"])
+        await wait_for_names(client, lambda names: "beta" in names)
+
+
+async def indexed(gateway: Gateway, timeout: float = 10) -> None:
+    with anyio.fail_after(timeout):
+        while any(gateway.search.get(entry.canonical) is None for entry in gateway.catalog.entries):
+            await anyio.sleep(0.01)
+
+
+# -- the aggregator contract tool (seed 000) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("exposure", ["facades", "passthrough", "search"])
+async def test_the_contract_tool_is_listed_word_for_word_and_answers_the_example_request(exposure: str) -> None:
+    async with running_gateway(two_fixtures(exposure)) as (_gateway, client):
+        tools = {tool.name: tool for tool in await listed(client)}
+        contract = tools[QUERY_TOOL_NAME]
+        assert contract.description == QUERY_TOOL_DESCRIPTION
+        assert contract.input_schema == QUERY_TOOL_INPUT_SCHEMA
+        assert contract.output_schema == QUERY_TOOL_OUTPUT_SCHEMA
+
+        result = await client.call_tool(QUERY_TOOL_NAME, EXAMPLE_QUERY)
+        assert not result.is_error and len(result.content) == 1
+        block = result.content[0]
+        assert isinstance(block, types.TextContent)
+        answer = json.loads(block.text)
+        assert result.structured_content == answer
+        assert set(answer) == {"results", "metadata"}
+        assert answer["metadata"]["serversQueried"] == answer["metadata"]["serversSucceeded"] == 2
+        assert answer["metadata"]["resultsReturned"] == len(answer["results"]) >= 1
+        top = answer["results"][0]
+        assert top["rank"] == 1 and top["server"] in ("alpha", "beta") and 0 <= top["relevanceScore"] <= 1
+        assert top["content"].endswith("results for How do I implement React hooks for state management?")
+
+
+async def test_the_contract_tool_refuses_max_results_out_of_range_with_invalid_params() -> None:
+    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool(QUERY_TOOL_NAME, {"query": "hooks", "maxResults": 500})
+        error = raised.value.error
+        assert (error.code, error.message) == (-32602, "Invalid query parameters")
+        assert error.data == {"field": "maxResults", "reason": "Must be between 10 and 100, got 500"}
+
+        with pytest.raises(MCPError) as missing:
+            await client.call_tool(QUERY_TOOL_NAME, {})
+        assert missing.value.error.data == {"field": "query", "reason": "Required"}
+
+
+async def test_the_contract_tool_reports_aggregation_failed_when_every_server_errors() -> None:
+    failing = {name: {"queryTool": "fail", "queryArgument": "message"} for name in ("alpha", "beta")}
+    settings = settings_for(
+        stdio_fixture("alpha"), stdio_fixture("beta"), exposure="facades", sections={"aggregator": {"servers": failing}}
+    )
+    async with running_gateway(settings) as (_gateway, client):
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool(QUERY_TOOL_NAME, EXAMPLE_QUERY)
+        error = raised.value.error
+        assert (error.code, error.message) == (-32603, "Aggregation failed: all servers unavailable")
+        assert error.data == {
+            "attemptedServers": ["alpha", "beta"],
+            "errors": ["alpha: Error executing tool fail", "beta: Error executing tool fail"],
+        }
+
+
+async def test_the_contract_tool_reports_aggregation_failed_when_the_only_server_is_gone() -> None:
+    async with running_gateway(settings_for(stdio_fixture("alpha"), exposure="search")) as (gateway, client):
+        await gateway.disconnect_server(gateway.ids["alpha"])
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool(QUERY_TOOL_NAME, {"query": "anything", "servers": ["alpha"]})
+        error = raised.value.error
+        assert (error.code, error.message) == (-32603, "Aggregation failed: all servers unavailable")
+        assert error.data == {"attemptedServers": ["alpha"], "errors": ["alpha: unavailable"]}
