@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
 import sys
+from collections.abc import Callable
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import anyio
 import typer
 
-from mcp_aggregator.errors import ConfigError
+from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.search import SearchHit
 from mcp_aggregator.serve.runner import serve_http, serve_stdio
 from mcp_aggregator.settings import Exposure, Settings, load_settings
 
@@ -52,6 +58,34 @@ def _setup_logging(verbose: bool) -> None:
     )
 
 
+def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gateway, str], None]:
+    def announce(gateway: Gateway, url: str) -> None:
+        base = url.removesuffix("/mcp")
+        exe = shutil.which("mcp-aggregator") or sys.argv[0]
+        args = ["serve", "--transport", "stdio"]
+        if config is not None:
+            args += ["--config", str(config.resolve())]
+        entry = {"command": exe, "args": args, "env": {"PATH": os.environ.get("PATH", "")}}
+        desktop = {"mcpServers": {"aggregator": entry}}
+        names = ", ".join(sorted(gateway.supervisors)) or "none configured"
+        lines = [
+            "",
+            "mcp-aggregator is running (Ctrl-C stops it).",
+            f"  MCP endpoint (streamable HTTP): {url}",
+            f"  Admin page: {base}/   REST API: {base}/api/v1/aggregator/servers   OpenAPI: {base}/docs",
+            f"  Upstream servers (connecting in the background): {names}",
+            "",
+            "Connect a client:",
+            f"  MCP Inspector:  npx @modelcontextprotocol/inspector --cli {url} --transport http --method tools/list",
+            "  Claude Desktop: add this to claude_desktop_config.json (it starts the gateway over stdio):",
+            "    " + json.dumps(desktop),
+            "",
+        ]
+        typer.echo("\n".join(lines), err=True)
+
+    return announce
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -71,7 +105,11 @@ def serve(
         if transport is TransportChoice.STDIO:
             anyio.run(serve_stdio, settings)
         else:
-            anyio.run(serve_http, settings)
+            anyio.run(partial(serve_http, settings, announce=_announce(config, transport)))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot serve on {settings.serve.host}:{settings.serve.port}: {exc.strerror}") from None
     except KeyboardInterrupt:
         pass
 
@@ -98,10 +136,76 @@ def servers(config: ConfigOption = None, timeout: float = 30.0) -> None:
                 count = len(sup.connection.tools) if sup.connection else 0
                 detail = f"  ({sup.error_message})" if sup.error_message else ""
                 typer.echo(f"{name:<20} {sup.status.value:<12} {count:>4} tools{detail}")
-            for sup in list(gateway.supervisors.values()):
-                await sup.stop()
+            await _stop_all(gateway)
 
     anyio.run(run)
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The question to ask every selected server.")],
+    config: ConfigOption = None,
+    max_results: Annotated[int | None, typer.Option("--max-results", "-n", help="10-100.")] = None,
+    server: Annotated[list[str] | None, typer.Option("--server", "-s", help="Only these servers.")] = None,
+    timeout: float = 30.0,
+) -> None:
+    """Run the aggregator query against the configured servers and print the JSON answer."""
+    settings = _load(config)
+    arguments: dict[str, object] = {"query": text}
+    if max_results is not None:
+        arguments["maxResults"] = max_results
+    if server:
+        arguments["servers"] = server
+
+    async def run() -> dict[str, object]:
+        async with Gateway(settings) as gateway:
+            await gateway.wait_settled(timeout)
+            try:
+                return await gateway.query(arguments)
+            finally:
+                await _stop_all(gateway)
+
+    try:
+        answer = anyio.run(run)
+    except InvalidQueryError as exc:
+        raise _fail(f"invalid query: {exc.field}: {exc.reason}") from None
+    except AggregationFailedError as exc:
+        raise _fail(f"{exc}: " + "; ".join(exc.errors)) from None
+    typer.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+
+
+tools_app = typer.Typer(no_args_is_help=True, help="Search the upstream tools.")
+app.add_typer(tools_app, name="tools")
+
+
+@tools_app.command("search")
+def tools_search(
+    text: Annotated[str, typer.Argument(help="What the tool should do.")],
+    config: ConfigOption = None,
+    k: Annotated[int, typer.Option("-k", help="How many tools.")] = 10,
+    server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
+    skill: Annotated[str | None, typer.Option(help="Only this skill.")] = None,
+    timeout: float = 60.0,
+) -> None:
+    """Connect, index the tools (semantic + lexical) and print the best matches."""
+    settings = _load(config)
+
+    async def run() -> list[SearchHit]:
+        async with Gateway(settings) as gateway:
+            await gateway.wait_settled(timeout)
+            await gateway.wait_until(gateway.index_ready, timeout_secs=timeout)
+            try:
+                return gateway.search_tools(text, k, server=server, skill=skill)
+            finally:
+                await _stop_all(gateway)
+
+    for rank, hit in enumerate(anyio.run(run), start=1):
+        typer.echo(f"{rank:>2}. {hit.key:<45} {hit.score:.3f}  {hit.description[:70]}")
+
+
+async def _stop_all(gateway: Gateway) -> None:
+    for supervisor in list(gateway.supervisors.values()):
+        await supervisor.stop()
 
 
 def main() -> None:

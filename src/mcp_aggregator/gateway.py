@@ -16,7 +16,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
-from mcp_aggregator.catalog import Catalog, Route
+from mcp_aggregator.catalog import Catalog, Route, namespace
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError
 from mcp_aggregator.health.health_monitor import HealthMonitor
@@ -356,6 +356,15 @@ class Gateway:
             stale = [d.key for d in self.search.docs() if d.key not in current]
             self.search.remove(stale)
             await self.search.upsert(docs)
+            self._poke()
+
+    def index_ready(self) -> bool:
+        """True when every discovered tool is in the search index."""
+        return not self._index_dirty.is_set() and all(
+            namespace(name, tool.name) in self.search
+            for name, tools in self._known_tools.items()
+            for tool in tools
+        )
 
     def skills(self) -> list[SkillSpec]:
         return skills_of(self.settings.search)

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -43,18 +42,12 @@ def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
     return envelope
 
 
+async def indexed(gateway: Gateway) -> None:
+    await gateway.wait_until(gateway.index_ready, timeout_secs=10)
+
+
 def two_fixtures(exposure: str, **serve: Any) -> Settings:
     return settings_for(stdio_fixture("alpha"), stdio_fixture("beta"), exposure=exposure, **serve)
-
-
-async def wait_for_names(client: Client, predicate: Any, timeout: float = 10) -> list[str]:
-    """Poll ``tools/list`` until ``predicate(names)`` holds (catalog changes arrive asynchronously)."""
-    with anyio.fail_after(timeout):
-        while True:
-            names = [tool.name for tool in await listed(client)]
-            if predicate(names):
-                return names
-            await anyio.sleep(0.02)
 
 
 # -- tools/list per mode ----------------------------------------------------------------------
@@ -100,12 +93,14 @@ async def test_passthrough_mode_lists_the_contract_tool_then_every_upstream_tool
 
 
 async def test_search_mode_lists_only_the_contract_tool_and_the_tools_domain() -> None:
-    async with running_gateway(two_fixtures("search")) as (gateway, client):
+    async with running_gateway(two_fixtures("search")) as (_gateway, client):
         first = await listed(client)
         assert [tool.name for tool in first] == [QUERY_TOOL_NAME, "tools"]
         assert wire(await listed(client)) == wire(first)
         ran = envelope_of(
-            await client.call_tool("tools", {"cmd": "execute", "params": {"name": "beta.add", "arguments": {"a": 1, "b": 2}}})
+            await client.call_tool(
+                "tools", {"cmd": "execute", "params": {"name": "beta.add", "arguments": {"a": 1, "b": 2}}}
+            )
         )
         assert ran == {"ok": True, "cmd": "execute", "data": {"total": 3}}
         with pytest.raises(MCPError):
@@ -168,23 +163,15 @@ async def test_upstream_domains_follow_servers_leaving_and_tools_appearing() -> 
         grown = envelope_of(await client.call_tool("alpha", {"cmd": "grow", "params": {"name": "fresh"}}))
         assert grown["ok"], grown
 
-        def has_fresh(_names: list[str]) -> bool:
-            return any(entry.canonical == "alpha.fresh" for entry in gateway.catalog.entries)
-
-        await wait_for_names(client, has_fresh)
+        await gateway.wait_until(lambda: gateway.catalog.get("alpha.fresh") is not None, timeout_secs=10)
         alpha = next(tool for tool in await listed(client) if tool.name == "alpha")
         assert alpha.description is not None and "fresh(text?): A tool added at run time: fresh" in alpha.description
         fresh = envelope_of(await client.call_tool("alpha", {"cmd": "fresh", "params": {"text": "x"}}))
         assert fresh == {"ok": True, "cmd": "fresh", "data": {"result": "fresh: x"}}
 
         await gateway.connect_server(gateway.ids["beta"])
-        await wait_for_names(client, lambda names: "beta" in names)
-
-
-async def indexed(gateway: Gateway, timeout: float = 10) -> None:
-    with anyio.fail_after(timeout):
-        while any(gateway.search.get(entry.canonical) is None for entry in gateway.catalog.entries):
-            await anyio.sleep(0.01)
+        await gateway.wait_until(lambda: "beta" in gateway.exposed_servers(), timeout_secs=30)
+        assert [tool.name for tool in await listed(client)] == [*CORE, "alpha", "beta"]
 
 
 # -- the aggregator contract tool (seed 000) ---------------------------------------------------

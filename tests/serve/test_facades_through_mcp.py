@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -34,11 +33,9 @@ async def call(client: Client, tool: str, cmd: str, params: dict[str, Any] | Non
     return envelope_of(await client.call_tool(tool, arguments))
 
 
-async def indexed(gateway: Gateway, timeout: float = 10) -> None:
-    """Wait until search has indexed every tool of the catalog (the index loop runs behind discovery)."""
-    with anyio.fail_after(timeout):
-        while any(gateway.search.get(entry.canonical) is None for entry in gateway.catalog.entries):
-            await anyio.sleep(0.01)
+async def indexed(gateway: Gateway) -> None:
+    """Wait until search has indexed every tool (the index loop runs behind discovery)."""
+    await gateway.wait_until(gateway.index_ready, timeout_secs=10)
 
 
 def upstream_tools(gateway: Gateway, server: str) -> list[str]:
@@ -66,7 +63,10 @@ async def test_tools_search_ranks_tools_with_scores_and_filters_by_server() -> N
         assert only_beta["data"][0]["name"] == "beta.add" and only_beta["count"] <= 2
 
         minimal = await call(client, "tools", "search", {"query": "echo"}, detail="minimal")
-        assert minimal["data"][0] in ({"name": "alpha.echo", "server": "alpha"}, {"name": "beta.echo", "server": "beta"})
+        assert minimal["data"][0] in (
+            {"name": "alpha.echo", "server": "alpha"},
+            {"name": "beta.echo", "server": "beta"},
+        )
 
 
 async def test_tools_list_pages_through_the_catalog_in_a_stable_order() -> None:
@@ -78,7 +78,6 @@ async def test_tools_list_pages_through_the_catalog_in_a_stable_order() -> None:
             {"name": "alpha.echo", "server": "alpha"},
             {"name": "alpha.add", "server": "alpha"},
         ]
-        rest = await call(client, "tools", "list", {"limit": 10, "cursor": first["data"]["nextCursor"]})
         pages = [first]
         while "nextCursor" in pages[-1]["data"]:
             cursor = pages[-1]["data"]["nextCursor"]
@@ -89,7 +88,10 @@ async def test_tools_list_pages_through_the_catalog_in_a_stable_order() -> None:
         beta = await call(client, "tools", "list", {"server": "beta"})
         assert [i["name"] for i in beta["data"]["items"]] == [f"beta.{t}" for t in upstream_tools(gateway, "beta")]
         assert beta["data"]["items"][1] == {
-            "name": "beta.add", "server": "beta", "description": "Add two integers.", "args": "a, b"
+            "name": "beta.add",
+            "server": "beta",
+            "description": "Add two integers.",
+            "args": "a, b",
         }
 
 
@@ -124,7 +126,9 @@ async def test_tools_execute_calls_the_upstream_and_returns_its_answer_in_the_en
         echoed = await call(client, "tools", "execute", {"name": "alpha__echo", "arguments": {"text": "hi"}})
         # The SDK's MCPServer wraps a returned str as structured content {"result": ...}.
         assert echoed == {"ok": True, "cmd": "execute", "data": {"result": "hi"}}
-        full = await call(client, "tools", "execute", {"name": "alpha.echo", "arguments": {"text": "hi"}}, detail="full")
+        full = await call(
+            client, "tools", "execute", {"name": "alpha.echo", "arguments": {"text": "hi"}}, detail="full"
+        )
         assert full["data"]["content"] == [{"type": "text", "text": "hi"}]
 
 
@@ -189,7 +193,10 @@ async def test_servers_domain_lists_gets_and_reports_status_with_health_figures(
         listed = await call(client, "servers", "list")
         assert listed["count"] == 2
         assert listed["data"][0] == {
-            "name": "alpha", "status": "CONNECTED", "transport": "stdio", "toolCount": len(tools)
+            "name": "alpha",
+            "status": "CONNECTED",
+            "transport": "stdio",
+            "toolCount": len(tools),
         }
         connected = await call(client, "servers", "list", {"status": "connected"}, detail="minimal")
         assert connected["data"] == [{"name": "alpha"}, {"name": "beta"}]

@@ -222,27 +222,26 @@ class UpstreamDomains:
 def domain_names(groups: Iterable[str], reserved: Collection[str], suffix: str) -> Mapping[str, str]:
     """A valid, unique tool name per group (a server or skill name), deterministically.
 
-    Unsafe characters become ``_`` and names are cut to 64 characters. Groups whose name is
-    free keep it; the others, in sorted order, get ``suffix`` (then ``suffix2``, ``suffix3``...),
-    so a server called ``tools`` is served as ``tools_server``.
+    Unsafe characters become ``_`` and names are cut to 64 characters. A group whose name is
+    already valid and free keeps it; the others, in sorted order, take their sanitised name
+    if free, else add ``suffix`` (then ``suffix2``, ``suffix3``...). So a server called
+    ``tools`` is served as ``tools_server``, whatever other servers exist.
     """
     ordered = sorted(set(groups))
     safe = {group: _UNSAFE.sub("_", group)[:MAX_TOOL_NAME] for group in ordered}
     taken = set(reserved)
     out: dict[str, str] = {}
     for group in ordered:
-        if safe[group] not in taken:
-            out[group] = safe[group]
-            taken.add(safe[group])
+        if safe[group] == group and group not in taken:
+            out[group] = group
+            taken.add(group)
     for group in ordered:
         if group in out:
             continue
-        n = 1
-        while True:
+        name, n = safe[group], 1
+        while name in taken:
             tail = suffix if n == 1 else f"{suffix}{n}"
             name = safe[group][: MAX_TOOL_NAME - len(tail)] + tail
-            if name not in taken:
-                break
             n += 1
         out[group] = name
         taken.add(name)
