@@ -141,6 +141,13 @@ def managed_process(argv: Sequence[str], log: Path) -> Iterator[subprocess.Popen
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, which say what actually failed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaf_exceptions(inner)]
+    return [exc]
+
+
 def summarize(exc: BaseException) -> str:
     """First and last line of an error: what failed, and the subprocess's final word on why."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -256,9 +263,7 @@ async def run_calls(
     return latencies, errors
 
 
-async def measure(
-    clients: Sequence[Client], tool: str, row: Row, endpoint: Endpoint, options: Options
-) -> None:
+async def measure(clients: Sequence[Client], tool: str, row: Row, endpoint: Endpoint, options: Options) -> None:
     await run_calls(clients, tool, options.warmup, row.concurrency, options.row_seconds / 4)
     upstream = endpoint.upstream_pids()
     proxy = endpoint.proxy_pids()
@@ -280,9 +285,7 @@ async def measure(
     row.calls_per_s = len(latencies) / wall
     row.p50_ms_by_round = [round(row.p50_ms, 3)]
     row.load_avg_1m = round(os.getloadavg()[0], 2)
-    row.cpu_ms_per_call = {
-        k: round(v / len(latencies) * 1e3, 3) for k, v in cpu.items() if k != "proxy" or proxy
-    }
+    row.cpu_ms_per_call = {k: round(v / len(latencies) * 1e3, 3) for k, v in cpu.items() if k != "proxy" or proxy}
 
 
 def pick_tool(names: Sequence[str], preferred: str | None) -> str:
@@ -334,8 +337,7 @@ def echo_argv(transport: str, port: int | None = None) -> list[str]:
 def gateway_config(upstream_transport: str, upstream_url: str | None, workdir: Path) -> Path:
     if upstream_transport == "stdio":
         server = (
-            f"    transport: stdio\n    command: {json.dumps(PYTHON)}\n"
-            f"    args: [{json.dumps(str(ECHO))}, stdio]\n"
+            f"    transport: stdio\n    command: {json.dumps(PYTHON)}\n    args: [{json.dumps(str(ECHO))}, stdio]\n"
         )
     else:
         server = f"    transport: http\n    base_url: {json.dumps(upstream_url)}\n"
@@ -457,7 +459,7 @@ def run_path(endpoint: Endpoint, rows: list[Row], options: Options) -> None:
     try:
         anyio.run(measure_path, endpoint, rows, options)
     except Exception as exc:  # top-level guard: one broken path must not hide the others' figures
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaf_exceptions(exc))
         print(f"\n  FAILED: {reason}", flush=True)
         for row in rows:
             if not row.calls:
@@ -517,8 +519,9 @@ def run_proxy(
             )
             with profiling(proc.pid, label, workdir) if options.profile else contextlib.nullcontext():
                 run_path(endpoint, rows, options)
-            if proc.poll() is not None:
-                print(f"  {label} exited with {proc.returncode}:\n{log_tail(log)}", flush=True)
+            if proc.poll() is not None or any(row.failure for row in rows):
+                state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
+                print(f"  {label} ({state}) log tail:\n{log_tail(log)}", flush=True)
     except (BenchError, OSError) as exc:
         print(f"  {label} FAILED: {exc}", flush=True)
         for row in rows:
@@ -612,8 +615,7 @@ def merge_rounds(rounds: Sequence[Sequence[Row]]) -> list[Row]:
         for name in ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "calls_per_s", "load_avg_1m"):
             setattr(row, name, round(statistics.median(getattr(cell, name) for cell in ok), 3))
         row.cpu_ms_per_call = {
-            key: round(statistics.median(cell.cpu_ms_per_call[key] for cell in ok), 3)
-            for key in ok[0].cpu_ms_per_call
+            key: round(statistics.median(cell.cpu_ms_per_call[key] for cell in ok), 3) for key in ok[0].cpu_ms_per_call
         }
         row.p50_ms_by_round = [cell.p50_ms_by_round[0] for cell in ok]
         merged.append(row)
@@ -644,13 +646,10 @@ def format_table(rows: Sequence[Row]) -> str:
         added = "" if r.added_p50_ms is None else f"{r.added_p50_ms:+.2f}"
         pct = "" if r.throughput_pct_of_direct is None else f"{r.throughput_pct_of_direct:.0f}"
         cpu = "/".join(
-            f"{r.cpu_ms_per_call[k]:.2f}" if k in r.cpu_ms_per_call else "-"
-            for k in ("client", "proxy", "upstream")
+            f"{r.cpu_ms_per_call[k]:.2f}" if k in r.cpu_ms_per_call else "-" for k in ("client", "proxy", "upstream")
         )
         errors = f"  ({r.errors} errors)" if r.errors else ""
-        lines.append(
-            f"{label} {r.p50_ms:7.2f} {r.p95_ms:7.2f} {r.calls_per_s:8.0f} {added:>8} {pct:>6}  {cpu}{errors}"
-        )
+        lines.append(f"{label} {r.p50_ms:7.2f} {r.p95_ms:7.2f} {r.calls_per_s:8.0f} {added:>8} {pct:>6}  {cpu}{errors}")
     return "\n".join(lines)
 
 
@@ -713,13 +712,9 @@ def write_results(rows: Sequence[Row], options: Options, verdicts: Sequence[str]
 
 
 def parse_options(argv: Sequence[str] | None = None) -> Options:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, help="measured calls per row (default 1000, --quick 300)")
-    parser.add_argument(
-        "--warmup", type=int, help="unmeasured calls before each row (default 200, --quick 50)"
-    )
+    parser.add_argument("--warmup", type=int, help="unmeasured calls before each row (default 200, --quick 50)")
     parser.add_argument("--row-seconds", type=float, default=20.0, help="time cap per row (default 20)")
     parser.add_argument(
         "--rounds", type=int, default=1, help="repeat the whole sweep; rows report the median (default 1)"
@@ -728,9 +723,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     parser.add_argument("--sessions", help=f"sessions at concurrency {CONCURRENT}, comma list (default 1,4)")
     parser.add_argument("--paths", default=",".join(PATHS), help=f"subset of {','.join(PATHS)}")
     parser.add_argument("--transports", default="http,stdio", help="subset of http,stdio")
-    parser.add_argument(
-        "--profile", action="store_true", help="sample each proxy with py-spy into bench/results/"
-    )
+    parser.add_argument("--profile", action="store_true", help="sample each proxy with py-spy into bench/results/")
     args = parser.parse_args(argv)
     paths = [p for p in args.paths.split(",") if p]
     transports = [t for t in args.transports.split(",") if t]

@@ -172,9 +172,7 @@ async def catalogue_bench(
         embedded_warm = await warm.upsert(catalogue)
         warm_s = time.perf_counter() - start
         task_queries = [t["query"] for t in tasks]
-        short_queries = [
-            " ".join(d.description.split()[:6]) or d.name for d in docs[::5] if d.description.isascii()
-        ]
+        short_queries = [" ".join(d.description.split()[:6]) or d.name for d in docs[::5] if d.description.isascii()]
         task_laps = timed_searches(warm, task_queries)
         short_laps = timed_searches(warm, short_queries)
         cached_laps = timed_searches(warm, task_queries, repeat=2)[len(task_queries) :]

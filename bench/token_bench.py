@@ -6,14 +6,20 @@ for both sides, so the ratios compare like with like.
 
 Measures, over the LiveMCPBench catalogue (70 servers, 527 tools):
 
-1. passthrough ``tools/list``: all 527 tools (``server.tool`` names) as a client sees them;
+1. passthrough ``tools/list``: all 527 tools (``server.tool`` names), built in-process;
 2. facades ``tools/list``: the tools/servers/aggregator domains (and with ``files``), and
-   the variant with one upstream domain per server;
+   the variant with one upstream domain per server, built in-process;
+2b. ``tools/list`` as the real gateway serves it, per exposure mode: a ``Gateway`` connects
+   to the 70 catalogue servers over streamable HTTP (all hosted by one in-process uvicorn,
+   one MCP endpoint per server: ``UpstreamConnection`` cannot take an in-process ``Server``
+   and 70 stdio subprocesses are too heavy for a routine bench), and an SDK ``Client``
+   lists the tools; the JSON counted is that result's tools as the client received them;
 3. response sizes per command at the three detail levels;
 4. per task (95 LiveMCPBench tasks): facade ``tools/list`` + one ``tools search`` at
    ``standard`` + ``tools get`` at ``full`` for each gold tool, vs passthrough ``tools/list``.
 
-Goals: (2) core facades <= 5 % of passthrough; (4) per task <= 25 %.
+Goals: (2b) the gateway's core facades (``upstream_domains: false``) <= 5 % of its
+passthrough; (4) per task, with that ``tools/list``, <= 25 %.
 
 Search (``--search``): ``gateway`` is ``mcp_aggregator.search`` (hybrid BM25 + int8 MiniLM,
 default settings); ``bm25`` a plain BM25 over server + tool name + description. The facade
@@ -28,18 +34,27 @@ import argparse
 import json
 import math
 import re
+import socket
 import statistics
 import sys
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import tiktoken
+import uvicorn
+from mcp import Client
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
 
-from livemcpbench_servers import ServerEntry, call_text, load_catalogue
+from livemcpbench_servers import ServerEntry, build_server, call_text, load_catalogue
 from mcp_aggregator.errors import ServerNotFoundError, ToolNotFoundError
 from mcp_aggregator.facades import (
     Domain,
@@ -56,7 +71,12 @@ from mcp_aggregator.facades import (
     build_upstream_domain,
     paginate,
 )
+from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.search import SearchSettings, ToolDoc, build_tool_search
+from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.surfaces import build_surface
+from mcp_aggregator.settings import Settings
+from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH
 
 BENCH = Path(__file__).resolve().parent
 QUERIES = [
@@ -190,9 +210,7 @@ class BenchCatalog:
 class BenchServers:
     def __init__(self, entries: Sequence[ServerEntry]) -> None:
         self.records = [
-            ServerRecord(
-                e.name, "CONNECTED", "stdio", len(e.tools), e.description, tuple(t.name for t in e.tools)
-            )
+            ServerRecord(e.name, "CONNECTED", "stdio", len(e.tools), e.description, tuple(t.name for t in e.tools))
             for e in entries
         ]
 
@@ -253,9 +271,7 @@ def upstream_domains(entries: Sequence[ServerEntry]) -> list[Domain]:
     return [build_upstream_domain(e.name, e.tools, caller(e), description=e.description) for e in entries]
 
 
-def measure_tools_list(
-    entries: Sequence[ServerEntry], core: Sequence[Domain], files: Domain
-) -> dict[str, Any]:
+def measure_tools_list(entries: Sequence[ServerEntry], core: Sequence[Domain], files: Domain) -> dict[str, Any]:
     passthrough = tool_list_json(
         [t.model_copy(update={"name": f"{e.name}.{t.name}"}) for e in entries for t in e.tools]
     )
@@ -264,17 +280,122 @@ def measure_tools_list(
         "passthrough (527 tools)": passthrough,
         "facades: tools+servers+aggregator": tool_list_json([d.tool_definition() for d in core]),
         "facades: + files": tool_list_json([d.tool_definition() for d in [*core, files]]),
-        "facades: one upstream domain per server (70)": tool_list_json(
-            [d.tool_definition() for d in upstream]
-        ),
-        "facades: core + per-server domains": tool_list_json(
-            [d.tool_definition() for d in [*core, *upstream]]
-        ),
+        "facades: one upstream domain per server (70)": tool_list_json([d.tool_definition() for d in upstream]),
+        "facades: core + per-server domains": tool_list_json([d.tool_definition() for d in [*core, *upstream]]),
     }
     base = tokens(passthrough)
     return {
         name: {"tokens": tokens(v), "tools": len(v), "pct_of_passthrough": pct(tokens(v), base)}
         for name, v in variants.items()
+    }
+
+
+# --- tools/list as the real gateway serves it ------------------------------------------------
+
+GATEWAY_VARIANTS: dict[str, dict[str, Any]] = {
+    "gateway passthrough": {"exposure": "passthrough"},
+    "gateway facades (default: + 70 server domains)": {"exposure": "facades"},
+    "gateway facades, upstream_domains off": {"exposure": "facades", "upstream_domains": False},
+    "gateway facades, upstream_domains off, + files": {
+        "exposure": "facades",
+        "upstream_domains": False,
+        "workspace_roots": [str(BENCH)],
+    },
+    "gateway search": {"exposure": "search"},
+}
+GATEWAY_CORE = "gateway facades, upstream_domains off"
+CONNECT_TIMEOUT_SECS = 180
+
+
+@asynccontextmanager
+async def hosted_catalogue(entries: Sequence[ServerEntry]) -> AsyncIterator[str]:
+    """Every catalogue server at ``{base}/{name}/mcp`` (streamable HTTP) on one in-process uvicorn."""
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    managers = [StreamableHTTPSessionManager(app=build_server(entry), security_settings=security) for entry in entries]
+    routes: list[BaseRoute] = [
+        Route(f"/{entry.name}/mcp", endpoint=StreamableHTTPASGIApp(manager), methods=["GET", "POST", "DELETE"])
+        for entry, manager in zip(entries, managers, strict=True)
+    ]
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for manager in managers:
+                await stack.enter_async_context(manager.run())
+            yield
+
+    # Listening before uvicorn starts: connections wait in the backlog, no polling for "started".
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(256)
+    port = sock.getsockname()[1]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+    sock.close()
+
+
+def gateway_settings(entries: Sequence[ServerEntry], base: str, data: Path, serve: Mapping[str, Any]) -> Settings:
+    servers = [
+        {
+            "name": entry.name,
+            "transport": "http",
+            "base_url": f"{base}/{entry.name}/mcp",
+            "description": entry.description[:MAX_DESCRIPTION_LENGTH] or None,
+        }
+        for entry in entries
+    ]
+    many = len(entries) + 10
+    return Settings.model_validate(
+        {
+            "servers": servers,
+            "serve": dict(serve),
+            "registry": {
+                "database_url": f"sqlite+aiosqlite:///{data / 'registry.db'}",
+                "limits": {"max_servers": many, "max_concurrent_sessions": many},
+            },
+            # tools/list does not depend on the search backend; lexical-only starts fastest.
+            "search": {"embedder": "none"},
+        }
+    )
+
+
+async def served_tools_list(settings: Settings, servers: int) -> list[dict[str, Any]]:
+    """``tools/list`` from a gateway once all ``servers`` are exposed, as an SDK client received it."""
+    async with Gateway(settings) as gateway:
+        await gateway.wait_until(lambda: len(gateway.exposed_servers()) == servers, timeout_secs=CONNECT_TIMEOUT_SECS)
+        gateway_server = GatewayServer(gateway, build_surface(gateway))
+        async with anyio.create_task_group() as tg:
+            await tg.start(gateway_server.run_notifier)
+            async with Client(gateway_server.server, cache=None) as client:
+                listed = await client.list_tools()
+            tg.cancel_scope.cancel()
+        for supervisor in list(gateway.supervisors.values()):
+            await supervisor.stop()
+    return tool_list_json(listed.tools)
+
+
+async def measure_gateway_tools_list(entries: Sequence[ServerEntry]) -> dict[str, Any]:
+    listings: dict[str, list[dict[str, Any]]] = {}
+    async with hosted_catalogue(entries) as base:
+        for label, serve in GATEWAY_VARIANTS.items():
+            with tempfile.TemporaryDirectory(prefix="token-bench-") as data:
+                settings = gateway_settings(entries, base, Path(data), serve)
+                listings[label] = await served_tools_list(settings, len(entries))
+    base_tokens = tokens(listings["gateway passthrough"])
+    return {
+        label: {
+            "tokens": tokens(listing),
+            "tools": len(listing),
+            "pct_of_passthrough": pct(tokens(listing), base_tokens),
+            "names": [tool["name"] for tool in listing] if len(listing) <= 10 else None,
+        }
+        for label, listing in listings.items()
     }
 
 
@@ -327,9 +448,7 @@ async def measure_commands(
     for label, (domain, requests) in cases.items():
         out[label] = {level: await mean_tokens(domain, requests, level) for level in LEVELS}
     helps = {
-        level: statistics.fmean(
-            [tokens(await d.dispatch({"cmd": "help", "detail": level})) for d in upstream]
-        )
+        level: statistics.fmean([tokens(await d.dispatch({"cmd": "help", "detail": level})) for d in upstream])
         for level in LEVELS
     }
     out["<server> help (mean of 70)"] = {level: round(v, 1) for level, v in helps.items()}
@@ -396,14 +515,18 @@ async def run(k: int, search: str) -> dict[str, Any]:
     }
     files = build_files_domain(RoundtripStore([BENCH]))
     listing = measure_tools_list(entries, list(domains.values()), files)
-    passthrough = listing["passthrough (527 tools)"]["tokens"]
-    core = listing["facades: tools+servers+aggregator"]["tokens"]
+    served = await measure_gateway_tools_list(entries)
+    passthrough = served["gateway passthrough"]["tokens"]
+    core = served[GATEWAY_CORE]["tokens"]
     queries = [search_query(task) for task in load_tasks()]
     commands = await measure_commands(catalog, domains, upstream_domains(entries), queries)
     tasks = await measure_tasks(catalog, domains["tools"], core, passthrough, k)
+    default = served["gateway facades (default: + 70 server domains)"]["tokens"]
+    tasks["pct_mean_with_default_facades"] = round(tasks["pct_mean"] + pct(default - core, passthrough), 2)
     result = {
         "encoding": ENCODING.name,
         "tools_list": listing,
+        "gateway_tools_list": served,
         "commands": commands,
         "per_task": tasks,
         "goals": {"tools_list_pct_max": 5, "per_task_pct_max": 25},
@@ -417,24 +540,28 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"{'tools/list':<48}{'tools':>6}{'tokens':>9}{'% pass':>9}")
     for name, row in result["tools_list"].items():
         print(f"{name:<48}{row['tools']:>6}{row['tokens']:>9}{row['pct_of_passthrough']:>8}%")
+    print(f"\n{'tools/list served by the gateway (SDK client)':<48}{'tools':>6}{'tokens':>9}{'% pass':>9}")
+    for name, row in result["gateway_tools_list"].items():
+        print(f"{name:<48}{row['tools']:>6}{row['tokens']:>9}{row['pct_of_passthrough']:>8}%")
+        if row["names"]:
+            print(f"    {', '.join(row['names'])}")
     print(f"\n{'response tokens per command':<48}" + "".join(f"{level:>10}" for level in LEVELS))
     for name, row in result["commands"].items():
         print(f"{name:<48}" + "".join(f"{row[level]:>10}" for level in LEVELS))
     t = result["per_task"]
     print(
-        f"\nper task ({t['tasks']} tasks; tools/list + search(k={t['k']}, standard)"
-        " + get(full) of gold tools)"
+        f"\nper task ({t['tasks']} tasks; gateway core facades tools/list + search(k={t['k']}, standard)"
+        " + get(full) of gold tools; % of the gateway's passthrough tools/list)"
     )
     print(
         f"  mean {t['tokens_mean']} tokens = {t['pct_mean']}% of passthrough "
         f"(median {t['pct_median']}%, max {t['pct_max']}%); gold recall@{t['k']} {t['search_recall_at_k']}"
     )
+    print(f"  with the default facades tools/list (+ server domains): {t['pct_mean_with_default_facades']}%")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--k", type=int, default=10, help="search results per task")
     parser.add_argument("--search", choices=("gateway", "bm25"), default="gateway")
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "tokens.json")
@@ -444,7 +571,7 @@ def main() -> None:
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print_report(result)
     t = result["per_task"]
-    core = result["tools_list"]["facades: tools+servers+aggregator"]["pct_of_passthrough"]
+    core = result["gateway_tools_list"][GATEWAY_CORE]["pct_of_passthrough"]
     sys.exit(0 if core <= 5 and t["pct_mean"] <= 25 else 1)
 
 

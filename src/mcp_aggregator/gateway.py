@@ -19,7 +19,7 @@ from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.catalog import Catalog, Route, namespace
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError
-from mcp_aggregator.health.health_monitor import HealthMonitor
+from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
@@ -66,6 +66,7 @@ class Gateway:
         env: Mapping[str, str] | None = None,
         sleep: Sleeper = anyio.sleep,
         search: ToolSearch | None = None,
+        health_clock: Clock | None = None,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
@@ -74,6 +75,7 @@ class Gateway:
         self.discovery_refusals: dict[str, str] = {}
         self.engine = AggregatorEngine(settings.aggregator)
         self._search = search
+        self._health_clock = health_clock
         self._env = dict(os.environ) if env is None else dict(env)
         self._sleep = sleep
         health = settings.health
@@ -401,7 +403,13 @@ class Gateway:
             elapsed_ms = (anyio.current_time() - started) * 1000
             return HealthResult(HealthOutcome.HEALTHY, elapsed_ms, None)
 
-        return HealthMonitor(self.settings.health, servers=store.snapshot, store=store, check=ping)  # type: ignore[arg-type]
+        return HealthMonitor(
+            self.settings.health,
+            servers=store.snapshot,
+            store=store,
+            check=ping,  # type: ignore[arg-type]
+            clock=self._health_clock,
+        )
 
     def _live_servers(self) -> dict[str, tuple[str, LiveServer, str | None]]:
         return {

@@ -28,7 +28,9 @@ EXAMPLES_PER_OPERATION = 25
 def admin_base_url(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Iterator[str]:
     db_path: Path = tmp_path_factory.mktemp("schemathesis") / "registry.db"
     db = Database(f"sqlite+aiosqlite:///{db_path}", "mcp")
-    settings_ = admin_settings(db, http_server("alpha", upstream_url))
+    # At the server limit already: generated registrations that pass validation are refused
+    # instead of starting whatever command the generator made up.
+    settings_ = admin_settings(db, http_server("alpha", upstream_url), limits={"max_servers": 1})
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(serve_admin(settings_)) as admin:
         portal.call(admin.settle)
         yield str(admin.http.base_url).rstrip("/")
@@ -45,7 +47,7 @@ def check_operation(operation: schemathesis.APIOperation) -> None:
         suppress_health_check=list(HealthCheck),
     )
     def run(case: schemathesis.Case) -> None:
-        r = case.call_and_validate(checks=[not_a_server_error, response_schema_conformance]); print(case.method, case.path, r.status_code)
+        case.call_and_validate(checks=[not_a_server_error, response_schema_conformance])
 
     run()
 

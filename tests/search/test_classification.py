@@ -96,9 +96,7 @@ def _answer(skills: list[dict[str, Any]]) -> str:
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
-async def test_llm_classifier_talks_to_a_local_fake_llm(
-    api: str, json_server: Callable[[Handler], JsonServer]
-) -> None:
+async def test_llm_classifier_talks_to_a_local_fake_llm(api: str, json_server: Callable[[Handler], JsonServer]) -> None:
     text = _answer([{"id": "vcs", "confidence": 0.8}])
 
     def reply(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -7,9 +7,10 @@ the rest of the composition root; ``mcp_aggregator.gateway.Gateway`` satisfies i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol, cast
 
 import mcp_types as types
+from fastapi import Depends, Request
 
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import Registry, ServerRecord
@@ -58,8 +59,14 @@ class AdminGateway(Protocol):
         self, name: str, arguments: dict[str, Any] | None = None, *, server: str | None = None
     ) -> types.CallToolResult: ...
 
-    def search_tools(
-        self, query: str, k: int, *, server: str | None, skill: str | None
-    ) -> Sequence[SearchHit]: ...
+    def search_tools(self, query: str, k: int, *, server: str | None, skill: str | None) -> Sequence[SearchHit]: ...
 
     def skills(self) -> Sequence[SkillView]: ...
+
+
+def current_gateway(request: Request) -> AdminGateway:
+    """The gateway ``build_admin_app`` stored on the app (a FastAPI dependency)."""
+    return cast(AdminGateway, request.app.state.gateway)
+
+
+GatewayDep = Annotated[AdminGateway, Depends(current_gateway)]

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from mcp_aggregator.admin import metrics, query_routes, search_routes, servers_routes, state_routes
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.auth import AdminTokenMiddleware
 from mcp_aggregator.admin.error_mapping import install_error_handlers
-from mcp_aggregator.admin.metrics import build_metrics_router
 from mcp_aggregator.admin.page_routes import build_page_router
-from mcp_aggregator.admin.query_routes import build_query_router
-from mcp_aggregator.admin.search_routes import build_search_router
-from mcp_aggregator.admin.servers_routes import build_servers_router
-from mcp_aggregator.admin.state_routes import build_state_router
 
 API_VERSION = "1.0.0"
 
@@ -31,12 +27,13 @@ def build_admin_app(gateway: AdminGateway) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
     )
+    app.state.gateway = gateway
     install_error_handlers(app)
-    app.include_router(build_servers_router(gateway))
-    app.include_router(build_state_router(gateway))
-    app.include_router(build_query_router(gateway))
-    app.include_router(build_search_router(gateway))
-    app.include_router(build_metrics_router(gateway))
+    app.include_router(servers_routes.router)
+    app.include_router(state_routes.router)
+    app.include_router(query_routes.router)
+    app.include_router(search_routes.router)
+    app.include_router(metrics.router)
     app.include_router(build_page_router())
     token = gateway.settings.serve.admin_token
     if token:

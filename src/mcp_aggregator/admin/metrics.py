@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
-from mcp_aggregator.admin.admin_gateway import AdminGateway
+from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.server_views import ServerSample, collect_samples
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 
@@ -63,24 +63,18 @@ def render_metrics(servers: Sequence[ServerSample], total_tools: int) -> str:
         *_family(
             "mcp_aggregator_server_health_response_ms",
             "Latency of the last successful health check.",
-            [
-                (labels, s.record.response_time_ms)
-                for labels, s in per_server
-                if s.record.response_time_ms is not None
-            ],
+            [(labels, s.record.response_time_ms) for labels, s in per_server if s.record.response_time_ms is not None],
         ),
     ]
     return "\n".join(lines) + "\n"
 
 
-def build_metrics_router(gateway: AdminGateway) -> APIRouter:
-    router = APIRouter(tags=["metrics"])
+router = APIRouter(tags=["metrics"])
 
-    @router.get("/metrics", response_class=PlainTextResponse)
-    async def metrics() -> PlainTextResponse:
-        """Prometheus gauges of servers, tools, in-flight calls and health."""
-        samples = await collect_samples(gateway)
-        total_tools = len(await gateway.registry.list_tools())
-        return PlainTextResponse(render_metrics(samples, total_tools), media_type=CONTENT_TYPE)
 
-    return router
+@router.get("/metrics", response_class=PlainTextResponse)
+async def metrics(gateway: GatewayDep) -> PlainTextResponse:
+    """Prometheus gauges of servers, tools, in-flight calls and health."""
+    samples = await collect_samples(gateway)
+    total_tools = len(await gateway.registry.list_tools())
+    return PlainTextResponse(render_metrics(samples, total_tools), media_type=CONTENT_TYPE)

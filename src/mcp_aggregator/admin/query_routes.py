@@ -7,41 +7,39 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
-from mcp_aggregator.admin.admin_gateway import AdminGateway
+from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.aggregate import QUERY_TOOL_INPUT_SCHEMA, QUERY_TOOL_OUTPUT_SCHEMA
 
 _ERROR_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"detail": {}}, "required": ["detail"]}
 
 
-def build_query_router(gateway: AdminGateway) -> APIRouter:
-    router = APIRouter(prefix="/api/v1/aggregator", tags=["query"])
+router = APIRouter(prefix="/api/v1/aggregator", tags=["query"])
 
-    @router.post(
-        "/query",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": QUERY_TOOL_INPUT_SCHEMA}},
-            }
+
+@router.post(
+    "/query",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": QUERY_TOOL_INPUT_SCHEMA}},
+        }
+    },
+    responses={
+        200: {"content": {"application/json": {"schema": QUERY_TOOL_OUTPUT_SCHEMA}}},
+        422: {
+            "description": 'Invalid query parameters: {"detail": {"field", "reason"}}',
+            "content": {"application/json": {"schema": _ERROR_SCHEMA}},
         },
-        responses={
-            200: {"content": {"application/json": {"schema": QUERY_TOOL_OUTPUT_SCHEMA}}},
-            422: {
-                "description": 'Invalid query parameters: {"detail": {"field", "reason"}}',
-                "content": {"application/json": {"schema": _ERROR_SCHEMA}},
-            },
-            502: {
-                "description": "Aggregation failed: all servers unavailable",
-                "content": {"application/json": {"schema": _ERROR_SCHEMA}},
-            },
+        502: {
+            "description": "Aggregation failed: all servers unavailable",
+            "content": {"application/json": {"schema": _ERROR_SCHEMA}},
         },
-    )
-    async def query(arguments: Annotated[dict[str, Any], Body()]) -> JSONResponse:
-        """Fan the query out to the selected servers; ranked, deduplicated results.
+    },
+)
+async def query(gateway: GatewayDep, arguments: Annotated[dict[str, Any], Body()]) -> JSONResponse:
+    """Fan the query out to the selected servers; ranked, deduplicated results.
 
-        The body is the MCP tool's arguments, validated by the gateway itself so that a
-        refusal reads the same as over MCP.
-        """
-        return JSONResponse(await gateway.query(arguments))
-
-    return router
+    The body is the MCP tool's arguments, validated by the gateway itself so that a
+    refusal reads the same as over MCP.
+    """
+    return JSONResponse(await gateway.query(arguments))

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, status
 
-from mcp_aggregator.admin.admin_gateway import AdminGateway
+from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.registration import server_config_from
 from mcp_aggregator.admin.schemas import (
     ConnectResult,
@@ -27,106 +27,111 @@ from mcp_aggregator.registry import ToolRecord
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Server not found"}}
 
 
-def build_servers_router(gateway: AdminGateway) -> APIRouter:
-    router = APIRouter(prefix="/api/v1/aggregator/servers", tags=["servers"])
+router = APIRouter(prefix="/api/v1/aggregator/servers", tags=["servers"])
 
-    @router.post(
-        "",
-        status_code=status.HTTP_201_CREATED,
-        responses={409: {"description": "Server name already exists"}, 422: {"description": "Invalid"}},
-    )
-    async def register_server(body: ServerCreate) -> ServerPublic:
-        """Register a server (BR-001); with ``auto_connect`` a connection attempt starts.
 
-        422 also when the server limit is reached.
-        """
-        config = server_config_from(body)
-        record = await gateway.register_server(config, auto_connect=body.auto_connect)
-        if body.auto_connect:
-            # Lets the supervisor take up the request, so the answer says CONNECTING as
-            # the contract shows, not the DISCONNECTED of the moment before.
-            await gateway.connect_server(record.id)
-        return server_public(record, gateway.supervisors.get(record.name))
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={409: {"description": "Server name already exists"}, 422: {"description": "Invalid"}},
+)
+async def register_server(gateway: GatewayDep, body: ServerCreate) -> ServerPublic:
+    """Register a server (BR-001); with ``auto_connect`` a connection attempt starts.
 
-    @router.get("")
-    async def list_servers(
-        status_filter: Annotated[ServerStatus | None, Query(alias="status")] = None,
-        include_tools: bool = False,
-    ) -> list[ServerPublic]:
-        """Every registered server, by name; ``status`` filters on the live status."""
-        await gateway.flush()
-        records = await gateway.registry.list_servers()
-        tools: dict[str, list[ToolRecord]] = defaultdict(list)
-        if include_tools:
-            for tool in await gateway.registry.list_tools():
-                tools[tool.source_server_id].append(tool)
-        servers = [
-            server_public(r, gateway.supervisors.get(r.name), tools[r.id] if include_tools else None)
-            for r in records
-        ]
-        return [s for s in servers if status_filter is None or s.status is status_filter]
+    422 also when the server limit is reached.
+    """
+    config = server_config_from(body)
+    record = await gateway.register_server(config, auto_connect=body.auto_connect)
+    if body.auto_connect:
+        # Lets the supervisor take up the request, so the answer says CONNECTING as
+        # the contract shows, not the DISCONNECTED of the moment before.
+        await gateway.connect_server(record.id)
+    return server_public(record, gateway.supervisors.get(record.name))
 
-    @router.get("/{server_id}", responses=NOT_FOUND)
-    async def get_server(server_id: str) -> ServerDetail:
-        await gateway.flush()
-        record = await gateway.registry.get_server(server_id)
-        return server_detail(record, gateway.supervisors.get(record.name))
 
-    @router.delete("/{server_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
-    async def delete_server(server_id: str) -> None:
-        """Remove a server in any state with its tools (BR-008); a live session is closed first."""
-        await gateway.remove_server_by_id(server_id)
+@router.get("")
+async def list_servers(
+    gateway: GatewayDep,
+    status_filter: Annotated[ServerStatus | None, Query(alias="status")] = None,
+    include_tools: bool = False,
+) -> list[ServerPublic]:
+    """Every registered server, by name; ``status`` filters on the live status."""
+    await gateway.flush()
+    records = await gateway.registry.list_servers()
+    tools: dict[str, list[ToolRecord]] = defaultdict(list)
+    if include_tools:
+        for tool in await gateway.registry.list_tools():
+            tools[tool.source_server_id].append(tool)
+    servers = [
+        server_public(r, gateway.supervisors.get(r.name), tools[r.id] if include_tools else None) for r in records
+    ]
+    return [s for s in servers if status_filter is None or s.status is status_filter]
 
-    @router.post("/{server_id}/connect", responses=NOT_FOUND)
-    async def connect_server(server_id: str) -> ConnectResult:
-        """Start connecting; the answer does not wait for the handshake.
 
-        The contract's API table lists 409 for an already connected server, but BR-002 and
-        the issue make connect idempotent: a CONNECTED (or DEGRADED, still holding its
-        session) server answers 200 "Already connected" and keeps its session.
-        """
-        new_status = await gateway.connect_server(server_id)
-        if is_exposed(new_status):
-            return ConnectResult(status=new_status, message="Already connected")
-        return ConnectResult(status=new_status, message="Connection initiated")
+@router.get("/{server_id}", responses=NOT_FOUND)
+async def get_server(gateway: GatewayDep, server_id: str) -> ServerDetail:
+    await gateway.flush()
+    record = await gateway.registry.get_server(server_id)
+    return server_detail(record, gateway.supervisors.get(record.name))
 
-    @router.post(
-        "/{server_id}/disconnect",
-        responses={**NOT_FOUND, 409: {"description": "The server is not CONNECTED"}},
-    )
-    async def disconnect_server(
-        server_id: str, body: Annotated[DisconnectRequest | None, Body()] = None
-    ) -> DisconnectResult:
-        """Drain in-flight calls (up to 30 s) or cancel them with ``force``, then close (BR-007).
 
-        Only a CONNECTED server can be disconnected; other states answer 409 (see
-        ``health.server_state``). The server's tools stay registered.
-        """
-        force = body.force if body is not None else False
-        pending = await gateway.disconnect_server(server_id, force=force)
-        return DisconnectResult(status=ServerStatus.DISCONNECTED, pending_requests=pending)
+@router.delete("/{server_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
+async def delete_server(gateway: GatewayDep, server_id: str) -> None:
+    """Remove a server in any state with its tools (BR-008); a live session is closed first."""
+    await gateway.remove_server_by_id(server_id)
 
-    @router.get("/{server_id}/tools", responses=NOT_FOUND)
-    async def list_server_tools(server_id: str) -> list[ToolPublic]:
-        """The server's discovered tools, kept while it is disconnected (BR-007)."""
-        record = await gateway.registry.get_server(server_id)
-        return [tool_public(tool) for tool in await gateway.registry.list_tools(record.id)]
 
-    @router.post(
-        "/{server_id}/tools/{tool_name}/call",
-        responses={**NOT_FOUND, 503: {"description": "The server is not CONNECTED or DEGRADED"}},
-    )
-    async def call_server_tool(
-        server_id: str, tool_name: str, body: Annotated[ToolCallRequest | None, Body()] = None
-    ) -> ToolCallResult:
-        """Call one tool on this server (BR-005, explicit server); ``tool_name`` is the original name.
+@router.post("/{server_id}/connect", responses=NOT_FOUND)
+async def connect_server(gateway: GatewayDep, server_id: str) -> ConnectResult:
+    """Start connecting; the answer does not wait for the handshake.
 
-        A tool error is a 200 with ``isError``; a server that cannot serve calls is a 503
-        naming its status.
-        """
-        record = await gateway.registry.get_server(server_id)
-        arguments = body.arguments if body is not None else {}
-        result = await gateway.call_tool(tool_name, arguments, server=record.name)
-        return ToolCallResult.model_validate(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+    The contract's API table lists 409 for an already connected server, but BR-002 and
+    the issue make connect idempotent: a CONNECTED (or DEGRADED, still holding its
+    session) server answers 200 "Already connected" and keeps its session.
+    """
+    new_status = await gateway.connect_server(server_id)
+    if is_exposed(new_status):
+        return ConnectResult(status=new_status, message="Already connected")
+    return ConnectResult(status=new_status, message="Connection initiated")
 
-    return router
+
+@router.post(
+    "/{server_id}/disconnect",
+    responses={**NOT_FOUND, 409: {"description": "The server is not CONNECTED"}},
+)
+async def disconnect_server(
+    gateway: GatewayDep, server_id: str, body: Annotated[DisconnectRequest | None, Body()] = None
+) -> DisconnectResult:
+    """Drain in-flight calls (up to 30 s) or cancel them with ``force``, then close (BR-007).
+
+    Only a CONNECTED server can be disconnected; other states answer 409 (see
+    ``health.server_state``). The server's tools stay registered.
+    """
+    force = body.force if body is not None else False
+    pending = await gateway.disconnect_server(server_id, force=force)
+    return DisconnectResult(status=ServerStatus.DISCONNECTED, pending_requests=pending)
+
+
+@router.get("/{server_id}/tools", responses=NOT_FOUND)
+async def list_server_tools(gateway: GatewayDep, server_id: str) -> list[ToolPublic]:
+    """The server's discovered tools, kept while it is disconnected (BR-007)."""
+    record = await gateway.registry.get_server(server_id)
+    return [tool_public(tool) for tool in await gateway.registry.list_tools(record.id)]
+
+
+@router.post(
+    "/{server_id}/tools/{tool_name}/call",
+    responses={**NOT_FOUND, 503: {"description": "The server is not CONNECTED or DEGRADED"}},
+)
+async def call_server_tool(
+    gateway: GatewayDep, server_id: str, tool_name: str, body: Annotated[ToolCallRequest | None, Body()] = None
+) -> ToolCallResult:
+    """Call one tool on this server (BR-005, explicit server); ``tool_name`` is the original name.
+
+    A tool error is a 200 with ``isError``; a server that cannot serve calls is a 503
+    naming its status.
+    """
+    record = await gateway.registry.get_server(server_id)
+    arguments = body.arguments if body is not None else {}
+    result = await gateway.call_tool(tool_name, arguments, server=record.name)
+    return ToolCallResult.model_validate(result.model_dump(mode="json", by_alias=True, exclude_none=True))

@@ -7,16 +7,14 @@ from collections.abc import Sequence
 
 from fastapi import APIRouter
 
-from mcp_aggregator.admin.admin_gateway import AdminGateway
+from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.schemas import StatePublic
 from mcp_aggregator.admin.server_views import collect_samples
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.registry import ToolRecord
 
 
-def aggregator_state(
-    statuses: Sequence[ServerStatus], tools: Sequence[ToolRecord], exposed_tools: int
-) -> StatePublic:
+def aggregator_state(statuses: Sequence[ServerStatus], tools: Sequence[ToolRecord], exposed_tools: int) -> StatePublic:
     """Pure: the state from the servers' live statuses and the registry's tools."""
     by_status = Counter(statuses)
     classified = sum(1 for tool in tools if tool.is_classified)
@@ -35,20 +33,18 @@ def aggregator_state(
     )
 
 
-def build_state_router(gateway: AdminGateway) -> APIRouter:
-    router = APIRouter(prefix="/api/v1/aggregator", tags=["state"])
+router = APIRouter(prefix="/api/v1/aggregator", tags=["state"])
 
-    @router.get("/state")
-    async def get_state() -> StatePublic:
-        """``connected_servers`` counts CONNECTED only; DEGRADED and CONNECTING are separate,
-        so the five counts add up to ``total_servers``."""
-        statuses = [sample.status for sample in await collect_samples(gateway)]
-        tools = await gateway.registry.list_tools()
-        exposed = sum(
-            len(sup.connection.tools)
-            for sup in gateway.supervisors.values()
-            if sup.connection is not None and is_exposed(sup.status)
-        )
-        return aggregator_state(statuses, tools, exposed)
 
-    return router
+@router.get("/state")
+async def get_state(gateway: GatewayDep) -> StatePublic:
+    """``connected_servers`` counts CONNECTED only; DEGRADED and CONNECTING are separate,
+    so the five counts add up to ``total_servers``."""
+    statuses = [sample.status for sample in await collect_samples(gateway)]
+    tools = await gateway.registry.list_tools()
+    exposed = sum(
+        len(sup.connection.tools)
+        for sup in gateway.supervisors.values()
+        if sup.connection is not None and is_exposed(sup.status)
+    )
+    return aggregator_state(statuses, tools, exposed)

@@ -29,9 +29,7 @@ def build_embedder(settings: SearchSettings) -> Embedder:
     match settings.embedder:
         case "onnx-minilm":
             if settings.model_path is not None:
-                return OnnxMiniLmEmbedder(
-                    settings.model_path, expected_sha256=None, threads=settings.onnx_threads
-                )
+                return OnnxMiniLmEmbedder(settings.model_path, expected_sha256=None, threads=settings.onnx_threads)
             return OnnxMiniLmEmbedder(threads=settings.onnx_threads)
         case "openai":
             return OpenAIEmbedder(
@@ -42,9 +40,7 @@ def build_embedder(settings: SearchSettings) -> Embedder:
             )
         case "sentence-transformers":
             if settings.model_path is None:
-                raise ConfigError(
-                    "sentence-transformers needs a local model folder", path="search.model_path"
-                )
+                raise ConfigError("sentence-transformers needs a local model folder", path="search.model_path")
             module = _optional_module("sentence_transformer_embedder", "sentence-transformers")
             embedder: Embedder = module.SentenceTransformerEmbedder(settings.model_path)  # type: ignore[attr-defined]
             return embedder

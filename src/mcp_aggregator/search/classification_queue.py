@@ -112,8 +112,7 @@ class ClassificationQueue:
     def _busy(self) -> bool:
         now = self._clock()
         return any(
-            e.state is ClassificationState.CLASSIFYING or (_waiting(e) and e.due <= now)
-            for e in self._entries.values()
+            e.state is ClassificationState.CLASSIFYING or (_waiting(e) and e.due <= now) for e in self._entries.values()
         )
 
     def forget(self, keys: Iterable[str]) -> None:

@@ -62,8 +62,7 @@ class EmbeddingCache:
                 chunk = unique[start : start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    "SELECT text_sha256, vector FROM embeddings"
-                    f" WHERE model_id = ? AND text_sha256 IN ({marks})",
+                    f"SELECT text_sha256, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
                     (model_id, *chunk),
                 ).fetchall()
                 for digest, blob in rows:

@@ -108,9 +108,7 @@ class OnnxMiniLmEmbedder:
         elif not path.is_file():
             raise SearchError(f"embedding model file not found: {path}")
         self._model_id = (
-            PACKAGED_MODEL_ID
-            if expected_sha256 == PACKAGED_MODEL_SHA256
-            else (f"onnx:{file_sha256(path)[:16]}")
+            PACKAGED_MODEL_ID if expected_sha256 == PACKAGED_MODEL_SHA256 else (f"onnx:{file_sha256(path)[:16]}")
         )
         self._tokenizer = _load_tokenizer(tokenizer_path)
         self._query_session = _open_session(path, 1)

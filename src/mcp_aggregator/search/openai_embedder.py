@@ -34,9 +34,7 @@ class OpenAIEmbedder:
         )
         self._model = model
         self._model_id = f"openai:{base_url.rstrip('/')}:{model}"
-        self._dimension = (
-            dimension if dimension is not None else int(self.embed(["dimension probe"]).shape[1])
-        )
+        self._dimension = dimension if dimension is not None else int(self.embed(["dimension probe"]).shape[1])
 
     @property
     def model_id(self) -> str:
@@ -61,12 +59,9 @@ class OpenAIEmbedder:
         except httpx.HTTPError as exc:
             raise SearchError(f"embedding endpoint {self._client.base_url} failed: {exc}") from exc
         except (KeyError, TypeError, ValueError) as exc:
-            raise SearchError(
-                f"embedding endpoint {self._client.base_url} answered malformed data: {exc}"
-            ) from exc
+            raise SearchError(f"embedding endpoint {self._client.base_url} answered malformed data: {exc}") from exc
         if matrix.ndim != 2 or matrix.shape[0] != len(texts):
             raise SearchError(
-                f"embedding endpoint {self._client.base_url} returned {matrix.shape[0]} vectors"
-                f" for {len(texts)} texts"
+                f"embedding endpoint {self._client.base_url} returned {matrix.shape[0]} vectors for {len(texts)} texts"
             )
         return l2_normalise(matrix)

@@ -58,9 +58,7 @@ class QdrantVectorIndex:
     def _load_keys(self) -> None:
         offset = None
         while True:
-            points, offset = self._client.scroll(
-                self._collection, limit=1000, offset=offset, with_payload=["key"]
-            )
+            points, offset = self._client.scroll(self._collection, limit=1000, offset=offset, with_payload=["key"])
             self._keys.update(str(p.payload["key"]) for p in points if p.payload)
             if offset is None:
                 return
@@ -122,13 +120,9 @@ class QdrantVectorIndex:
             return []
         conditions: list[models.Condition] = []
         if flt.servers is not None:
-            conditions.append(
-                models.FieldCondition(key="server", match=models.MatchAny(any=sorted(flt.servers)))
-            )
+            conditions.append(models.FieldCondition(key="server", match=models.MatchAny(any=sorted(flt.servers))))
         if flt.skill is not None:
-            conditions.append(
-                models.FieldCondition(key="skill_ids", match=models.MatchValue(value=flt.skill))
-            )
+            conditions.append(models.FieldCondition(key="skill_ids", match=models.MatchValue(value=flt.skill)))
         result = self._call(
             lambda: self._client.query_points(
                 self._collection,

@@ -39,9 +39,7 @@ def normalise_query(query: str) -> str:
     what a file is but not what a path looks like.
     """
     text = _URL.sub(" web page URL ", query)
-    text = _PATH.sub(
-        lambda m: " file " + " ".join(split_identifier(m.group(0).rsplit("/", 1)[-1])) + " ", text
-    )
+    text = _PATH.sub(lambda m: " file " + " ".join(split_identifier(m.group(0).rsplit("/", 1)[-1])) + " ", text)
     return " ".join(text.split())
 
 

@@ -43,7 +43,5 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        matrix = self._model.encode(
-            list(texts), batch_size=32, convert_to_numpy=True, show_progress_bar=False
-        )
+        matrix = self._model.encode(list(texts), batch_size=32, convert_to_numpy=True, show_progress_bar=False)
         return l2_normalise(np.asarray(matrix, dtype=np.float32))

@@ -81,12 +81,8 @@ class ToolSearch:
         docs = [self._keep_skills(d) for d in docs]
         if self._dense and docs:
             texts = [d.dense_text() for d in docs]
-            vectors, embedded = await anyio.to_thread.run_sync(
-                lambda: self.embed_texts(texts, progress=progress)
-            )
-            self._vectors.upsert(
-                [d.key for d in docs], [d.server for d in docs], vectors, [d.skill_ids for d in docs]
-            )
+            vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
+            self._vectors.upsert([d.key for d in docs], [d.server for d in docs], vectors, [d.skill_ids for d in docs])
         else:
             embedded = 0
         for doc in docs:
@@ -110,9 +106,7 @@ class ToolSearch:
             old.skill_ids,
         )
 
-    def embed_texts(
-        self, texts: Sequence[str], *, progress: ProgressCallback | None = None
-    ) -> tuple[Vectors, int]:
+    def embed_texts(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> tuple[Vectors, int]:
         """Vectors of ``texts`` through the cache (blocking; call from a worker thread)."""
         return embed_cached(
             self._embedder, self._cache, texts, batch_size=self._settings.embed_batch_size, progress=progress
@@ -190,7 +184,7 @@ class ToolSearch:
         for vec in vectors[1:]:
             candidates.update(dict.fromkeys(key for key, _ in self._vectors.search(vec, n, flt)))
         keys = list(candidates)
-        sims = self._vectors.vectors(keys) @ vectors.T
+        sims = np.einsum("ij,kj->ik", self._vectors.vectors(keys), vectors)  # no BLAS threads
         scores = (1 - SUB_QUERY_WEIGHT) * sims[:, 0] + SUB_QUERY_WEIGHT * sims[:, 1:].max(axis=1)
         order = np.argsort(-scores, kind="stable")[:n]
         return [keys[i] for i in order]

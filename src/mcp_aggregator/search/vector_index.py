@@ -90,7 +90,9 @@ class NumpyVectorIndex:
         n = len(self._rows)
         if n == 0 or k <= 0:
             return []
-        scores = self._matrix[:n] @ np.asarray(vector, dtype=np.float32).reshape(-1)
+        # einsum runs numpy's own single-threaded loop: OpenBLAS's matrix-vector product
+        # spreads over all cores and, on a busy 2-core machine, took 40 ms instead of 1.
+        scores = np.einsum("ij,j->i", self._matrix[:n], np.asarray(vector, dtype=np.float32).reshape(-1))
         mask = self._rows.mask(flt)
         if mask is not None:
             scores[~mask] = -np.inf

@@ -86,6 +86,9 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
+        # A client usually lists tools once at start: give upstreams that are still
+        # connecting a bounded chance to appear, instead of answering with a partial list.
+        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
         return types.ListToolsResult(tools=list(self.surface.list_tools()))
 
     async def _call_tool(

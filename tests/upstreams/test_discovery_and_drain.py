@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import sys
+
+import anyio
+import pytest
+
+from mcp_aggregator.errors import ServerUnavailableError, StateError, UpstreamClosedError
+from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.settings import ServerConfig
+from tests.conftest import REPO, running_gateway, settings_for, stdio_fixture
+
+
+def paged(count: int, page: int = 100) -> ServerConfig:
+    return ServerConfig(
+        name="paged",
+        transport="stdio",  # type: ignore[arg-type]
+        command=sys.executable,
+        args=("-m", "tests.upstream.paged_server", "--tools", str(count), "--page", str(page)),
+        cwd=str(REPO),
+    )
+
+
+async def test_discovery_follows_cursors_through_600_tools() -> None:
+    async with running_gateway(settings_for(paged(600))) as (gateway, client):
+        assert len(gateway.catalog.for_server("paged")) == 600
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert len(names) == 600 and names[0] == "paged__tool_0000" and names[-1] == "paged__tool_0599"
+        result = await client.call_tool("paged__tool_0599", {"x": 7})
+        assert result.content[0].text == "tool_0599:7"  # type: ignore[union-attr]
+        await gateway.flush()
+        record = await gateway.registry.get_server_by_name("paged")
+        assert record.tool_count == 600
+
+
+async def test_a_server_over_the_tool_limit_is_refused_visibly() -> None:
+    settings = settings_for(paged(120), stdio_fixture("alpha"))
+    limits = settings.registry.limits.model_copy(update={"max_tools_per_server": 100})
+    settings = settings.model_copy(update={"registry": settings.registry.model_copy(update={"limits": limits})})
+    async with running_gateway(settings) as (gateway, _client):
+        assert "paged" in gateway.discovery_refusals
+        assert "100" in gateway.discovery_refusals["paged"]
+        assert gateway.catalog.for_server("paged") == []
+        assert gateway.catalog.for_server("alpha")
+        with pytest.raises(ServerUnavailableError, match="paged"):
+            await gateway.call_tool("paged.tool_0001", {})
+
+
+async def test_disconnect_waits_for_running_calls_then_aborts_them() -> None:
+    settings = settings_for(stdio_fixture("alpha"), drain_timeout_secs=0.2)
+    async with running_gateway(settings) as (gateway, _client):
+        sup = gateway.supervisors["alpha"]
+        connection = sup.connection
+        assert connection is not None
+        errors: list[Exception] = []
+
+        async def hang() -> None:
+            try:
+                await gateway.call_tool("alpha.hang")
+            except UpstreamClosedError as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hang)
+            await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
+            aborted = await gateway.disconnect_server(gateway.ids["alpha"])
+        assert aborted == 1
+        assert str(errors[0]) == "alpha: server disconnected after 0.2s drain timeout while calling tool 'hang'"
+        assert sup.status is ServerStatus.DISCONNECTED
+        assert gateway.catalog.for_server("alpha") == [], "tools leave exposure until reconnection"
+        with pytest.raises(ServerUnavailableError, match=r"status DISCONNECTED"):
+            await gateway.call_tool("alpha.echo", {"text": "x"})
+        with pytest.raises(StateError):
+            await gateway.disconnect_server(gateway.ids["alpha"])
+        await gateway.connect_server(gateway.ids["alpha"])
+        await gateway.wait_until(lambda: sup.status is ServerStatus.CONNECTED, timeout_secs=30)
+        assert gateway.catalog.for_server("alpha")
+
+
+async def test_forced_disconnect_cancels_running_calls_at_once() -> None:
+    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
+        connection = gateway.supervisors["alpha"].connection
+        assert connection is not None
+        errors: list[Exception] = []
+
+        async def hang() -> None:
+            try:
+                await gateway.call_tool("alpha.hang")
+            except UpstreamClosedError as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hang)
+            await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
+            with anyio.fail_after(5):
+                await gateway.disconnect_server(gateway.ids["alpha"], force=True)
+        assert "disconnect forced while calling tool 'hang'" in str(errors[0])
+
+
+async def test_concurrent_calls_to_one_server_are_all_answered() -> None:
+    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
+        results: dict[int, str] = {}
+
+        async def call(i: int) -> None:
+            result = await gateway.call_tool("alpha.echo", {"text": f"n{i}"})
+            results[i] = result.content[0].text  # type: ignore[union-attr]
+
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(call, i)
+        assert results == {i: f"n{i}" for i in range(50)}
