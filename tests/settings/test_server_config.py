@@ -26,6 +26,7 @@ def error_of(text: str) -> str:
         ("{name: Upper, transport: stdio, command: x}", "servers[1].name: must match ^[a-z][a-z0-9_-]*$"),
         ("{name: 9lives, transport: stdio, command: x}", "servers[1].name: must match"),
         ("{name: has.dot, transport: stdio, command: x}", "servers[1].name: must match"),
+        ('{name: "abc\\n", transport: stdio, command: x}', "servers[1].name: must match"),
         (f"{{name: {'a' * 256}, transport: stdio, command: x}}", "servers[1].name: must be at most 255 characters"),
         ("{name: s, transport: ftp, command: x}", "servers[1].transport: must be one of stdio, sse, http, got 'ftp'"),
         ("{name: s, command: x}", "servers[1].transport: Field required"),

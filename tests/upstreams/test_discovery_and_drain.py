@@ -24,7 +24,7 @@ def paged(count: int, page: int = 100) -> ServerConfig:
 async def test_discovery_follows_cursors_through_600_tools() -> None:
     async with running_gateway(settings_for(paged(600))) as (gateway, client):
         assert len(gateway.catalog.for_server("paged")) == 600
-        names = [t.name for t in (await client.list_tools()).tools]
+        names = [t.name for t in (await client.list_tools()).tools if t.name.startswith("paged__")]
         assert len(names) == 600 and names[0] == "paged__tool_0000" and names[-1] == "paged__tool_0599"
         result = await client.call_tool("paged__tool_0599", {"x": 7})
         assert result.content[0].text == "tool_0599:7"  # type: ignore[union-attr]

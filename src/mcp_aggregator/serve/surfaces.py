@@ -88,7 +88,8 @@ def build_surface(gateway: Gateway) -> ToolSurface:
     if serve.workspace_roots:
         core.append(build_files_domain(RoundtripStore(list(serve.workspace_roots))))
     upstream = UpstreamDomains(gateway, serve.facade_grouping) if serve.upstream_domains else None
-    return CombinedSurface([query, FacadeSurface(core, upstream)])
+    facades = FacadeSurface(core, upstream, upstream_max_chars=serve.upstream_domains_max_chars)
+    return CombinedSurface([query, facades])
 
 
 # -- the aggregator contract tool (seed 000) --------------------------------------------------
@@ -122,9 +123,12 @@ def query_tool_surface(gateway: Gateway) -> StaticSurface:
 class FacadeSurface:
     """Fixed core domains, then the upstream domains of the moment; one tool per domain."""
 
-    def __init__(self, core: Sequence[Domain], upstream: UpstreamDomains | None = None) -> None:
+    def __init__(
+        self, core: Sequence[Domain], upstream: UpstreamDomains | None = None, *, upstream_max_chars: int = 12_000
+    ) -> None:
         self._core = tuple(core)
         self._upstream = upstream
+        self._upstream_max_chars = upstream_max_chars
         self._seen: tuple[Domain, ...] | None = None
         self._tools: tuple[types.Tool, ...] = ()
         self._by_name: dict[str, Domain] = {}
@@ -148,10 +152,20 @@ class FacadeSurface:
         upstream = self._upstream.current() if self._upstream is not None else ()
         if upstream is self._seen:
             return
-        domains = [*self._core, *upstream]
-        self._tools = tuple(domain.tool_definition() for domain in domains)
-        self._by_name = {domain.name: domain for domain in domains}
         self._seen = upstream
+        upstream_tools = [domain.tool_definition() for domain in upstream]
+        size = sum(len(tool.model_dump_json(by_alias=True, exclude_none=True)) for tool in upstream_tools)
+        if size > self._upstream_max_chars:
+            # Per-server tools stop paying for themselves on a large catalog: every turn
+            # would carry them. The `tools` facade still reaches every upstream tool.
+            logger.info(
+                "upstream domains take %d chars (> serve.upstream_domains_max_chars %d); "
+                "serving the core facades only", size, self._upstream_max_chars,
+            )
+            upstream, upstream_tools = (), []
+        domains = [*self._core, *upstream]
+        self._tools = tuple(domain.tool_definition() for domain in self._core) + tuple(upstream_tools)
+        self._by_name = {domain.name: domain for domain in domains}
 
 
 class UpstreamDomains:

@@ -27,6 +27,9 @@ class ServeSettings(BaseModel):
     exposure: Exposure = Exposure.FACADES
     facade_grouping: FacadeGrouping = FacadeGrouping.SERVER
     upstream_domains: bool = True
+    upstream_domains_max_chars: int = Field(default=12_000, ge=0)
+    """Upstream domains are listed only while their definitions fit in this many characters
+    (about 3,000 tokens); past that, clients reach upstream tools through ``tools``."""
     name_separator: str = "__"
     max_name_length: int = Field(default=64, ge=16, le=128)
     admin_token: str | None = None

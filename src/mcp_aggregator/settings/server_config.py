@@ -56,7 +56,7 @@ class ServerConfig(BaseModel):
     def _name(cls, value: str) -> str:
         if len(value) > MAX_NAME_LENGTH:
             raise ValueError(f"must be at most {MAX_NAME_LENGTH} characters, got {len(value)}")
-        if not NAME_PATTERN.match(value):
+        if not NAME_PATTERN.fullmatch(value):
             raise ValueError(
                 f"must match ^[a-z][a-z0-9_-]*$ (lowercase, start with a letter), got {value!r}"
             )

@@ -62,6 +62,7 @@ class ServerSupervisor:
         self._on_change = on_change
         self._on_activity = on_activity
         self._want_connected = anyio.Event()
+        self._requests = 0
         self._cancel = anyio.CancelScope()
         self._admin_disconnect = False
         self._finished = anyio.Event()
@@ -77,6 +78,7 @@ class ServerSupervisor:
 
     def request_connect(self) -> None:
         """Ask for a connection (auto-connect, admin connect, or a scheduled reconnect)."""
+        self._requests += 1
         self._want_connected.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -85,7 +87,12 @@ class ServerSupervisor:
             with self._cancel:
                 while True:
                     await self._want_connected.wait()
+                    requests_seen = self._requests
                     await self._connect_until_given_up()
+                    if self._requests == requests_seen:
+                        # Nobody asked again while that round ran (a request made during a
+                        # disconnect or the last attempt must not be lost).
+                        self._want_connected = anyio.Event()
         finally:
             self._finished.set()
 
@@ -114,7 +121,6 @@ class ServerSupervisor:
                 self._move(ServerEvent.HEALTH_ERROR, reason)
             logger.warning("upstream %s lost: %s; reconnecting", self.name, reason)
             attempt = 0
-        self._want_connected = anyio.Event()
 
     async def _connect_and_hold(self) -> str:
         """Connect, then hold the session until it ends; returns why it ended."""
