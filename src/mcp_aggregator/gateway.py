@@ -33,6 +33,9 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
+from mcp_aggregator.search.build import build_classifier, build_skill_index
+from mcp_aggregator.search.classification_queue import ClassificationQueue
+from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
@@ -87,6 +90,8 @@ class Gateway:
         self._index_dirty = anyio.Event()
         self._changed = anyio.Event()
         self._mirror = RegistryMirror()
+        self._classifier_queue: ClassificationQueue | None = None
+        self._tool_ids: dict[str, str] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._registry: Registry | None = None
@@ -106,6 +111,9 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            self._classifier_queue = await self._classification_queue()
+            if self._classifier_queue is not None:
+                await self._tg.start(self._classifier_queue.run)
             await self._tg.start(self._index_loop)
             await self._tg.start(self._health_monitor().run)
             configured = {c.name: c for c in self.settings.servers}
@@ -203,7 +211,11 @@ class Gateway:
             )
             for t in tools
         ]
-        self._mirror.submit(f"{name}: tools", lambda: self.registry.replace_tools(server_id, specs))
+        async def store() -> None:
+            for record in await self.registry.replace_tools(server_id, specs):
+                self._tool_ids[record.name] = record.id
+
+        self._mirror.submit(f"{name}: tools", store)
         self._index_dirty.set()
 
     def _poke(self) -> None:
@@ -358,6 +370,9 @@ class Gateway:
             stale = [d.key for d in self.search.docs() if d.key not in current]
             self.search.remove(stale)
             await self.search.upsert(docs)
+            if self._classifier_queue is not None:
+                self._classifier_queue.forget(stale)
+                self._classifier_queue.submit(sorted(current))
             self._poke()
 
     def index_ready(self) -> bool:
@@ -367,6 +382,37 @@ class Gateway:
             for name, tools in self._known_tools.items()
             for tool in tools
         )
+
+    async def _classification_queue(self) -> ClassificationQueue | None:
+        """BR-004: classify tools into skills in the background (None: classification is off)."""
+        settings = self.settings.search
+        if settings.classifier == "embedding" and settings.embedder == "none":
+            logger.info("skill classification is off: the embedding classifier needs an embedder")
+            return None
+        skill_index = build_skill_index(settings, self.search)
+        classifier = await anyio.to_thread.run_sync(build_classifier, settings, skill_index)
+        return ClassificationQueue(
+            classifier,
+            self.search,
+            concurrency=settings.classifier_concurrency,
+            min_confidence=settings.min_confidence,
+            on_classified=self._classified,
+        )
+
+    def _classified(self, key: str, kept: tuple[SkillAssignment, ...]) -> None:
+        skill_ids = [a.skill_id for a in kept]
+        primary = skill_ids[0] if skill_ids else None
+
+        async def store() -> None:
+            tool_id = self._tool_ids.get(key)
+            if tool_id is not None:
+                await self.registry.set_tool_classification(tool_id, skill_ids=skill_ids, primary_skill_id=primary)
+
+        self._mirror.submit(f"{key}: skills", store)
+        self._poke()
+
+    def classification_counts(self) -> dict[str, int]:
+        return self._classifier_queue.counts() if self._classifier_queue is not None else {}
 
     def skills(self) -> list[SkillSpec]:
         return skills_of(self.settings.search)

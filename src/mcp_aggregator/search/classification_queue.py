@@ -77,8 +77,10 @@ class ClassificationQueue:
         min_confidence: float = 0.5,
         retry: RetryPolicy | None = None,
         clock: Clock = time.monotonic,
+        on_classified: Callable[[str, tuple[SkillAssignment, ...]], None] = lambda _key, _kept: None,
     ) -> None:
         self._classifier = classifier
+        self._on_classified = on_classified
         self._search = search
         self._limit = anyio.CapacityLimiter(concurrency)
         self._min_confidence = min_confidence
@@ -171,6 +173,7 @@ class ClassificationQueue:
         entry.assignments = tuple(kept)
         entry.error = None
         self._search.set_skills(key, [a.skill_id for a in kept])
+        self._on_classified(key, entry.assignments)
 
     def _fail(self, key: str, entry: _Entry, error: str) -> None:
         entry.failures += 1
