@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.catalog import Catalog, Route, namespace
 from mcp_aggregator.catalog.tool_docs import tool_docs
-from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError
+from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -314,8 +314,14 @@ class Gateway:
     ) -> types.CallToolResult:
         """Route and forward one ``tools/call``; upstream failures raise ``UpstreamError``s."""
         route = self.resolve(name, server)
-        connection = self.supervisor(route.server).require_connection()
-        return await connection.call_tool(route.tool, arguments, progress=progress, meta=meta)
+        supervisor = self.supervisor(route.server)
+        connection = supervisor.require_connection()
+        supervisor.calls += 1
+        try:
+            return await connection.call_tool(route.tool, arguments, progress=progress, meta=meta)
+        except UpstreamError:
+            supervisor.call_errors += 1
+            raise
 
     # -- admin operations ------------------------------------------------------------
 

@@ -19,8 +19,10 @@ def escape_label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _family(name: str, help_text: str, samples: Sequence[tuple[str, float]]) -> list[str]:
-    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+def _family(
+    name: str, help_text: str, samples: Sequence[tuple[str, float]], kind: str = "gauge"
+) -> list[str]:
+    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
     lines.extend(f"{name}{labels} {_number(value)}" for labels, value in samples)
     return lines
 
@@ -54,6 +56,18 @@ def render_metrics(servers: Sequence[ServerSample], total_tools: int) -> str:
             "mcp_aggregator_server_pending_requests",
             "Tool calls in flight to the server.",
             [(labels, s.pending_requests) for labels, s in per_server],
+        ),
+        *_family(
+            "mcp_aggregator_tool_calls_total",
+            "Tool calls routed to the server since start.",
+            [(labels, s.calls) for labels, s in per_server],
+            kind="counter",
+        ),
+        *_family(
+            "mcp_aggregator_tool_call_errors_total",
+            "Routed tool calls that failed (upstream error, timeout, lost session).",
+            [(labels, s.call_errors) for labels, s in per_server],
+            kind="counter",
         ),
         *_family(
             "mcp_aggregator_server_health_consecutive_failures",

@@ -70,6 +70,8 @@ class ServerSample:
     record: ServerRecord
     status: ServerStatus
     pending_requests: int
+    calls: int = 0
+    call_errors: int = 0
 
 
 async def collect_samples(gateway: AdminGateway) -> list[ServerSample]:
@@ -84,6 +86,8 @@ async def collect_samples(gateway: AdminGateway) -> list[ServerSample]:
                 record=record,
                 status=supervisor.status if supervisor else record.status,
                 pending_requests=connection.pending_requests if connection else 0,
+                calls=supervisor.calls if supervisor else 0,
+                call_errors=supervisor.call_errors if supervisor else 0,
             )
         )
     return samples

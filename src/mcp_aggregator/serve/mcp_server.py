@@ -24,14 +24,26 @@ from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.server_state import is_exposed
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.tool_surface import ToolSurface
+from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS = (
-    "mcp-aggregator federates several MCP servers. Use the 'tools' tool to search for the "
-    "right upstream tool, inspect it with cmd 'get', then run it with cmd 'execute'."
-)
+_INSTRUCTIONS = {
+    Exposure.PASSTHROUGH: (
+        "mcp-aggregator federates several MCP servers; each tool is named <server>__<tool>. "
+        "mcp__proxy__aggregator__query asks several servers one question at once."
+    ),
+    Exposure.FACADES: (
+        "mcp-aggregator federates several MCP servers behind a few tools. To use an upstream "
+        "tool: 'tools' {cmd: search}, then {cmd: get, detail: full} for its schema, then "
+        "{cmd: execute}. 'servers' shows their state; per-server tools take the tool name as cmd."
+    ),
+    Exposure.SEARCH: (
+        "mcp-aggregator federates several MCP servers. Find a tool with 'tools' {cmd: search}, "
+        "read its schema with {cmd: get, detail: full}, run it with {cmd: execute}."
+    ),
+}
 
 
 class GatewayServer:
@@ -46,7 +58,7 @@ class GatewayServer:
         self.server: Server[Any] = Server(
             name,
             version=__version__,
-            instructions=INSTRUCTIONS,
+            instructions=_INSTRUCTIONS[gateway.settings.serve.exposure],
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,

@@ -53,6 +53,8 @@ class ServerSupervisor:
         self.error_message: str | None = None
         self.connection: UpstreamConnection | None = None
         self.consecutive_failures = 0
+        self.calls = 0
+        self.call_errors = 0
         self.last_health_check: datetime | None = None
         self.response_time_ms: float | None = None
         self.last_error: str | None = None
