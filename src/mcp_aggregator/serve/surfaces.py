@@ -14,7 +14,6 @@ object (or, grouped by skill, when a tool's skill changed) and reused otherwise.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import re
@@ -23,12 +22,7 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_aggregator.aggregate import (
-    QUERY_TOOL_DESCRIPTION,
-    QUERY_TOOL_INPUT_SCHEMA,
-    QUERY_TOOL_NAME,
-    QUERY_TOOL_OUTPUT_SCHEMA,
-)
+from mcp_aggregator.aggregate import QUERY_TOOL_NAME, query_tool
 from mcp_aggregator.catalog import Catalog, CatalogEntry
 from mcp_aggregator.facades import (
     Domain,
@@ -95,16 +89,6 @@ def build_surface(gateway: Gateway) -> ToolSurface:
 # -- the aggregator contract tool (seed 000) --------------------------------------------------
 
 
-def query_tool_definition() -> types.Tool:
-    """``mcp__proxy__aggregator__query`` exactly as the contract words it."""
-    return types.Tool(
-        name=QUERY_TOOL_NAME,
-        description=QUERY_TOOL_DESCRIPTION,
-        input_schema=copy.deepcopy(QUERY_TOOL_INPUT_SCHEMA),
-        output_schema=copy.deepcopy(QUERY_TOOL_OUTPUT_SCHEMA),
-    )
-
-
 def query_tool_surface(gateway: Gateway) -> StaticSurface:
     """The contract tool. ``InvalidQueryError`` / ``AggregationFailedError`` propagate, so
     ``GatewayServer`` answers them with JSON-RPC -32602 / -32603 and their ``data``."""
@@ -114,7 +98,7 @@ def query_tool_surface(gateway: Gateway) -> StaticSurface:
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=answer)
 
-    return StaticSurface([(query_tool_definition(), call)])
+    return StaticSurface([(query_tool(), call)])
 
 
 # -- facade domains ---------------------------------------------------------------------------

@@ -239,7 +239,6 @@ class UpstreamConnection:
         meta: types.RequestParamsMeta | None = None,
     ) -> types.CallToolResult:
         """Call ``name`` upstream. The timeout restarts on every progress notification."""
-        client = self._require_client()
         limit = timeout_secs if timeout_secs is not None else self.config.tool_timeout_secs
         scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
 
@@ -251,30 +250,26 @@ class UpstreamConnection:
                 await relay(progress, total, message)
 
         progress_callback: ProgressFnT = on_progress
-
-        what = f"calling tool {name!r}"
-        self._track(scope, what)
-        result: types.CallToolResult | None = None
-        try:
-            with scope:
-                result = await client.call_tool(name, arguments, progress_callback=progress_callback, meta=meta)
-        except MCPError as exc:
-            raise self._map_mcp_error(exc, what) from exc
-        except _TRANSPORT_ERRORS as exc:
-            raise self._closed_error(what, describe_error(exc)) from exc
-        finally:
-            self._untrack(scope)
-        if result is None:
-            self._raise_aborted(scope, what, limit)
-        assert result is not None
+        result: types.CallToolResult = await self._guarded(
+            f"calling tool {name!r}",
+            scope,
+            limit,
+            lambda client: client.call_tool(name, arguments, progress_callback=progress_callback, meta=meta),
+        )
         return result
 
     async def request(
         self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0
     ) -> Any:
         """Send any other request (resources, prompts, ping) with the same error mapping."""
-        client = self._require_client()
         scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_secs)
+        return await self._guarded(what, scope, timeout_secs, send)
+
+    async def _guarded(
+        self, what: str, scope: anyio.CancelScope, limit: float, send: Callable[[Client], Awaitable[Any]]
+    ) -> Any:
+        """Run ``send`` under ``scope``, tracked for drain, with upstream errors mapped."""
+        client = self._require_client()
         self._track(scope, what)
         done = False
         try:
@@ -288,7 +283,7 @@ class UpstreamConnection:
         finally:
             self._untrack(scope)
         if not done:
-            self._raise_aborted(scope, what, timeout_secs)
+            self._raise_aborted(scope, what, limit)
         return result
 
     def _raise_aborted(self, scope: anyio.CancelScope, what: str, limit: float) -> NoReturn:
