@@ -40,9 +40,7 @@ async def serve_http(port: int, *, stateless: bool, json_response: bool) -> None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="transport", required=True)
     sub.add_parser("stdio", help="serve on stdin/stdout")
     http = sub.add_parser("http", help="serve streamable HTTP on 127.0.0.1")
@@ -54,9 +52,7 @@ def main() -> None:
     if args.transport == "stdio":
         anyio.run(app.run_stdio_async)
     else:
-        anyio.run(
-            lambda: serve_http(args.port, stateless=not args.stateful, json_response=not args.sse_responses)
-        )
+        anyio.run(lambda: serve_http(args.port, stateless=not args.stateful, json_response=not args.sse_responses))
 
 
 if __name__ == "__main__":

@@ -32,9 +32,7 @@ def build_target(args: argparse.Namespace) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--url", help="streamable HTTP upstream")
     parser.add_argument("--stdio", action="store_true", help="stdio upstream: command follows '--'")

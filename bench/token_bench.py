@@ -34,7 +34,6 @@ import argparse
 import json
 import math
 import re
-import socket
 import statistics
 import sys
 import tempfile
@@ -74,6 +73,7 @@ from mcp_aggregator.facades import (
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.search import SearchSettings, ToolDoc, build_tool_search
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.runner import bind_socket
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH
@@ -325,9 +325,7 @@ async def hosted_catalogue(entries: Sequence[ServerEntry]) -> AsyncIterator[str]
             yield
 
     # Listening before uvicorn starts: connections wait in the backlog, no polling for "started".
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(256)
+    sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     app = Starlette(routes=routes, lifespan=lifespan)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -6,7 +6,6 @@ registry tests' ``database`` fixture.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from fastapi import FastAPI
 from mcp_aggregator.admin import build_admin_app
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health import ServerStatus
+from mcp_aggregator.serve.runner import bind_socket
 from mcp_aggregator.settings import ServerConfig, Settings, Transport
 from tests.conftest import settings_for, start_http_upstream, stdio_fixture
 from tests.registry.conftest import Database, database
@@ -108,9 +108,7 @@ async def served_app(app: FastAPI) -> AsyncIterator[str]:
     The socket listens before the server task starts, so requests sent at once wait in
     the backlog instead of racing the start-up.
     """
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
+    with bind_socket("127.0.0.1", 0) as sock:
         port = sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none", http="h11")
         server = uvicorn.Server(config)

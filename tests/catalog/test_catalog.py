@@ -60,7 +60,7 @@ def test_unknown_explicit_server_is_not_found(catalog: Catalog) -> None:
 
 
 def test_known_server_without_the_tool_is_tool_not_found(catalog: Catalog) -> None:
-    with pytest.raises(ToolNotFoundError, match="c-server.search_tool"):
+    with pytest.raises(ToolNotFoundError, match=r"c-server\.search_tool"):
         catalog.resolve_route("search_tool", "c-server")
 
 

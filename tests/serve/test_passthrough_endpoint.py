@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -17,6 +16,7 @@ from mcp_aggregator.catalog import CLIENT_SAFE
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.http_app import build_http_app
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.runner import bind_socket
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 from tests.conftest import npm_server, pypi_server, running_gateway, settings_for, stdio_fixture
@@ -146,7 +146,7 @@ async def http_gateway(settings: Settings) -> AsyncIterator[tuple[Gateway, str]]
         app = build_http_app(gateway_server)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
         # A socket listening before uvicorn starts: clients queue on it, nothing to poll.
-        sock = socket.create_server(("127.0.0.1", 0))
+        sock = bind_socket("127.0.0.1", 0)
         port = sock.getsockname()[1]
         async with anyio.create_task_group() as notifier:
             await notifier.start(gateway_server.run_notifier)

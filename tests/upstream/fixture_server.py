@@ -104,7 +104,8 @@ def main() -> None:
         app.run("stdio")
         return
     # Listen before announcing the port, so a client that reads it can connect at once.
-    sock = socket.socket()
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only when the socket says TCP.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     sock.listen(128)

@@ -4,8 +4,6 @@ import os
 import signal
 from datetime import UTC, datetime
 
-import anyio
-
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.health.server_state import ServerStatus

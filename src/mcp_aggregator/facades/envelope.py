@@ -106,8 +106,13 @@ def render_call_result(result: types.CallToolResult, *, full: bool) -> Any:
     """
     if full:
         return result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"result_type"})
-    if result.structured_content is not None:
-        return result.structured_content
+    structured = result.structured_content
+    if structured is not None:
+        # Servers built on the SDK wrap a plain return value as {"result": value}; the
+        # wrapper carries nothing, and the model pays for it on every call.
+        if len(structured) == 1 and "result" in structured:
+            return structured["result"]
+        return structured
     if len(result.content) == 1 and isinstance(result.content[0], types.TextContent):
         return result.content[0].text
     return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]

@@ -1,14 +1,18 @@
-"""Pure ranking functions: query shaping, rank fusion and server-aware boosting.
+"""Pure ranking functions: query shaping, rank fusion and server-level scoring.
 
-The knobs are few on purpose and were chosen on LiveMCPBench (bench/search_bench.py);
-each is a standard technique rather than a fit to that data:
+A search fuses tool rankings (BM25, dense) and server rankings (by best tool, by the
+centroid of the server's tool vectors, by the server's description) with reciprocal-rank
+fusion; a server's fused score is added to each of its tools, so tools that work
+together (same server) rise together and the servers a task needs reach the top.
+
+The knobs are few on purpose; each is a standard value rather than a fit to
+LiveMCPBench (bench/search_bench.py):
 
 - ``RRF_K = 60``: the constant of the reciprocal-rank-fusion paper, untuned.
 - ``SUB_QUERY_WEIGHT = 0.5``: a task's dense score is the mean of the whole task's cosine
   and the best cosine of any one of its steps, so a tool serving one step of a multi-step
   task is not drowned by the task's other words.
-- ``SERVER_BOOST = 0.3``: tools of servers whose best tool matches well are lifted a
-  little, so the tools that work together (same server) rise together.
+- Server rankings weigh as much as tool rankings (no weight at all).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from mcp_aggregator.search.lexical_index import split_identifier
 
 RRF_K = 60
 SUB_QUERY_WEIGHT = 0.5
-SERVER_BOOST = 0.3
 _MIN_SUB_QUERY_WORDS = 3
 
 _URL = re.compile(r"https?://\S+|\bwww\.\S+")
@@ -62,21 +68,31 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) ->
     return dict(fused)
 
 
-def server_boost(
-    scores: Mapping[str, float], server_of: Callable[[str], str], weight: float = SERVER_BOOST
-) -> dict[str, float]:
-    """Adds ``weight * best(server)`` to each tool's score.
+def step_scores(sims: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Scores of rows from their cosines with the whole query (column 0) and its steps.
 
-    ``best(server)`` is the highest score among that server's tools, so the boost is on
-    the fusion's own scale and ``weight`` means the same whatever that scale is.
+    ``sims`` has shape (rows, 1 + steps). Without steps the score is the cosine itself.
     """
-    if not scores or weight == 0.0:
-        return dict(scores)
-    best_of: dict[str, float] = {}
+    if sims.shape[1] == 1:
+        return sims[:, 0]
+    out: npt.NDArray[np.float32] = (1 - SUB_QUERY_WEIGHT) * sims[:, 0] + SUB_QUERY_WEIGHT * sims[:, 1:].max(axis=1)
+    return out
+
+
+def servers_by_best_tool(scores: Mapping[str, float], server_of: Callable[[str], str]) -> list[str]:
+    """Servers ordered by their best tool's score (ties by name)."""
+    best: dict[str, float] = {}
     for key, score in scores.items():
         server = server_of(key)
-        best_of[server] = max(best_of.get(server, score), score)
-    return {key: score + weight * best_of[server_of(key)] for key, score in scores.items()}
+        best[server] = max(best.get(server, score), score)
+    return [server for server, _ in ranked(best)]
+
+
+def add_server_scores(
+    scores: Mapping[str, float], server_scores: Mapping[str, float], server_of: Callable[[str], str]
+) -> dict[str, float]:
+    """Each tool's score plus its server's score (0 for a server without one)."""
+    return {key: score + server_scores.get(server_of(key), 0.0) for key, score in scores.items()}
 
 
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:

@@ -8,6 +8,7 @@ from typing import Any
 from mcp_aggregator.search.lexical_index import split_identifier
 
 EXCERPT_CHARS = 200
+_LATIN_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -28,15 +29,37 @@ class ToolDoc:
     def dense_text(self) -> str:
         """The text embedded for this tool: server and tool name as words, then description.
 
-        The server's own description is left out: it is the same for all its tools and
-        pulls them together, which the server boost in ranking already does.
+        The server's own description is left out: it is the same for all its tools and is
+        embedded once for the server (``server_text``). A description the English model
+        cannot read (empty, or mostly non-Latin script) is replaced by the parameter names
+        and the server's description, which say more than nothing.
         """
         server = " ".join(split_identifier(self.server))
         name = " ".join(split_identifier(self.name))
-        return f"{server} / {name}: {self.description}".strip()
+        params = ", ".join(" ".join(split_identifier(p)) for p in self.parameters())
+        if is_latin(self.description):
+            return f"{server} / {name}: {self.description}".strip()
+        fallback = self.server_description if is_latin(self.server_description) else ""
+        return f"{server} / {name}: {params}. {fallback}".strip(" .")
 
     def lexical_text(self) -> str:
-        return f"{self.name} {self.description} {self.server} {self.server_description}"
+        """The text BM25 indexes: names, description, parameters and the server's text."""
+        params = " ".join(f"{name} {desc}" for name, desc in self.parameters().items())
+        return f"{self.name} {self.description} {params} {self.server} {self.server_description}"
+
+    def server_text(self) -> str:
+        """The text embedded for this tool's server: its name as words and its description."""
+        server = " ".join(split_identifier(self.server))
+        if is_latin(self.server_description):
+            return f"{server}: {self.server_description}".strip()
+        return server
+
+    def parameters(self) -> dict[str, str]:
+        """Top-level input parameter names mapped to their descriptions ("" when none)."""
+        props = self.input_schema.get("properties") if isinstance(self.input_schema, dict) else None
+        if not isinstance(props, dict):
+            return {}
+        return {str(name): _description_of(spec) for name, spec in props.items()}
 
 
 @dataclass(frozen=True)
@@ -61,3 +84,14 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,.;:") + "…"
+
+
+def _description_of(spec: object) -> str:
+    desc = spec.get("description") if isinstance(spec, dict) else None
+    return desc if isinstance(desc, str) else ""
+
+
+def is_latin(text: str) -> bool:
+    """Whether ``text`` is non-empty and mostly ASCII, i.e. readable by an English model."""
+    stripped = "".join(text.split())
+    return bool(stripped) and sum(ch.isascii() for ch in stripped) >= _LATIN_SHARE * len(stripped)

@@ -13,18 +13,20 @@ from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallback, embed_cached
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
 from mcp_aggregator.search.ranking import (
-    SUB_QUERY_WEIGHT,
+    add_server_scores,
     normalise_query,
     ranked,
     reciprocal_rank_fusion,
-    server_boost,
+    servers_by_best_tool,
+    step_scores,
     sub_queries,
 )
 from mcp_aggregator.search.row_table import IndexFilter
+from mcp_aggregator.search.server_index import ServerIndex
 from mcp_aggregator.search.tool_doc import SearchHit, ToolDoc, excerpt
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 
-_CANDIDATES = 100
+_CANDIDATES = 250
 _QUERY_CACHE_SIZE = 512
 
 
@@ -48,6 +50,8 @@ class ToolSearch:
         self._dense = embedder.dimension > 0
         self._vectors: VectorIndex = vector_index or NumpyVectorIndex(embedder.dimension)
         self._lexical = LexicalIndex()
+        self._servers = ServerIndex(embedder.dimension)
+        self._server_texts: dict[str, str] = {}
         self._cache = cache if cache is not None else EmbeddingCache(settings.cache_path)
         self._docs: dict[str, ToolDoc] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
@@ -74,7 +78,9 @@ class ToolSearch:
         self._cache.close()
 
     async def upsert(self, docs: Sequence[ToolDoc], *, progress: ProgressCallback | None = None) -> int:
-        """Adds or replaces ``docs``; returns how many texts had to be embedded (cache misses).
+        """Adds or replaces ``docs``; returns how many tool texts had to be embedded (cache misses).
+
+        Server description texts are embedded too (through the same cache) but not counted.
 
         Skill ids already set on a stored tool are kept when the new doc carries none.
         """
@@ -83,6 +89,8 @@ class ToolSearch:
             texts = [d.dense_text() for d in docs]
             vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
             self._vectors.upsert([d.key for d in docs], [d.server for d in docs], vectors, [d.skill_ids for d in docs])
+            await anyio.to_thread.run_sync(lambda: self._describe_servers(docs))
+            self._servers.upsert([d.key for d in docs], [d.server for d in docs])
         else:
             embedded = 0
         for doc in docs:
@@ -91,6 +99,20 @@ class ToolSearch:
         self._lexical.refresh()
         self.version += 1
         return embedded
+
+    def _describe_servers(self, docs: Sequence[ToolDoc]) -> None:
+        texts = {d.server: d.server_text() for d in docs}
+        todo = {
+            server: text
+            for server, text in texts.items()
+            if self._server_texts.get(server) != text or not self._servers.has_description(server)
+        }
+        if not todo:
+            return
+        vectors, _ = self.embed_texts(list(todo.values()))
+        for (server, text), vector in zip(todo.items(), vectors, strict=True):
+            self._servers.set_description(server, vector)
+            self._server_texts[server] = text
 
     def _keep_skills(self, doc: ToolDoc) -> ToolDoc:
         old = self._docs.get(doc.key)
@@ -118,6 +140,7 @@ class ToolSearch:
         gone = [d.key for d in removed]
         if self._dense:
             self._vectors.remove(gone)
+            self._servers.remove(gone, [d.server for d in removed])
         for key in gone:
             self._lexical.remove(key)
         self._lexical.refresh()
@@ -166,26 +189,34 @@ class ToolSearch:
         flt = _filter(server, skill, allowed_servers)
         if flt.servers is not None and not flt.servers:
             return []
-        n = max(_CANDIDATES, 5 * k)
+        # A depth independent of k keeps a smaller k's results a prefix of a larger k's.
+        n = max(_CANDIDATES, k)
         rankings = [[key for key, _ in self._lexical.search(query, n, flt)]]
+        server_rankings: list[list[str]] = []
         if self._dense:
-            rankings.append(self._dense_ranking(query, n, flt))
-        fused = server_boost(reciprocal_rank_fusion(rankings), lambda key: self._docs[key].server)
-        return [self._hit(key, score) for key, score in ranked(fused)[:k]]
+            text = normalise_query(query)
+            vectors = self._query_embeddings([text, *sub_queries(text)])
+            rankings.append(self._dense_ranking(vectors, n, flt))
+            server_rankings = self._servers.rankings(vectors, flt.servers, self._vectors.vectors)
+        fused = reciprocal_rank_fusion(rankings)
+        server_of = self._server_of
+        server_rankings.append(servers_by_best_tool(fused, server_of))
+        scores = add_server_scores(fused, reciprocal_rank_fusion(server_rankings), server_of)
+        return [self._hit(key, score) for key, score in ranked(scores)[:k]]
 
-    def _dense_ranking(self, query: str, n: int, flt: IndexFilter) -> list[str]:
-        text = normalise_query(query)
-        steps = sub_queries(text)
-        vectors = self._query_embeddings([text, *steps])
+    def _server_of(self, key: str) -> str:
+        return self._docs[key].server
+
+    def _dense_ranking(self, vectors: Vectors, n: int, flt: IndexFilter) -> list[str]:
+        """Tools by ``step_scores`` of the whole query (row 0) and its steps (rows after)."""
         hits = self._vectors.search(vectors[0], n, flt)
-        if not steps:
+        if len(vectors) == 1:
             return [key for key, _ in hits]
         candidates = dict.fromkeys(key for key, _ in hits)
         for vec in vectors[1:]:
             candidates.update(dict.fromkeys(key for key, _ in self._vectors.search(vec, n, flt)))
         keys = list(candidates)
-        sims = np.einsum("ij,kj->ik", self._vectors.vectors(keys), vectors)  # no BLAS threads
-        scores = (1 - SUB_QUERY_WEIGHT) * sims[:, 0] + SUB_QUERY_WEIGHT * sims[:, 1:].max(axis=1)
+        scores = step_scores(np.einsum("ij,kj->ik", self._vectors.vectors(keys), vectors))  # no BLAS threads
         order = np.argsort(-scores, kind="stable")[:n]
         return [keys[i] for i in order]
 

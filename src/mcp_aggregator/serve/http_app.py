@@ -34,11 +34,12 @@ def build_http_app(
     host: str = "127.0.0.1",
     port: int = 0,
     extra_routes: Sequence[BaseRoute] = (),
+    json_response: bool = False,
 ) -> Starlette:
     """A Starlette app whose lifespan runs the MCP session manager."""
     manager = StreamableHTTPSessionManager(
         app=gateway_server.server,
-        json_response=False,
+        json_response=json_response,
         stateless=False,
         security_settings=transport_security(host, port),
     )

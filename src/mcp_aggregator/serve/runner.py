@@ -46,12 +46,18 @@ async def serve_http(
     serve = settings.serve
     check_bind_allowed(serve.host, serve.admin_token)
     # Bind before starting so the announced URL is right even for port 0.
-    sock = socket.create_server((serve.host, serve.port), family=_family(serve.host), reuse_port=False)
+    sock = bind_socket(serve.host, serve.port)
     with sock:
         async with Gateway(settings) as gateway:
             gateway_server = GatewayServer(gateway, build_surface(gateway))
             admin = Mount("/", app=build_admin_app(gateway))
-            app = build_http_app(gateway_server, host=serve.host, port=serve.port, extra_routes=[admin])
+            app = build_http_app(
+                gateway_server,
+                host=serve.host,
+                port=serve.port,
+                extra_routes=[admin],
+                json_response=serve.http_json_response,
+            )
             config = uvicorn.Config(app, log_level="warning", lifespan="on")
             server = uvicorn.Server(config)
             port = sock.getsockname()[1]
@@ -67,5 +73,20 @@ async def serve_http(
                 tg.cancel_scope.cancel()
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket for uvicorn.
+
+    Created with an explicit IPPROTO_TCP: asyncio enables TCP_NODELAY only on sockets whose
+    ``proto`` says TCP, and ``socket.create_server`` leaves it 0. Without it a JSON response
+    (headers and body written separately) waits ~40 ms on the client's delayed ACK.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock

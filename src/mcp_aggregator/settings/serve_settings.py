@@ -34,6 +34,9 @@ class ServeSettings(BaseModel):
     max_name_length: int = Field(default=64, ge=16, le=128)
     admin_token: str | None = None
     drain_timeout_secs: float = Field(default=30.0, ge=0)
+    http_json_response: bool = False
+    """Answer each HTTP request with one JSON body instead of an SSE stream: about 1.5 ms
+    faster per call, but progress notifications of a running call cannot be relayed."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` waits for upstreams still making their first connection."""
     data_dir: Path = Path(".aggregator")
