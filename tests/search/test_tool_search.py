@@ -128,3 +128,21 @@ def test_excerpt_cuts_long_descriptions_at_a_word_with_an_ellipsis() -> None:
     assert len(cut) <= 200
     assert cut.endswith("…")
     assert excerpt("  two\nlines ") == "two lines"
+
+
+async def test_a_smaller_k_returns_a_prefix_of_a_larger_k(fake_embedder: FakeEmbedder) -> None:
+    search = await _search(fake_embedder)
+    assert search.search("search file time", 2) == search.search("search file time", 6)[:2]
+
+
+async def test_a_server_whose_description_matches_lifts_its_tools(fake_embedder: FakeEmbedder) -> None:
+    search = await _search(fake_embedder)
+    await search.upsert([ToolDoc("clock.now", "clock", "now", "Now.", "Zone clock")])
+    assert search.search("zone clock", 1)[0].key == "clock.now"
+
+
+async def test_removing_every_tool_of_a_server_removes_it_from_server_rankings(fake_embedder: FakeEmbedder) -> None:
+    search = await _search(fake_embedder)
+    search.remove_server("git")
+    await search.upsert([DOCS[2]])
+    assert search.search("commit history", 1)[0].key == "git.git_log"

@@ -124,8 +124,8 @@ async def test_tools_execute_calls_the_upstream_and_returns_its_answer_in_the_en
         added = await call(client, "tools", "execute", {"name": "beta.add", "arguments": {"a": 2, "b": 40}})
         assert added == {"ok": True, "cmd": "execute", "data": {"total": 42}}
         echoed = await call(client, "tools", "execute", {"name": "alpha__echo", "arguments": {"text": "hi"}})
-        # The SDK's MCPServer wraps a returned str as structured content {"result": ...}.
-        assert echoed == {"ok": True, "cmd": "execute", "data": {"result": "hi"}}
+        # The SDK's MCPServer wraps a returned str as {"result": ...}; the envelope unwraps it.
+        assert echoed == {"ok": True, "cmd": "execute", "data": "hi"}
         full = await call(
             client, "tools", "execute", {"name": "alpha.echo", "arguments": {"text": "hi"}}, detail="full"
         )
@@ -247,7 +247,7 @@ async def test_an_upstream_domain_runs_each_tool_as_a_command_and_answers_help()
         added = await call(client, "alpha", "ADD", {"a": 1, "b": 2})
         assert added == {"ok": True, "cmd": "ADD", "data": {"total": 3}}
         created = await call(client, "beta", "api.v2.create", {"title": "t"})
-        assert created["data"] == {"result": "created t"}
+        assert created["data"] == "created t"
         failed = await call(client, "alpha", "fail", {"message": "no"})
         assert failed == {"ok": False, "cmd": "fail", "error": "Error executing tool fail"}
         bad = await call(client, "alpha", "add", {"a": 1})
@@ -313,4 +313,4 @@ async def test_a_client_finds_inspects_and_runs_an_npm_upstream_tool_through_the
         echo = await call(client, "tools", "get", {"name": fixture["data"][0]["name"]}, detail="full")
         assert echo["data"]["inputSchema"]["required"] == ["text"]
         ran = await call(client, "tools", "execute", {"name": echo["data"]["name"], "arguments": {"text": "e2e"}})
-        assert ran == {"ok": True, "cmd": "execute", "data": {"result": "e2e"}}
+        assert ran == {"ok": True, "cmd": "execute", "data": "e2e"}
