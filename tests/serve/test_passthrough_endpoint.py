@@ -138,12 +138,12 @@ async def test_real_pypi_and_npm_upstreams_behind_one_endpoint(tmp_path: Path) -
 
 
 @asynccontextmanager
-async def http_gateway(settings: Settings) -> AsyncIterator[tuple[Gateway, str]]:
+async def http_gateway(settings: Settings, *, stateless: bool = False) -> AsyncIterator[tuple[Gateway, str]]:
     """The gateway served over real streamable HTTP on 127.0.0.1 (port picked by the OS)."""
     async with Gateway(settings) as gateway:
         await gateway.wait_settled(30)
         gateway_server = GatewayServer(gateway, build_surface(gateway))
-        app = build_http_app(gateway_server)
+        app = build_http_app(gateway_server, stateless=stateless)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
         # A socket listening before uvicorn starts: clients queue on it, nothing to poll.
         sock = bind_socket("127.0.0.1", 0)
@@ -161,10 +161,11 @@ async def http_gateway(settings: Settings) -> AsyncIterator[tuple[Gateway, str]]
             notifier.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize("stateless", [False, True])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_streamable_http_endpoint_serves_both_protocol_eras(mode: str) -> None:
+async def test_streamable_http_endpoint_serves_both_protocol_eras(mode: str, stateless: bool) -> None:
     async with (
-        http_gateway(settings_for(stdio_fixture("alpha"))) as (_gateway, url),
+        http_gateway(settings_for(stdio_fixture("alpha")), stateless=stateless) as (_gateway, url),
         Client(url, mode=mode, cache=None) as client,
     ):
         names = {t.name for t in (await client.list_tools()).tools}

@@ -35,12 +35,13 @@ def build_http_app(
     port: int = 0,
     extra_routes: Sequence[BaseRoute] = (),
     json_response: bool = False,
+    stateless: bool = False,
 ) -> Starlette:
     """A Starlette app whose lifespan runs the MCP session manager."""
     manager = StreamableHTTPSessionManager(
         app=gateway_server.server,
         json_response=json_response,
-        stateless=False,
+        stateless=stateless,
         security_settings=transport_security(host, port),
     )
     mcp_endpoint = StreamableHTTPASGIApp(manager)

@@ -57,6 +57,7 @@ async def serve_http(
                 port=serve.port,
                 extra_routes=[admin],
                 json_response=serve.http_json_response,
+                stateless=serve.http_stateless,
             )
             config = uvicorn.Config(app, log_level="warning", lifespan="on")
             server = uvicorn.Server(config)

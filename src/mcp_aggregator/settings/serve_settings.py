@@ -37,6 +37,9 @@ class ServeSettings(BaseModel):
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body instead of an SSE stream: about 1.5 ms
     faster per call, but progress notifications of a running call cannot be relayed."""
+    http_stateless: bool = False
+    """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
+    handshake-era clients then get no list-changed notifications."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` waits for upstreams still making their first connection."""
     data_dir: Path = Path(".aggregator")
