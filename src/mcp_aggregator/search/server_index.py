@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
-from mcp_aggregator.search.ranking import step_scores
+from mcp_aggregator.search.ranking import RRF_K, step_scores
 
 VectorsOf = Callable[[Sequence[str]], Vectors]
 """Stored tool vectors of the given keys, rows in order."""
@@ -27,6 +28,7 @@ class ServerIndex:
         self._centroids: dict[str, Vectors] = {}
         self._dirty: set[str] = set()
         self._names: list[str] = []
+        self._name_array = np.zeros(0, dtype=np.str_)
         self._matrix = np.zeros((0, 2, dimension), dtype=np.float32)
 
     def __len__(self) -> int:
@@ -66,6 +68,7 @@ class ServerIndex:
             self._centroids[server] = l2_normalise(vectors_of(keys).mean(axis=0, keepdims=True))[0]
         self._dirty.clear()
         self._names = sorted(self._tools)
+        self._name_array = np.array(self._names, dtype=np.str_)
         zero = np.zeros(self._dim, dtype=np.float32)
         self._matrix = np.stack(
             [np.stack([self._centroids[s], self._described.get(s, zero)]) for s in self._names]
@@ -79,18 +82,32 @@ class ServerIndex:
         ``query_vectors`` has the whole query in row 0 and its steps after it; ``allowed``
         restricts the servers (None: all).
         """
+        names = self._name_array
+        return [names[order].tolist() for order in self._orders(query_vectors, allowed, vectors_of)]
+
+    def fused_scores(
+        self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf
+    ) -> dict[str, float]:
+        """Reciprocal-rank-fusion score of each server over both ``rankings``.
+
+        Computed with arrays: a search at 10,000 tools must not loop over every server.
+        """
+        total = np.zeros(len(self._names), dtype=np.float64)
+        for order in self._orders(query_vectors, allowed, vectors_of):
+            total[order] += 1.0 / (RRF_K + np.arange(1, len(order) + 1))
+        return dict(zip(self._names, total.tolist(), strict=True))
+
+    def _orders(
+        self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf
+    ) -> list[npt.NDArray[np.intp]]:
         self.refresh(vectors_of)
         if not self._names:
-            return [[], []]
+            return [np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)]
         # einsum keeps numpy's single-threaded loop (see NumpyVectorIndex.search).
         sims = np.einsum("skd,qd->ksq", self._matrix, np.asarray(query_vectors, dtype=np.float32))
-        names = np.array(self._names)
-        keep = None if allowed is None else np.isin(names, list(allowed))
+        keep = None if allowed is None else np.isin(self._name_array, list(allowed))
         out = []
         for sim in sims:
-            scores = step_scores(sim)
-            order = np.argsort(-scores, kind="stable")
-            if keep is not None:
-                order = order[keep[order]]
-            out.append(names[order].tolist())
+            order = np.argsort(-step_scores(sim), kind="stable")
+            out.append(order if keep is None else order[keep[order]])
         return out

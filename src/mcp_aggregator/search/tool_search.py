@@ -192,16 +192,17 @@ class ToolSearch:
         # A depth independent of k keeps a smaller k's results a prefix of a larger k's.
         n = max(_CANDIDATES, k)
         rankings = [[key for key, _ in self._lexical.search(query, n, flt)]]
-        server_rankings: list[list[str]] = []
+        dense_server_scores: dict[str, float] = {}
         if self._dense:
             text = normalise_query(query)
             vectors = self._query_embeddings([text, *sub_queries(text)])
             rankings.append(self._dense_ranking(vectors, n, flt))
-            server_rankings = self._servers.rankings(vectors, flt.servers, self._vectors.vectors)
+            dense_server_scores = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
         fused = reciprocal_rank_fusion(rankings)
         server_of = self._server_of
-        server_rankings.append(servers_by_best_tool(fused, server_of))
-        scores = add_server_scores(fused, reciprocal_rank_fusion(server_rankings), server_of)
+        by_best_tool = reciprocal_rank_fusion([servers_by_best_tool(fused, server_of)])
+        server_scores = {s: score + dense_server_scores.get(s, 0.0) for s, score in by_best_tool.items()}
+        scores = add_server_scores(fused, server_scores, server_of)
         return [self._hit(key, score) for key, score in ranked(scores)[:k]]
 
     def _server_of(self, key: str) -> str:
