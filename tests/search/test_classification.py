@@ -165,13 +165,16 @@ async def test_failed_classification_leaves_tool_searchable_and_is_retried_later
     assert queue.is_classified("git.git_log")
 
 
-async def test_a_tool_with_no_confident_skill_stays_unclassified(fake_embedder: FakeEmbedder) -> None:
+async def test_a_tool_with_no_confident_skill_is_classified_into_none(fake_embedder: FakeEmbedder) -> None:
     search = await _search(fake_embedder)
     queue = ClassificationQueue(FlakyClassifier({"git.git_log": [SkillAssignment("vcs", 0.3)]}), search)
     queue.submit(["git.git_log"])
     await queue.process_due()
-    assert not queue.is_classified("git.git_log")
-    assert search.get("git.git_log") is not None
+    assert queue.is_classified("git.git_log"), "an answer, not a failure to retry"
+    assert queue.assignments("git.git_log") == ()
+    assert queue.next_due() is None
+    doc = search.get("git.git_log")
+    assert doc is not None and doc.skill_ids == ()
 
 
 async def test_background_loop_classifies_with_bounded_concurrency(fake_embedder: FakeEmbedder) -> None:

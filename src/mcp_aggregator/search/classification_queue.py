@@ -167,8 +167,9 @@ class ClassificationQueue:
                 self._fail(key, entry, str(exc))
                 return
         if not kept:
-            self._fail(key, entry, "no skill reached the minimum confidence")
-            return
+            # A tool that fits no skill well enough is an answer, not a failure: retrying
+            # would only ask the same question again.
+            log.info("%s fits no skill above confidence %.2f", key, self._min_confidence)
         entry.state = ClassificationState.CLASSIFIED
         entry.assignments = tuple(kept)
         entry.error = None

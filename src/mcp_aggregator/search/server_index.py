@@ -82,8 +82,8 @@ class ServerIndex:
         ``query_vectors`` has the whole query in row 0 and its steps after it; ``allowed``
         restricts the servers (None: all).
         """
-        names = self._name_array
-        return [names[order].tolist() for order in self._orders(query_vectors, allowed, vectors_of)]
+        orders = self._orders(query_vectors, allowed, vectors_of)
+        return [self._name_array[order].tolist() for order in orders]
 
     def fused_scores(
         self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf
@@ -92,8 +92,9 @@ class ServerIndex:
 
         Computed with arrays: a search at 10,000 tools must not loop over every server.
         """
+        orders = self._orders(query_vectors, allowed, vectors_of)
         total = np.zeros(len(self._names), dtype=np.float64)
-        for order in self._orders(query_vectors, allowed, vectors_of):
+        for order in orders:
             total[order] += 1.0 / (RRF_K + np.arange(1, len(order) + 1))
         return dict(zip(self._names, total.tolist(), strict=True))
 
