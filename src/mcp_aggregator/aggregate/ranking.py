@@ -52,20 +52,27 @@ def rank_results(
     results: Sequence[RawResult], *, query: str, settings: AggregatorSettings, now: datetime
 ) -> list[ScoredResult]:
     """Score every result and sort best first (total, deterministic order)."""
-    matcher = KeywordMatcher(query_terms(query))
+    keyword_scores = KeywordMatcher(query_terms(query)).scores([raw.content for raw in results])
     weights = settings.ranking_weights.normalised()
     half_life = settings.freshness_half_life_days * _SECONDS_PER_DAY
     start_chars = settings.length_penalty_start_chars
     reputations = {server: _unit(settings.reputation_of(server)) for server in {r.server for r in results}}
+    # Results of one server usually share their retrieval time, so freshness is computed
+    # once per distinct time.
+    freshness_at: dict[datetime, float] = {}
     keyed: list[tuple[float, str, str, int, ScoredResult]] = []
-    for index, raw in enumerate(results):
+    for index, (raw, keyword_score) in enumerate(zip(results, keyword_scores, strict=True)):
+        when = raw.source_time or raw.retrieved_at
+        fresh = freshness_at.get(when)
+        if fresh is None:
+            fresh = freshness_at[when] = freshness(when, now=now, half_life_secs=half_life)
         breakdown = ScoreBreakdown(
-            keyword_match=matcher.score(raw.content),
-            freshness=freshness(raw.source_time or raw.retrieved_at, now=now, half_life_secs=half_life),
-            server_reputation=reputations[raw.server],
-            length_penalty=length_penalty(raw.original_length, start_chars=start_chars),
+            keyword_score,
+            fresh,
+            reputations[raw.server],
+            length_penalty(raw.original_length, start_chars=start_chars),
         )
-        scored = ScoredResult(raw=raw, score=combine(breakdown, weights), breakdown=breakdown)
+        scored = ScoredResult(raw, combine(breakdown, weights), breakdown)
         # The arrival index is unique, so tuple comparison never reaches ``scored``.
         keyed.append((-scored.score, raw.server, raw.content, index, scored))
     keyed.sort()
