@@ -146,7 +146,7 @@ async def test_skill_grouping_serves_one_domain_per_skill_and_follows_reclassifi
         helped = envelope_of(await client.call_tool("text", {"cmd": "help", "detail": "minimal"}))
         assert helped["data"] == [{"name": "alpha.echo"}, {"name": "beta.echo"}]
         echoed = envelope_of(await client.call_tool("text", {"cmd": "beta.echo", "params": {"text": "hi"}}))
-        assert echoed == {"ok": True, "cmd": "beta.echo", "data": {"result": "hi"}}
+        assert echoed == {"ok": True, "cmd": "beta.echo", "data": "hi"}
         added = envelope_of(await client.call_tool("tools_skill", {"cmd": "beta.add", "params": {"a": 1, "b": 1}}))
         assert added["data"] == {"total": 2}
         general = envelope_of(await client.call_tool("general", {"cmd": "help", "detail": "minimal"}))
@@ -167,7 +167,7 @@ async def test_upstream_domains_follow_servers_leaving_and_tools_appearing() -> 
         alpha = next(tool for tool in await listed(client) if tool.name == "alpha")
         assert alpha.description is not None and "fresh(text?): A tool added at run time: fresh" in alpha.description
         fresh = envelope_of(await client.call_tool("alpha", {"cmd": "fresh", "params": {"text": "x"}}))
-        assert fresh == {"ok": True, "cmd": "fresh", "data": {"result": "fresh: x"}}
+        assert fresh == {"ok": True, "cmd": "fresh", "data": "fresh: x"}
 
         await gateway.connect_server(gateway.ids["beta"])
         await gateway.wait_until(lambda: "beta" in gateway.exposed_servers(), timeout_secs=30)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from mcp_aggregator.aggregate.stemmer import stem
 
@@ -22,12 +24,13 @@ class KeywordMatcher:
     may become "i" in stems longer than three letters: so a token's stem minus its last
     letter (or the whole stem, for three letters or fewer) is always a prefix of the token.
 
-    Only the shortest of those prefixes are searched for (a token starting with a longer
-    one starts with a shorter one too), so every candidate token is found by exactly one
-    of them. Each is its own regex led by the literal prefix, which the regex engine scans
-    for about as fast as ``str.find``; a ``\\b`` in front would make it try every position.
-    All texts of a call are searched at once, joined by a space, and each match is mapped
-    back to its text by offset.
+    How it stays fast (the texts are searched, not tokenized):
+    - only the shortest of those prefixes are searched for — a token starting with a
+      longer one starts with a shorter one too — so each candidate token is found once;
+    - each prefix is its own regex led by the literal, which the regex engine scans for
+      about as fast as ``str.find`` (a leading ``\\b`` would make it try every position);
+    - all texts of a call are searched in one string, and the per-match work (mapping a
+      match back to its text, counting) is done by numpy, not a Python loop.
     """
 
     def __init__(self, terms: Sequence[str]) -> None:
@@ -36,15 +39,16 @@ class KeywordMatcher:
         shortest = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))
         # "_" is a word character to the regex but a separator to the tokenizer: texts are
         # searched with "_" replaced by a space, so \w means what tokenize means. The
-        # lookbehind, checked only where the prefix occurs, is the word boundary before it.
-        self._candidates = tuple(
-            re.compile(rf"{re.escape(p)}(?<!\w{re.escape(p)})\w*") for p in shortest
-        )
+        # lookbehind, tried only where the prefix occurs, is the word boundary before it.
+        # The group makes ``split`` return the tokens between the gaps that locate them.
+        self._candidates = tuple(re.compile(rf"({re.escape(p)}(?<!\w{re.escape(p)})\w*)") for p in shortest)
+        # Token -> index in ``terms`` or _NOT_A_TERM; bounded by the distinct candidate
+        # tokens of one query's results.
         self._term_of_token: dict[str, int] = {}
 
     def counts(self, text: str) -> dict[str, int]:
         """Occurrences of each query stem among the text's token stems."""
-        return dict(zip(self.terms, self.counts_of_all([text])[0], strict=True))
+        return dict(zip(self.terms, self.counts_of_all([text]).tolist()[0], strict=True))
 
     def score(self, text: str) -> float:
         """``scores([text])[0]``."""
@@ -58,42 +62,39 @@ class KeywordMatcher:
         """
         if not self.terms:
             return [0.0] * len(texts)
-        size = len(self.terms)
-        out: list[float] = []
-        for counts in self.counts_of_all(texts):
-            total = 0.0
-            for count in counts:
-                if count:
-                    total += count / (count + _SATURATION)
-            out.append(total / size)
-        return out
+        counts = self.counts_of_all(texts)
+        shares = counts / (counts + _SATURATION)
+        # Added term by term, in ``terms`` order, so each total is bit-for-bit the plain
+        # Python loop's (a term not found adds exactly 0.0).
+        total = np.zeros(len(texts))
+        for column in shares.T:
+            total += column
+        result: list[float] = (total / len(self.terms)).tolist()
+        return result
 
-    def counts_of_all(self, texts: Sequence[str]) -> list[list[int]]:
-        """Per text, the occurrences of each query stem (in ``terms`` order)."""
+    def counts_of_all(self, texts: Sequence[str]) -> npt.NDArray[np.intp]:
+        """Occurrences of each query stem per text: shape (len(texts), len(terms))."""
         size = len(self.terms)
-        counts = [[0] * size for _ in texts]
-        if not self._candidates or not texts:
-            return counts
-        # Lowered one by one: lowering can change a text's length, and the offsets must be
-        # those of the lowered texts.
-        lowered = [text.lower() for text in texts]
-        starts: list[int] = []
-        offset = 0
-        for text in lowered:
-            starts.append(offset)
-            offset += len(text) + 1
-        joined = " ".join(lowered).replace("_", " ")
+        flat = np.zeros(len(texts) * size, dtype=np.intp)
+        if texts and self._candidates:
+            # Lowered one by one: lowering can change a text's length, and the offsets
+            # must be those of the lowered texts.
+            lowered = [text.lower() for text in texts]
+            starts = np.cumsum([0, *(len(text) + 1 for text in lowered[:-1])])
+            joined = " ".join(lowered).replace("_", " ")
+            for candidates in self._candidates:
+                flat += self._flat_counts(candidates.split(joined), starts, size)
+        return flat.reshape(len(texts), size)
+
+    def _flat_counts(self, parts: list[str], starts: npt.NDArray[np.intp], size: int) -> npt.NDArray[np.intp]:
+        """Counts, indexed text * size + term, from ``split``'s alternating gaps and tokens."""
+        tokens = parts[1::2]
         term_of = self._term_of_token
-        for candidates in self._candidates:
-            for match in candidates.finditer(joined):
-                token = match[0]
-                term = term_of.get(token)
-                if term is None:
-                    term = term_of[token] = self._term_index(token)
-                if term != _NOT_A_TERM:
-                    counts[bisect.bisect_right(starts, match.start()) - 1][term] += 1
-        return counts
-
-    def _term_index(self, token: str) -> int:
-        key = stem(token)
-        return self.terms.index(key) if key in self.terms else _NOT_A_TERM
+        for token in set(tokens).difference(term_of):
+            key = stem(token)
+            term_of[token] = self.terms.index(key) if key in self.terms else _NOT_A_TERM
+        terms = np.fromiter(map(term_of.__getitem__, tokens), dtype=np.intp, count=len(tokens))
+        token_starts = np.cumsum(np.fromiter(map(len, parts), dtype=np.intp, count=len(parts)))[0:-1:2]
+        texts = np.searchsorted(starts, token_starts, side="right") - 1
+        found = terms != _NOT_A_TERM
+        return np.bincount(texts[found] * size + terms[found], minlength=len(starts) * size)

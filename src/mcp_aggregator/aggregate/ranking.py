@@ -66,13 +66,11 @@ def rank_results(
         fresh = freshness_at.get(when)
         if fresh is None:
             fresh = freshness_at[when] = freshness(when, now=now, half_life_secs=half_life)
-        breakdown = ScoreBreakdown(
-            keyword_score,
-            fresh,
-            reputations[raw.server],
-            length_penalty(raw.original_length, start_chars=start_chars),
-        )
-        scored = ScoredResult(raw, combine(breakdown, weights), breakdown)
+        reputation = reputations[raw.server]
+        length = length_penalty(raw.original_length, start_chars=start_chars)
+        # Every component is in [0, 1] by construction, so combine()'s clamping is skipped.
+        score = _weighted(keyword_score, fresh, reputation, length, weights)
+        scored = ScoredResult(raw, score, ScoreBreakdown(keyword_score, fresh, reputation, length))
         # The arrival index is unique, so tuple comparison never reaches ``scored``.
         keyed.append((-scored.score, raw.server, raw.content, index, scored))
     keyed.sort()
@@ -102,13 +100,16 @@ def length_penalty(length: int, *, start_chars: int) -> float:
 def combine(breakdown: ScoreBreakdown, weights: tuple[float, float, float, float]) -> float:
     """Weighted sum, rounded; weights must sum to 1. Each component is clamped to [0, 1]
     (NaN counts as 0) first, so one bad component cannot poison the score."""
-    kw, fresh, rep, length = weights
-    total = (
-        kw * _unit(breakdown.keyword_match)
-        + fresh * _unit(breakdown.freshness)
-        + rep * _unit(breakdown.server_reputation)
-        + length * _unit(breakdown.length_penalty)
-    )
+    keyword, fresh, reputation, length = breakdown
+    return _weighted(_unit(keyword), _unit(fresh), _unit(reputation), _unit(length), weights)
+
+
+def _weighted(
+    keyword: float, fresh: float, reputation: float, length: float, weights: tuple[float, float, float, float]
+) -> float:
+    """``combine`` of components already in [0, 1]."""
+    w_keyword, w_fresh, w_reputation, w_length = weights
+    total = w_keyword * keyword + w_fresh * fresh + w_reputation * reputation + w_length * length
     return round(_unit(total), _SCORE_DECIMALS)
 
 
