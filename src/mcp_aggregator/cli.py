@@ -103,9 +103,12 @@ def serve(
     _setup_logging(verbose)
     try:
         if transport is TransportChoice.STDIO:
-            anyio.run(serve_stdio, settings)
+            anyio.run(serve_stdio, settings, backend_options={"use_uvloop": True})
         else:
-            anyio.run(partial(serve_http, settings, announce=_announce(config, transport)))
+            anyio.run(
+                partial(serve_http, settings, announce=_announce(config, transport)),
+                backend_options={"use_uvloop": True},
+            )
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:

@@ -13,6 +13,8 @@ from mcp_aggregator.aggregate.stemmer import stem
 _SATURATION = 0.1
 _SHORT = 3
 _NOT_A_TERM = -1
+# Beyond this many prefixes one combined regex scans faster than one regex per prefix.
+_SEPARATE_SCANS_MAX = 16
 
 
 class KeywordMatcher:
@@ -29,6 +31,7 @@ class KeywordMatcher:
       longer one starts with a shorter one too — so each candidate token is found once;
     - each prefix is its own regex led by the literal, which the regex engine scans for
       about as fast as ``str.find`` (a leading ``\\b`` would make it try every position);
+      past ``_SEPARATE_SCANS_MAX`` prefixes, one regex of them all is cheaper;
     - all texts of a call are searched in one string, and the per-match work (mapping a
       match back to its text, counting) is done by numpy, not a Python loop.
     """
@@ -41,7 +44,13 @@ class KeywordMatcher:
         # searched with "_" replaced by a space, so \w means what tokenize means. The
         # lookbehind, tried only where the prefix occurs, is the word boundary before it.
         # The group makes ``split`` return the tokens between the gaps that locate them.
-        self._candidates = tuple(re.compile(rf"({re.escape(p)}(?<!\w{re.escape(p)})\w*)") for p in shortest)
+        # Each prefix costs a scan of all the texts, so a long query gets one regex of all
+        # of them instead, which costs one slower scan whatever the number of prefixes.
+        if len(shortest) <= _SEPARATE_SCANS_MAX:
+            patterns = [rf"({re.escape(p)}(?<!\w{re.escape(p)})\w*)" for p in shortest]
+        else:
+            patterns = [rf"(\b(?:{'|'.join(re.escape(p) for p in shortest)})\w*)"]
+        self._candidates = tuple(re.compile(pattern) for pattern in patterns)
         # Token -> index in ``terms`` or _NOT_A_TERM; bounded by the distinct candidate
         # tokens of one query's results.
         self._term_of_token: dict[str, int] = {}

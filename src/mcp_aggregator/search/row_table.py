@@ -43,6 +43,9 @@ class RowTable:
         self._server_codes: dict[str, int] = {}
         self._server_of_row = np.zeros(0, dtype=np.int32)
         self._skills: list[frozenset[str]] = []
+        # Searches repeat the same filter (the connected servers) until a server comes or
+        # goes, and building a mask costs a dict lookup per allowed server.
+        self._last_mask: tuple[IndexFilter, BoolMask] | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -53,6 +56,7 @@ class RowTable:
     def put(self, key: str, server: str, skills: Iterable[str] = ()) -> tuple[int, bool]:
         """Row of ``key`` and whether it is new (appended at the end)."""
         code = self.server_code(server)
+        self._last_mask = None
         row = self.row_of.get(key)
         if row is not None:
             self._server_of_row[row] = code
@@ -73,12 +77,14 @@ class RowTable:
         row = self.row_of.get(key)
         if row is not None:
             self._skills[row] = frozenset(skills)
+            self._last_mask = None
 
     def pop(self, key: str) -> tuple[int, int] | None:
         """Removes ``key``; returns (hole, moved_from) so callers can move row data, or None."""
         hole = self.row_of.pop(key, None)
         if hole is None:
             return None
+        self._last_mask = None
         last = len(self.keys) - 1
         if hole != last:
             moved = self.keys[last]
@@ -91,17 +97,23 @@ class RowTable:
         return hole, last
 
     def mask(self, flt: IndexFilter) -> BoolMask | None:
-        """Rows passing ``flt``; None when nothing is filtered out."""
+        """Rows passing ``flt`` (read-only); None when nothing is filtered out."""
         n = len(self.keys)
         if flt.is_empty:
             return None
+        if self._last_mask is not None and self._last_mask[0] == flt:
+            return self._last_mask[1]
         keep = np.ones(n, dtype=np.bool_)
         if flt.servers is not None:
-            codes = [self._server_codes[s] for s in flt.servers if s in self._server_codes]
-            keep &= np.isin(self._server_of_row[:n], np.array(codes, dtype=np.int32))
+            # A lookup table over server codes: one gather, where isin would sort both sides.
+            allowed = np.zeros(len(self._server_codes), dtype=np.bool_)
+            allowed[[code for s in flt.servers if (code := self._server_codes.get(s)) is not None]] = True
+            keep &= allowed[self._server_of_row[:n]]
         if flt.skill is not None:
             skill = flt.skill
             keep &= np.fromiter((skill in s for s in self._skills), dtype=np.bool_, count=n)
+        keep.flags.writeable = False
+        self._last_mask = (flt, keep)
         return keep
 
 

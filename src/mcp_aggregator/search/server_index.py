@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
-from mcp_aggregator.search.ranking import RRF_K, step_scores
+from mcp_aggregator.search.ranking import Scores, reciprocal_rank_fusion, step_scores
 
 VectorsOf = Callable[[Sequence[str]], Vectors]
 """Stored tool vectors of the given keys, rows in order."""
@@ -29,10 +29,17 @@ class ServerIndex:
         self._dirty: set[str] = set()
         self._names: list[str] = []
         self._name_array = np.zeros(0, dtype=np.str_)
+        self._code_of: dict[str, int] = {}
+        self._last_mask: tuple[frozenset[str], npt.NDArray[np.bool_]] | None = None
         self._matrix = np.zeros((0, 2, dimension), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        """Servers in name order, as of the last ``refresh``; a new list after each change."""
+        return self._names
 
     def upsert(self, keys: Sequence[str], servers: Sequence[str]) -> None:
         """Records that the tools ``keys`` (of ``servers``) were added or their vectors changed."""
@@ -68,6 +75,8 @@ class ServerIndex:
             self._centroids[server] = l2_normalise(vectors_of(keys).mean(axis=0, keepdims=True))[0]
         self._dirty.clear()
         self._names = sorted(self._tools)
+        self._code_of = {name: code for code, name in enumerate(self._names)}
+        self._last_mask = None
         self._name_array = np.array(self._names, dtype=np.str_)
         zero = np.zeros(self._dim, dtype=np.float32)
         self._matrix = np.stack(
@@ -85,18 +94,13 @@ class ServerIndex:
         orders = self._orders(query_vectors, allowed, vectors_of)
         return [self._name_array[order].tolist() for order in orders]
 
-    def fused_scores(
-        self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf
-    ) -> dict[str, float]:
-        """Reciprocal-rank-fusion score of each server over both ``rankings``.
+    def fused_scores(self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf) -> Scores:
+        """Reciprocal-rank-fusion score of each server over both ``rankings``, aligned with
+        ``names`` (read it after this call, which may refresh); 0 for a server not allowed.
 
         Computed with arrays: a search at 10,000 tools must not loop over every server.
         """
-        orders = self._orders(query_vectors, allowed, vectors_of)
-        total = np.zeros(len(self._names), dtype=np.float64)
-        for order in orders:
-            total[order] += 1.0 / (RRF_K + np.arange(1, len(order) + 1))
-        return dict(zip(self._names, total.tolist(), strict=True))
+        return reciprocal_rank_fusion(self._orders(query_vectors, allowed, vectors_of), len(self._names))
 
     def _orders(
         self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf
@@ -106,9 +110,19 @@ class ServerIndex:
             return [np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)]
         # einsum keeps numpy's single-threaded loop (see NumpyVectorIndex.search).
         sims = np.einsum("skd,qd->ksq", self._matrix, np.asarray(query_vectors, dtype=np.float32))
-        keep = None if allowed is None else np.isin(self._name_array, list(allowed))
+        keep = None if allowed is None else self._mask(allowed)
         out = []
         for sim in sims:
             order = np.argsort(-step_scores(sim), kind="stable")
             out.append(order if keep is None else order[keep[order]])
         return out
+
+    def _mask(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
+        # Kept for the next search, which almost always allows the same servers.
+        key = allowed if isinstance(allowed, frozenset) else frozenset(allowed)
+        if self._last_mask is not None and self._last_mask[0] == key:
+            return self._last_mask[1]
+        keep = np.zeros(len(self._names), dtype=np.bool_)
+        keep[[code for name in key if (code := self._code_of.get(name)) is not None]] = True
+        self._last_mask = (key, keep)
+        return keep

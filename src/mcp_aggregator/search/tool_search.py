@@ -13,17 +13,17 @@ from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallback, embed_cached
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
 from mcp_aggregator.search.ranking import (
-    add_server_scores,
+    groups_by_best_row,
     normalise_query,
-    ranked,
     reciprocal_rank_fusion,
-    servers_by_best_tool,
     step_scores,
     sub_queries,
+    top_rows,
 )
 from mcp_aggregator.search.row_table import IndexFilter
 from mcp_aggregator.search.server_index import ServerIndex
 from mcp_aggregator.search.tool_doc import SearchHit, ToolDoc, excerpt
+from mcp_aggregator.search.tool_table import ToolTable
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 
 _CANDIDATES = 250
@@ -55,6 +55,7 @@ class ToolSearch:
         self._cache = cache if cache is not None else EmbeddingCache(settings.cache_path)
         self._docs: dict[str, ToolDoc] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._table: ToolTable | None = None
         self.version = 0
         """Incremented on every change of the catalogue or of a tool's skills."""
 
@@ -97,6 +98,7 @@ class ToolSearch:
             self._docs[doc.key] = doc
             self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
         self._lexical.refresh()
+        self._table = None
         self.version += 1
         return embedded
 
@@ -145,6 +147,7 @@ class ToolSearch:
             self._lexical.remove(key)
         self._lexical.refresh()
         if removed:
+            self._table = None
             self.version += 1
         return removed
 
@@ -191,22 +194,31 @@ class ToolSearch:
             return []
         # A depth independent of k keeps a smaller k's results a prefix of a larger k's.
         n = max(_CANDIDATES, k)
-        rankings = [[key for key, _ in self._lexical.search(query, n, flt)]]
-        dense_server_scores: dict[str, float] = {}
+        table = self._tool_table()
+        rankings = [table.rows(key for key, _ in self._lexical.search(query, n, flt))]
+        dense_server_scores = None
         if self._dense:
             text = normalise_query(query)
             vectors = self._query_embeddings([text, *sub_queries(text)])
-            rankings.append(self._dense_ranking(vectors, n, flt))
-            dense_server_scores = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
-        fused = reciprocal_rank_fusion(rankings)
-        server_of = self._server_of
-        by_best_tool = reciprocal_rank_fusion([servers_by_best_tool(fused, server_of)])
-        server_scores = {s: score + dense_server_scores.get(s, 0.0) for s, score in by_best_tool.items()}
-        scores = add_server_scores(fused, server_scores, server_of)
-        return [self._hit(key, score) for key, score in ranked(scores)[:k]]
+            rankings.append(table.rows(self._dense_ranking(vectors, n, flt)))
+            by_vectors = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
+            dense_server_scores = table.server_scores(self._servers.names, by_vectors)
+        fused = reciprocal_rank_fusion(rankings, len(table))
+        candidates = np.flatnonzero(fused)
+        tool_scores = fused[candidates]
+        servers = table.server_of[candidates]
+        server_scores = reciprocal_rank_fusion([groups_by_best_row(tool_scores, servers)], len(table.servers))
+        if dense_server_scores is not None:
+            server_scores += dense_server_scores
+        scores = tool_scores + server_scores[servers]
+        return [
+            self._hit(table.keys[candidates[i]], float(scores[i])) for i in top_rows(scores, candidates, k).tolist()
+        ]
 
-    def _server_of(self, key: str) -> str:
-        return self._docs[key].server
+    def _tool_table(self) -> ToolTable:
+        if self._table is None:
+            self._table = ToolTable((doc.key, doc.server) for doc in self._docs.values())
+        return self._table
 
     def _dense_ranking(self, vectors: Vectors, n: int, flt: IndexFilter) -> list[str]:
         """Tools by ``step_scores`` of the whole query (row 0) and its steps (rows after)."""
