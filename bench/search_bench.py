@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -172,12 +173,19 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 
 def timed(fn: Callable[[str], object], queries: Sequence[str]) -> list[float]:
-    laps = []
+    return timed_with_cpu(fn, queries)[0]
+
+
+def timed_with_cpu(fn: Callable[[str], object], queries: Sequence[str]) -> tuple[list[float], list[float]]:
+    """Wall and CPU milliseconds of ``fn`` per query. CPU is this thread's (a query embeds on
+    the calling thread), so a gap between the two is time spent waiting for a busy core."""
+    wall, cpu = [], []
     for q in queries:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         fn(q)
-        laps.append((time.perf_counter() - start) * 1000)
-    return laps
+        cpu.append((time.thread_time() - start_cpu) * 1000)
+        wall.append((time.perf_counter() - start) * 1000)
+    return wall, cpu
 
 
 async def cold_warm(embedder: Embedder, docs: Sequence[ToolDoc], path: Path) -> dict[str, float]:
@@ -209,14 +217,18 @@ async def catalogue_bench(
     out: dict[str, Any] = {"tools": len(catalogue), "servers": len({d.server for d in catalogue})}
     out["index_s_cached_vectors"] = round(index_s, 2)
     out["embedded_at_index"] = embedded
+    out["load_avg_1m_before"] = round(os.getloadavg()[0], 2)
     for name, queries in (("short", short_queries), ("task", task_queries)):
         embed_laps = timed(lambda q: embedder.embed([q]), [q + " ." for q in queries])
-        search_laps = timed(lambda q: search.search(q, 10), queries)
+        search_laps, search_cpu = timed_with_cpu(lambda q: search.search(q, 10), queries)
         cached_laps = timed(lambda q: search.search(q, 10), queries)
         out[f"{name}_p50_ms"] = round(percentile(search_laps, 50), 2)
         out[f"{name}_p95_ms"] = round(percentile(search_laps, 95), 2)
+        out[f"{name}_p50_ms_cpu"] = round(percentile(search_cpu, 50), 2)
+        out[f"{name}_p95_ms_cpu"] = round(percentile(search_cpu, 95), 2)
         out[f"{name}_p95_ms_embedding_only"] = round(percentile(embed_laps, 95), 2)
         out[f"{name}_p95_ms_query_vector_cached"] = round(percentile(cached_laps, 95), 2)
+    out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
     search.close()
     return out
 

@@ -13,14 +13,14 @@ async def test_tools_are_indexed_classified_and_searchable_offline() -> None:
         assert {h.server for h in hits} == {"alpha"}
         assert gateway.search_tools("echo", 5, server="nope") == []
 
-        queue = gateway._classifier_queue
+        queue = gateway.indexer.queue
         assert queue is not None
         await queue.wait_settled()
         counts = gateway.classification_counts()
         assert counts[ClassificationState.CLASSIFIED.value] + counts[ClassificationState.UNCLASSIFIED.value] == len(
             gateway.catalog
         )
-        classified = [e.canonical for e in gateway.catalog.entries if queue.is_classified(e.canonical)]
+        classified = [e.canonical for e in gateway.catalog.entries if queue.assignments(e.canonical)]
         assert classified, "the offline classifier assigns skills"
         key = classified[0]
         skill = queue.assignments(key)[0].skill_id

@@ -13,10 +13,10 @@ from typing import Any, Self
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskGroup
 
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
-from mcp_aggregator.catalog import Catalog, Route, namespace
+from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
@@ -33,8 +33,7 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
-from mcp_aggregator.search.build import build_classifier, build_skill_index
-from mcp_aggregator.search.classification_queue import ClassificationQueue
+from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import ServerConfig, Settings
@@ -87,10 +86,9 @@ class Gateway:
         self._known_tools: dict[str, tuple[types.Tool, ...]] = {}
         self._listeners: list[ChangeListener] = []
         self._settled: dict[str, anyio.Event] = {}
-        self._index_dirty = anyio.Event()
         self._changed = anyio.Event()
         self._mirror = RegistryMirror()
-        self._classifier_queue: ClassificationQueue | None = None
+        self._indexer: CatalogIndexer | None = None
         self._tool_ids: dict[str, str] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
@@ -111,10 +109,10 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
-            self._classifier_queue = await self._classification_queue()
-            if self._classifier_queue is not None:
-                await self._tg.start(self._classifier_queue.run)
-            await self._tg.start(self._index_loop)
+            self._indexer = CatalogIndexer(
+                self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
+            )
+            await self._indexer.start(self._tg)
             await self._tg.start(self._health_monitor().run)
             configured = {c.name: c for c in self.settings.servers}
             for record in await self._registry.list_servers():
@@ -136,6 +134,12 @@ class Gateway:
         if self._registry is None:
             raise RuntimeError("the gateway is not running")
         return self._registry
+
+    @property
+    def indexer(self) -> CatalogIndexer:
+        if self._indexer is None:
+            raise RuntimeError("the gateway is not running")
+        return self._indexer
 
     @property
     def search(self) -> ToolSearch:
@@ -216,7 +220,7 @@ class Gateway:
                 self._tool_ids[record.name] = record.id
 
         self._mirror.submit(f"{name}: tools", store)
-        self._index_dirty.set()
+        self._reindex()
 
     def _poke(self) -> None:
         """Wake everyone in ``wait_until``: some state changed."""
@@ -357,53 +361,23 @@ class Gateway:
         self._settled.pop(name, None)
         self._known_tools.pop(name, None)
         self.search.remove_server(name)
+        self._reindex()
         await self.flush()
         await self.registry.delete_server(server_id)
         self._invalidate()
 
     # -- search and the aggregator query ---------------------------------------------
 
-    async def _index_loop(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-        while True:
-            await self._index_dirty.wait()
-            self._index_dirty = anyio.Event()
-            docs = []
-            for name, tools in sorted(self._known_tools.items()):
-                sup = self.supervisors.get(name)
-                docs.extend(tool_docs(name, sup.config.description if sup else None, tools))
-            current = {d.key for d in docs}
-            stale = [d.key for d in self.search.docs() if d.key not in current]
-            self.search.remove(stale)
-            await self.search.upsert(docs)
-            if self._classifier_queue is not None:
-                self._classifier_queue.forget(stale)
-                self._classifier_queue.submit(sorted(current))
-            self._poke()
-
     def index_ready(self) -> bool:
         """True when every discovered tool is in the search index."""
-        return not self._index_dirty.is_set() and all(
-            namespace(name, tool.name) in self.search
-            for name, tools in self._known_tools.items()
-            for tool in tools
-        )
+        return self.indexer.ready()
 
-    async def _classification_queue(self) -> ClassificationQueue | None:
-        """BR-004: classify tools into skills in the background (None: classification is off)."""
-        settings = self.settings.search
-        if settings.classifier == "embedding" and settings.embedder == "none":
-            logger.info("skill classification is off: the embedding classifier needs an embedder")
-            return None
-        skill_index = build_skill_index(settings, self.search)
-        classifier = await anyio.to_thread.run_sync(build_classifier, settings, skill_index)
-        return ClassificationQueue(
-            classifier,
-            self.search,
-            concurrency=settings.classifier_concurrency,
-            min_confidence=settings.min_confidence,
-            on_classified=self._classified,
-        )
+    def _reindex(self) -> None:
+        docs = []
+        for name, tools in sorted(self._known_tools.items()):
+            sup = self.supervisors.get(name)
+            docs.extend(tool_docs(name, sup.config.description if sup else None, tools))
+        self.indexer.update(docs)
 
     def _classified(self, key: str, kept: tuple[SkillAssignment, ...]) -> None:
         skill_ids = [a.skill_id for a in kept]
@@ -418,7 +392,7 @@ class Gateway:
         self._poke()
 
     def classification_counts(self) -> dict[str, int]:
-        return self._classifier_queue.counts() if self._classifier_queue is not None else {}
+        return self.indexer.classification_counts()
 
     def skills(self) -> list[SkillSpec]:
         return skills_of(self.settings.search)

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 
 from mcp_aggregator.search.ranking import (
-    add_server_scores,
+    groups_by_best_row,
     reciprocal_rank_fusion,
-    servers_by_best_tool,
     step_scores,
     sub_queries,
+    top_rows,
 )
 
 
-def _server(key: str) -> str:
-    return key.split(".", 1)[0]
+def _rows(values: list[int]) -> np.ndarray:
+    return np.array(values, dtype=np.intp)
 
 
 @pytest.mark.parametrize(
@@ -29,46 +29,65 @@ def test_step_scores_average_the_whole_query_with_the_best_step(sims: list[list[
 
 
 @pytest.mark.parametrize(
-    ("scores", "servers"),
+    ("rankings", "size", "expected"),
     [
-        ({}, []),
-        ({"a.x": 0.1, "b.y": 0.3, "a.z": 0.5}, ["a", "b"]),
-        ({"b.x": 0.2, "a.x": 0.2}, ["a", "b"]),
-        ({"c.x": 0.1, "b.x": 0.4, "b.y": 0.9, "a.x": 0.5}, ["b", "a", "c"]),
+        ([], 2, [0.0, 0.0]),
+        ([[1]], 3, [0.0, 1 / 61, 0.0]),
+        ([[0, 2], [2, 0]], 3, [1 / 61 + 1 / 62, 0.0, 1 / 62 + 1 / 61]),
     ],
 )
-def test_servers_rank_by_their_best_tool_with_ties_by_name(scores: dict[str, float], servers: list[str]) -> None:
-    assert servers_by_best_tool(scores, _server) == servers
+def test_rank_fusion_sums_reciprocal_ranks_per_row(rankings: list[list[int]], size: int, expected: list[float]) -> None:
+    assert reciprocal_rank_fusion([_rows(r) for r in rankings], size).tolist() == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
-    ("scores", "server_scores", "expected"),
+    ("scores", "groups", "order"),
     [
-        ({"a.x": 1.0, "b.y": 2.0}, {"a": 0.5}, {"a.x": 1.5, "b.y": 2.0}),
-        ({"a.x": 1.0, "a.y": 0.0}, {"a": 1.0, "c": 9.0}, {"a.x": 2.0, "a.y": 1.0}),
-        ({}, {"a": 1.0}, {}),
+        ([], [], []),
+        ([0.1, 0.3, 0.5], [0, 1, 0], [0, 1]),
+        ([0.2, 0.2], [1, 0], [0, 1]),
+        ([0.1, 0.4, 0.9, 0.5], [2, 1, 1, 0], [1, 0, 2]),
     ],
 )
-def test_each_tool_gets_its_servers_score(
-    scores: dict[str, float], server_scores: dict[str, float], expected: dict[str, float]
+def test_groups_rank_by_their_best_row_with_ties_by_the_lower_group(
+    scores: list[float], groups: list[int], order: list[int]
 ) -> None:
-    assert add_server_scores(scores, server_scores, _server) == pytest.approx(expected)
+    assert groups_by_best_row(np.array(scores), _rows(groups)).tolist() == order
+
+
+@pytest.mark.parametrize(
+    ("scores", "rows", "k", "positions"),
+    [
+        ([0.1, 0.5, 0.3], [7, 8, 9], 2, [1, 2]),
+        ([0.5, 0.5, 0.9], [9, 4, 6], 3, [2, 1, 0]),
+        ([0.5], [3], 5, [0]),
+    ],
+)
+def test_top_rows_are_best_first_with_ties_by_the_lower_row(
+    scores: list[float], rows: list[int], k: int, positions: list[int]
+) -> None:
+    assert top_rows(np.array(scores), _rows(rows), k).tolist() == positions
 
 
 def test_a_server_ranking_weighs_as_much_as_a_tool_ranking() -> None:
-    fused = reciprocal_rank_fusion([["a.x", "b.y"], ["b.y", "a.x"]])
-    assert fused["a.x"] == pytest.approx(fused["b.y"])
-    lifted = add_server_scores(fused, reciprocal_rank_fusion([["b", "a"]]), _server)
-    assert max(lifted, key=lifted.__getitem__) == "b.y"
+    fused = reciprocal_rank_fusion([_rows([0, 1]), _rows([1, 0])], 2)
+    assert fused[0] == pytest.approx(fused[1])
+    server_of = _rows([0, 1])
+    lifted = fused + reciprocal_rank_fusion([_rows([1, 0])], 2)[server_of]
+    assert int(np.argmax(lifted)) == 1
 
 
 @pytest.mark.parametrize(
     ("query", "steps"),
     [
         ("read a file", []),
-        ("find the paper on arxiv and save it to a file", ["find the paper on arxiv", "save it to a file"]),
-        ("get weather, then book a table for two", []),
+        ("find the paper on arxiv and save it to a file", []),
+        (
+            "find the newest paper on arxiv about protein folding and save its abstract to a file",
+            ["find the newest paper on arxiv about protein folding", "save its abstract to a file"],
+        ),
+        ("get weather, then book a table for two at the Italian place near the office", []),
     ],
 )
-def test_only_queries_with_two_steps_of_three_words_are_split(query: str, steps: list[str]) -> None:
+def test_only_queries_of_twelve_words_with_two_steps_of_three_words_are_split(query: str, steps: list[str]) -> None:
     assert sub_queries(query) == steps

@@ -146,3 +146,11 @@ async def test_removing_every_tool_of_a_server_removes_it_from_server_rankings(f
     search.remove_server("git")
     await search.upsert([DOCS[2]])
     assert search.search("commit history", 1)[0].key == "git.git_log"
+
+
+async def test_a_repeated_server_filter_sees_tools_added_since_the_last_search(fake_embedder: FakeEmbedder) -> None:
+    search = await _search(fake_embedder)
+    allowed = {"git", "notes"}
+    assert "notes.write_note" not in {h.key for h in search.search("write a note", 10, allowed_servers=allowed)}
+    await search.upsert([ToolDoc("notes.write_note", "notes", "write_note", "Write a note.", "Notes")])
+    assert search.search("write a note", 1, allowed_servers=allowed)[0].key == "notes.write_note"

@@ -234,14 +234,21 @@ class ToolSearch:
         return [keys[i] for i in order]
 
     def _query_embeddings(self, texts: list[str]) -> Vectors:
-        missing = [t for t in texts if t not in self._query_vectors]
-        if missing:
-            for text, vec in zip(missing, self._embedder.embed(missing), strict=True):
+        missing = []
+        for text in texts:
+            if text in self._query_vectors:
+                self._query_vectors.move_to_end(text)  # so adding the missing cannot evict it
+            else:
+                missing.append(text)
+        # The whole query (first) is as long as all its steps: in one batch every step would
+        # be padded to its length, which doubled the p95 of a multi-step task.
+        for batch in (missing[:1], missing[1:]):
+            if not batch:
+                continue
+            for text, vec in zip(batch, self._embedder.embed(batch), strict=True):
                 self._query_vectors[text] = vec
                 if len(self._query_vectors) > _QUERY_CACHE_SIZE:
                     self._query_vectors.popitem(last=False)
-        for text in texts:
-            self._query_vectors.move_to_end(text)
         return np.stack([self._query_vectors[t] for t in texts])
 
     def _hit(self, key: str, score: float) -> SearchHit:

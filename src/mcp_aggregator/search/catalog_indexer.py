@@ -1,0 +1,92 @@
+"""Keeps the search index, and the skill classification, in step with discovered tools."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from mcp_aggregator.search.build import build_classifier, build_skill_index
+from mcp_aggregator.search.classification_queue import ClassificationQueue
+from mcp_aggregator.search.classifier import SkillAssignment
+from mcp_aggregator.search.config import SearchSettings
+from mcp_aggregator.search.tool_doc import ToolDoc
+from mcp_aggregator.search.tool_search import ToolSearch
+
+logger = logging.getLogger(__name__)
+
+Classified = Callable[[str, tuple[SkillAssignment, ...]], None]
+
+
+class CatalogIndexer:
+    """Indexes the latest set of tool documents in the background; discovery never waits.
+
+    ``update`` replaces the wanted set and returns at once; the loop embeds what is new,
+    drops what left, and queues new tools for classification (BR-004).
+    """
+
+    def __init__(
+        self,
+        settings: SearchSettings,
+        search: ToolSearch,
+        *,
+        on_classified: Classified = lambda _key, _kept: None,
+        on_indexed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self.search = search
+        self.queue: ClassificationQueue | None = None
+        self._on_classified = on_classified
+        self._on_indexed = on_indexed
+        self._wanted: tuple[ToolDoc, ...] = ()
+        self._dirty = anyio.Event()
+
+    async def start(self, tg: TaskGroup) -> None:
+        self.queue = await self._classification_queue()
+        if self.queue is not None:
+            await tg.start(self.queue.run)
+        await tg.start(self._run)
+
+    def update(self, docs: Sequence[ToolDoc]) -> None:
+        self._wanted = tuple(docs)
+        self._dirty.set()
+
+    def ready(self) -> bool:
+        """True when every wanted document is in the index."""
+        return not self._dirty.is_set() and all(doc.key in self.search for doc in self._wanted)
+
+    def classification_counts(self) -> dict[str, int]:
+        return self.queue.counts() if self.queue is not None else {}
+
+    async def _run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._dirty.wait()
+            self._dirty = anyio.Event()
+            docs = self._wanted
+            current = {d.key for d in docs}
+            stale = [d.key for d in self.search.docs() if d.key not in current]
+            self.search.remove(stale)
+            await self.search.upsert(docs)
+            if self.queue is not None:
+                self.queue.forget(stale)
+                self.queue.submit(sorted(current))
+            self._on_indexed()
+
+    async def _classification_queue(self) -> ClassificationQueue | None:
+        settings = self.settings
+        if settings.classifier == "embedding" and settings.embedder == "none":
+            logger.info("skill classification is off: the embedding classifier needs an embedder")
+            return None
+        skill_index = build_skill_index(settings, self.search)
+        # Building the embedding classifier embeds the skill descriptions: keep it off the loop.
+        classifier = await anyio.to_thread.run_sync(build_classifier, settings, skill_index)
+        return ClassificationQueue(
+            classifier,
+            self.search,
+            concurrency=settings.classifier_concurrency,
+            min_confidence=settings.min_confidence,
+            on_classified=self._on_classified,
+        )
