@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import sys
@@ -16,7 +17,7 @@ from typing import Annotated
 import anyio
 import typer
 
-from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError
+from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.search import SearchHit
 from mcp_aggregator.serve.runner import serve_http, serve_stdio
@@ -160,20 +161,24 @@ def query(
     if server:
         arguments["servers"] = server
 
-    async def run() -> dict[str, object]:
+    async def run() -> dict[str, object] | QueryError:
         async with Gateway(settings) as gateway:
             await gateway.wait_settled(timeout)
             try:
                 return await gateway.query(arguments)
+            except (InvalidQueryError, AggregationFailedError) as exc:
+                # Returned, not raised: raised inside the gateway's task group it would
+                # arrive wrapped in an ExceptionGroup.
+                return exc
             finally:
                 await _stop_all(gateway)
 
-    try:
-        answer = anyio.run(run)
-    except InvalidQueryError as exc:
-        raise _fail(f"invalid query: {exc.field}: {exc.reason}") from None
-    except AggregationFailedError as exc:
-        raise _fail(f"{exc}: " + "; ".join(exc.errors)) from None
+    answer = anyio.run(run)
+    if isinstance(answer, InvalidQueryError):
+        raise _fail(f"invalid query: {answer.field}: {answer.reason}")
+    if isinstance(answer, AggregationFailedError):
+        raise _fail(f"{answer}: " + "; ".join(answer.errors))
+    assert not isinstance(answer, QueryError)
     typer.echo(json.dumps(answer, indent=2, ensure_ascii=False))
 
 
@@ -196,7 +201,10 @@ def tools_search(
     async def run() -> list[SearchHit]:
         async with Gateway(settings) as gateway:
             await gateway.wait_settled(timeout)
-            await gateway.wait_until(gateway.index_ready, timeout_secs=timeout)
+            with anyio.move_on_after(timeout) as waited:
+                await gateway.wait_until(gateway.index_ready, timeout_secs=math.inf)
+            if waited.cancelled_caught:
+                typer.echo(f"mcp-aggregator: indexing took over {timeout:g}s; results may be partial", err=True)
             try:
                 return gateway.search_tools(text, k, server=server, skill=skill)
             finally:

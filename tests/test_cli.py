@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import REPO, stdio_fixture
+
+
+def write_config(tmp_path: Path, **extra: object) -> Path:
+    config = {
+        "servers": [stdio_fixture("alpha").model_dump(mode="json"), stdio_fixture("beta").model_dump(mode="json")],
+        "registry": {"database_url": f"sqlite+aiosqlite:///{tmp_path}/registry.db"},
+        "search": {"embedder": "none"},
+        **extra,
+    }
+    path = tmp_path / "aggregator.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_aggregator", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_query_command_prints_the_contract_answer(tmp_path: Path) -> None:
+    result = run("query", "needle in a haystack", "--config", str(write_config(tmp_path)), "-n", "10")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    metadata = answer["metadata"]
+    assert (metadata["serversQueried"], metadata["serversSucceeded"]) == (2, 2)
+    # "alpha results for ..." and "beta results for ..." are near-duplicates: one stays.
+    assert (metadata["totalResultsRaw"], metadata["totalResultsDedup"], metadata["resultsReturned"]) == (2, 1, 1)
+    assert answer["results"][0]["rank"] == 1
+
+
+def test_query_command_reports_invalid_arguments_without_a_traceback(tmp_path: Path) -> None:
+    result = run("query", "x", "--config", str(write_config(tmp_path)), "-n", "500")
+    assert result.returncode == 2
+    assert "invalid query: maxResults: Must be between 10 and 100, got 500" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_tools_search_command_lists_matches(tmp_path: Path) -> None:
+    result = run("tools", "search", "add two integers", "--config", str(write_config(tmp_path)), "-k", "3")
+    assert result.returncode == 0, result.stderr
+    assert "alpha.add" in result.stdout and "beta.add" in result.stdout
+
+
+def test_servers_command_shows_status_and_tool_counts(tmp_path: Path) -> None:
+    result = run("servers", "--config", str(write_config(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    lines = [line.split() for line in result.stdout.splitlines()]
+    assert [line[:2] for line in lines] == [["alpha", "CONNECTED"], ["beta", "CONNECTED"]]
+
+
+def test_serving_on_a_public_address_without_a_token_is_refused(tmp_path: Path) -> None:
+    result = run("serve", "--config", str(write_config(tmp_path)), "--host", "0.0.0.0", "--port", "0")
+    assert result.returncode == 2
+    assert "refusing to bind to 0.0.0.0 without serve.admin_token" in result.stderr
+    assert "Traceback" not in result.stderr
