@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import mcp_aggregator
+
+PACKAGES = [
+    "mcp_aggregator.admin",
+    "mcp_aggregator.aggregate",
+    "mcp_aggregator.catalog",
+    "mcp_aggregator.facades",
+    "mcp_aggregator.health",
+    "mcp_aggregator.registry",
+    "mcp_aggregator.search",
+    "mcp_aggregator.serve",
+    "mcp_aggregator.settings",
+    "mcp_aggregator.upstreams",
+]
+
+
+def test_the_root_exports_exactly_its_public_surface() -> None:
+    assert sorted(mcp_aggregator.__all__) == [
+        "AggregatorError",
+        "Gateway",
+        "ServerConfig",
+        "Settings",
+        "__version__",
+        "load_settings",
+    ]
+    public = {name for name in vars(mcp_aggregator) if not name.startswith("_")}
+    modules = {name for name, value in vars(mcp_aggregator).items() if type(value).__name__ == "module"}
+    assert public - modules == set(mcp_aggregator.__all__) - {"__version__"}
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_package_exports_only_names_it_has(name: str) -> None:
+    package = importlib.import_module(name)
+    exported = getattr(package, "__all__", None)
+    assert exported, f"{name} declares its public surface"
+    assert sorted(exported) == sorted(set(exported)), "no duplicates"
+    for member in exported:
+        assert hasattr(package, member), f"{name}.__all__ names {member}, which is missing"
