@@ -1,0 +1,269 @@
+"""Derive an int8-compute variant of the packaged MiniLM graph, cached on disk.
+
+The packaged model stores its weights as int8 with one float scale per output column, but
+only for storage: ``int8 -> Cast -> Mul(scale) -> MatMul`` is constant-folded by
+onnxruntime into plain float weights, so every query runs float matrix products. This
+module rewrites each such chain into ``com.microsoft.DynamicQuantizeMatMul`` with the very
+same int8 weights and scales (the activations are quantised per call), which runs on
+onnxruntime's int8 kernels at about half the latency. The first few FFN down-projections
+stay float: they carry most of the activation-quantisation error.
+
+The rewrite is deterministic, needs no network, and its result is cached under a name that
+carries the source sha256 and :data:`VARIANT`; a sidecar records the file's own sha256 so a
+truncated or edited file is derived again instead of loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+VARIANT = "dqmm-v1"
+"""Changes whenever the rewrite changes, so an old cached file is never reused."""
+KEEP_FLOAT_DOWN_PROJECTIONS = 3
+"""Leading MatMuls with more input rows than output columns (the FFN down-projections)
+kept in float."""
+_SIDECAR_FORMAT = 1
+
+
+class DerivationError(Exception):
+    """The variant cannot be derived, stored or validated here."""
+
+
+class VariantRejected(DerivationError):
+    """Raised by a check: the derived file works but is not accurate enough on this machine.
+
+    Remembered in the sidecar, so later starts fall back at once instead of deriving again.
+    """
+
+
+def default_cache_dirs() -> list[Path]:
+    """Candidate directories for derived models, most preferred first."""
+    dirs = []
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        dirs.append(Path(xdg) / "mcp-aggregator" / "models")
+    with contextlib.suppress(RuntimeError):
+        dirs.append(Path.home() / ".cache" / "mcp-aggregator" / "models")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    dirs.append(Path(tempfile.gettempdir()) / f"mcp-aggregator-{uid}" / "models")
+    return dirs
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def quantize_matmuls(
+    source: Path, dest: Path, *, keep_float_down_projections: int = KEEP_FLOAT_DOWN_PROJECTIONS
+) -> int:
+    """Writes ``source`` with its int8-stored MatMul weights run as DynamicQuantizeMatMul.
+
+    Returns how many MatMuls were rewritten. Raises ``DerivationError`` when the ``onnx``
+    package is missing or the graph has no such MatMul.
+    """
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError as exc:  # pragma: no cover - onnx is a dependency
+        raise DerivationError(f"the onnx package is needed to derive the model: {exc}") from exc
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+    for node in graph.node:
+        for name in node.input:
+            consumers[name].append(node)
+    graph_outputs = {o.name for o in graph.output}
+
+    def only_consumer(name: str, op_type: str) -> onnx.NodeProto | None:
+        nodes = consumers.get(name, [])
+        if len(nodes) == 1 and nodes[0].op_type == op_type and name not in graph_outputs:
+            return nodes[0]
+        return None
+
+    # MatMul node id -> (cast, mul, weight name, scale name)
+    chains: dict[int, tuple[onnx.NodeProto, onnx.NodeProto, str, str]] = {}
+    for name, init in inits.items():
+        if init.data_type != TensorProto.INT8 or len(init.dims) != 2:
+            continue
+        cast = only_consumer(name, "Cast")
+        if cast is None or helper.get_attribute_value(cast.attribute[0]) != TensorProto.FLOAT:
+            continue
+        mul = only_consumer(cast.output[0], "Mul")
+        if mul is None:
+            continue
+        scale = next((x for x in mul.input if x != cast.output[0]), "")
+        cols = init.dims[1]
+        scale_init = inits.get(scale)
+        if scale_init is None or scale_init.data_type != TensorProto.FLOAT:
+            continue
+        if list(scale_init.dims) not in ([1, cols], [cols]):
+            continue
+        matmul = only_consumer(mul.output[0], "MatMul")
+        if matmul is None or matmul.input[1] != mul.output[0]:
+            continue
+        chains[id(matmul)] = (cast, mul, name, scale)
+
+    removed: set[int] = set()
+    replaced: dict[int, onnx.NodeProto] = {}
+    new_inits: list[onnx.TensorProto] = []
+    down_projections = 0
+    for node in graph.node:
+        if id(node) not in chains:
+            continue
+        cast, mul, weight, scale = chains[id(node)]
+        rows, cols = inits[weight].dims
+        if rows > cols:
+            down_projections += 1
+            if down_projections <= keep_float_down_projections:
+                continue
+        column_scale = f"{scale}__per_column"
+        if column_scale not in {i.name for i in new_inits}:
+            values = numpy_helper.to_array(inits[scale]).reshape(-1)
+            new_inits.append(numpy_helper.from_array(values, column_scale))
+        inputs = [node.input[0], weight, column_scale]
+        output = node.output[0]
+        add = only_consumer(output, "Add")
+        if add is not None:
+            bias = next((x for x in add.input if x != output), "")
+            if bias in inits and list(inits[bias].dims) == [cols] and inits[bias].data_type == TensorProto.FLOAT:
+                inputs += ["", bias]
+                output = add.output[0]
+                removed.add(id(add))
+        replaced[id(node)] = helper.make_node(
+            "DynamicQuantizeMatMul", inputs, [output], name=f"{node.name or weight}__dqmm", domain="com.microsoft"
+        )
+        removed |= {id(cast), id(mul)}
+    if not replaced:
+        raise DerivationError(f"{source} has no int8-stored MatMul weights to rewrite")
+
+    nodes = [replaced.get(id(n), n) for n in graph.node if id(n) not in removed]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {name for n in graph.node for name in n.input}
+    kept = [i for i in list(graph.initializer) + new_inits if i.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    helper.set_model_props(model, {"mcp_aggregator.variant": VARIANT, "mcp_aggregator.source_sha256": _sha256(source)})
+    onnx.save(model, str(dest))
+    return len(replaced)
+
+
+def derived_model(
+    source: Path,
+    source_sha256: str,
+    check: Callable[[Path], None],
+    cache_dirs: list[Path] | None = None,
+) -> Path:
+    """The cached variant of ``source`` (already sha256-checked by the caller), derived if
+    missing or corrupt.
+
+    ``check(path)`` must raise when a freshly derived file is not fit to serve (it is run
+    before the file is published). Raises ``DerivationError`` when no candidate directory
+    can hold a valid file.
+    """
+    stem = f"minilm-{source_sha256[:16]}-{VARIANT}"
+    errors = []
+    for directory in cache_dirs if cache_dirs is not None else default_cache_dirs():
+        if not _owned_by_us(directory):
+            errors.append(f"{directory}: not owned by this user")
+            continue
+        model, sidecar = directory / f"{stem}.onnx", directory / f"{stem}.json"
+        meta = _read_sidecar(sidecar, source_sha256)
+        if meta.get("rejected"):
+            raise VariantRejected(f"{meta['rejected']} (remembered in {sidecar})")
+        if meta.get("sha256") and _matches(model, str(meta["sha256"])):
+            return model
+        try:
+            _derive_into(source, source_sha256, model, sidecar, check)
+            return model
+        except VariantRejected as exc:
+            _write_sidecar(sidecar, {"rejected": str(exc)}, source_sha256)
+            raise
+        except (OSError, DerivationError) as exc:
+            errors.append(f"{directory}: {exc}")
+    raise DerivationError("; ".join(errors) or "no cache directory")
+
+
+def invalidate(model: Path) -> None:
+    """Forgets a cached variant that could not be loaded, so the next start derives it again."""
+    with contextlib.suppress(OSError):
+        model.with_suffix(".json").unlink()
+
+
+def _owned_by_us(directory: Path) -> bool:
+    """False when the directory, or its nearest existing parent, belongs to another user
+    than this one or root (e.g. planted in a shared temp directory)."""
+    if not hasattr(os, "getuid"):
+        return True
+    for path in (directory, *directory.parents):
+        try:
+            owner = path.stat().st_uid
+        except OSError:
+            continue
+        return owner in (os.getuid(), 0)
+    return True
+
+
+def _read_sidecar(sidecar: Path, source_sha256: str) -> dict[str, object]:
+    """The sidecar's fields when it is ours and describes this source and variant, else {}."""
+    try:
+        meta = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return {}
+    if (
+        isinstance(meta, dict)
+        and meta.get("format") == _SIDECAR_FORMAT
+        and meta.get("variant") == VARIANT
+        and meta.get("source_sha256") == source_sha256
+    ):
+        return meta
+    return {}
+
+
+def _matches(model: Path, sha256: str) -> bool:
+    try:
+        return _sha256(model) == sha256
+    except OSError:
+        return False
+
+
+def _write_sidecar(sidecar: Path, fields: dict[str, object], source_sha256: str) -> None:
+    meta = {"format": _SIDECAR_FORMAT, "variant": VARIANT, "source_sha256": source_sha256, **fields}
+    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(meta) + "\n")
+    os.replace(tmp, sidecar)
+
+
+def _derive_into(source: Path, source_sha256: str, model: Path, sidecar: Path, check: Callable[[Path], None]) -> None:
+    model.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".tmp", dir=model.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        rewritten = quantize_matmuls(source, tmp)
+        check(tmp)
+        digest = _sha256(tmp)
+        os.replace(tmp, model)
+        _write_sidecar(sidecar, {"sha256": digest}, source_sha256)
+        log.info("derived int8 embedding model %s (%d MatMuls on int8 kernels)", model, rewritten)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
