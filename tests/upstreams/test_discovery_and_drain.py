@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from mcp_aggregator.errors import ServerUnavailableError, StateError, UpstreamClosedError
+from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import REPO, running_gateway, settings_for, stdio_fixture
@@ -46,24 +47,31 @@ async def test_a_server_over_the_tool_limit_is_refused_visibly() -> None:
             await gateway.call_tool("paged.tool_0001", {})
 
 
+async def disconnect_during_a_hanging_call(gateway: Gateway, *, force: bool) -> tuple[int, list[Exception]]:
+    """Start ``alpha.hang``, disconnect alpha once it is in flight; the call's error and the abort count."""
+    connection = gateway.supervisors["alpha"].connection
+    assert connection is not None
+    errors: list[Exception] = []
+
+    async def hang() -> None:
+        try:
+            await gateway.call_tool("alpha.hang")
+        except UpstreamClosedError as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(hang)
+        await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
+        with anyio.fail_after(10):
+            aborted = await gateway.disconnect_server(gateway.ids["alpha"], force=force)
+    return aborted, errors
+
+
 async def test_disconnect_waits_for_running_calls_then_aborts_them() -> None:
     settings = settings_for(stdio_fixture("alpha"), drain_timeout_secs=0.2)
     async with running_gateway(settings) as (gateway, _client):
         sup = gateway.supervisors["alpha"]
-        connection = sup.connection
-        assert connection is not None
-        errors: list[Exception] = []
-
-        async def hang() -> None:
-            try:
-                await gateway.call_tool("alpha.hang")
-            except UpstreamClosedError as exc:
-                errors.append(exc)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(hang)
-            await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
-            aborted = await gateway.disconnect_server(gateway.ids["alpha"])
+        aborted, errors = await disconnect_during_a_hanging_call(gateway, force=False)
         assert aborted == 1
         assert str(errors[0]) == "alpha: server disconnected after 0.2s drain timeout while calling tool 'hang'"
         assert sup.status is ServerStatus.DISCONNECTED
@@ -79,22 +87,9 @@ async def test_disconnect_waits_for_running_calls_then_aborts_them() -> None:
 
 async def test_forced_disconnect_cancels_running_calls_at_once() -> None:
     async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
-        connection = gateway.supervisors["alpha"].connection
-        assert connection is not None
-        errors: list[Exception] = []
-
-        async def hang() -> None:
-            try:
-                await gateway.call_tool("alpha.hang")
-            except UpstreamClosedError as exc:
-                errors.append(exc)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(hang)
-            await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
-            with anyio.fail_after(5):
-                await gateway.disconnect_server(gateway.ids["alpha"], force=True)
-        assert "disconnect forced while calling tool 'hang'" in str(errors[0])
+        aborted, errors = await disconnect_during_a_hanging_call(gateway, force=True)
+        assert aborted == 1
+        assert str(errors[0]) == "alpha: disconnect forced while calling tool 'hang'"
 
 
 async def test_concurrent_calls_to_one_server_are_all_answered() -> None:
