@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 ChangeListener = Callable[[], None]
 
+_SHUTDOWN_GRACE_SECS = 10.0
+
 
 class GatewayState(StrEnum):
     NEW = "new"
@@ -127,6 +129,13 @@ class Gateway:
     ) -> bool | None:
         self.state = GatewayState.CLOSED
         assert self._stack is not None
+        # Close the sessions and let the registry mirror finish its writes before the task
+        # group is cancelled: a database write cancelled half-way leaves the driver's
+        # clean-up running past the event loop's end.
+        with anyio.move_on_after(_SHUTDOWN_GRACE_SECS, shield=True):
+            for supervisor in list(self.supervisors.values()):
+                await supervisor.stop()
+            await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
 
     @property
