@@ -25,6 +25,14 @@ class Settings(BaseModel):
     health: HealthSettings = Field(default_factory=HealthSettings)
 
     @model_validator(mode="after")
+    def _embedding_cache_in_data_dir(self) -> Settings:
+        """Persist embeddings next to the registry by default, so a restart re-embeds nothing."""
+        if self.search.cache_path is None and self.search.embedder != "none":
+            cache = self.serve.data_dir / "embeddings.db"
+            self.search = self.search.model_copy(update={"cache_path": cache})
+        return self
+
+    @model_validator(mode="after")
     def _unique_names(self) -> Settings:
         seen: dict[str, int] = {}
         for index, server in enumerate(self.servers):
