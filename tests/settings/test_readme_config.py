@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+import re
+
+from mcp_aggregator.settings import load_settings, parse_settings
+from tests.conftest import REPO
+
+
+def test_the_readme_configuration_example_is_valid() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"## Configuration.*?```yaml\n(.*?)```", text, re.S)
+    assert match is not None
+    settings = parse_settings(match.group(1))
+    assert [s.name for s in settings.servers] == ["memory", "docs", "events"]
+    assert settings.aggregator.servers["memory"].query_tool == "search_nodes"
+
+
+def test_the_demo_configuration_is_valid() -> None:
+    settings = load_settings(REPO / "demo" / "aggregator.yaml")
+    assert [s.name for s in settings.servers] == ["time", "git", "memory", "everything"]
