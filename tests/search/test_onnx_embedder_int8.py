@@ -56,15 +56,8 @@ def test_the_derived_model_has_its_own_id_and_file(derived: OnnxMiniLmEmbedder, 
     assert meta["variant"] == onnx_quantize.VARIANT
 
 
-def test_a_second_start_reuses_the_cached_file(
-    derived: OnnxMiniLmEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_second_start_reuses_the_cached_file(derived: OnnxMiniLmEmbedder, cache_dir: Path) -> None:
     before = derived.model_path.stat().st_mtime_ns
-
-    def no_derivation(*_: object, **__: object) -> int:
-        raise AssertionError("derived again although a valid cached file exists")
-
-    monkeypatch.setattr(onnx_quantize, "quantize_matmuls", no_derivation)
     again = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[cache_dir])
     assert again.model_path == derived.model_path
     assert again.model_path.stat().st_mtime_ns == before
@@ -84,19 +77,15 @@ def test_a_corrupt_cached_file_is_derived_again(tmp_path: Path, monkeypatch: pyt
     np.testing.assert_array_equal(second.embed(TEXTS), expected)
 
 
-def test_a_rejected_variant_falls_back_to_the_packaged_model_and_is_remembered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("mcp_aggregator.search.onnx_embedder.MIN_VARIANT_COSINE", 1.01)
-    embedder = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path])
+def test_a_rejected_variant_falls_back_to_the_packaged_model_and_is_remembered(tmp_path: Path) -> None:
+    embedder = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=1.01)
     assert embedder.model_id == PACKAGED_MODEL_ID
     assert not list(tmp_path.glob("*.onnx"))
-
-    def no_derivation(*_: object, **__: object) -> int:
-        raise AssertionError("a remembered rejection was derived again")
-
-    monkeypatch.setattr(onnx_quantize, "quantize_matmuls", no_derivation)
+    remembered = sorted(p.name for p in tmp_path.iterdir())
+    # A default start honours the remembered rejection: it neither derives nor checks again.
     assert OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path]).model_id == PACKAGED_MODEL_ID
+    assert not list(tmp_path.glob("*.onnx"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == remembered
 
 
 def test_an_unwritable_cache_falls_back_to_the_next_directory(tmp_path: Path) -> None:

@@ -134,6 +134,7 @@ class OnnxMiniLmEmbedder:
         tokenizer_path: Path = TOKENIZER_PATH,
         int8_compute: bool = True,
         derived_cache_dirs: list[Path] | None = None,
+        min_variant_cosine: float = MIN_VARIANT_COSINE,
     ) -> None:
         path = model_path or packaged_model_path()
         if expected_sha256 is not None:
@@ -148,6 +149,7 @@ class OnnxMiniLmEmbedder:
         self._per_text_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._threads = threads
+        self._min_variant_cosine = min_variant_cosine
         self.model_path = path
         """The ONNX file actually run (the derived variant when one is in use)."""
         derived = None
@@ -222,9 +224,9 @@ class OnnxMiniLmEmbedder:
             ref = np.stack([self._embed_batch(source_session, [t])[0] for t in PROBE_TEXTS])
             got = np.stack([self._embed_batch(derived_session, [t])[0] for t in PROBE_TEXTS])
             worst = float((ref * got).sum(axis=1).min())
-            if worst < MIN_VARIANT_COSINE:
+            if worst < self._min_variant_cosine:
                 raise VariantRejected(
-                    f"cosine {worst:.4f} < {MIN_VARIANT_COSINE} to the packaged model on this machine"
+                    f"cosine {worst:.4f} < {self._min_variant_cosine} to the packaged model on this machine"
                 )
 
         for attempt in range(2):
