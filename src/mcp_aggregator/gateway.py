@@ -95,7 +95,8 @@ class Gateway:
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._registry: Registry | None = None
-        self._exposed_snapshot: tuple[tuple[str, str], ...] = ()
+        self._exposed_snapshot: tuple[tuple[str, int], ...] = ()
+        self._discoveries: dict[str, int] = {}
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -214,6 +215,7 @@ class Gateway:
         if not tools:
             logger.warning("server %s lists no tools", name)
         self._known_tools[name] = tools
+        self._discoveries[name] = self._discoveries.get(name, 0) + 1
         specs = [
             ToolSpec(
                 original_name=t.name,
@@ -254,11 +256,9 @@ class Gateway:
             for listener in list(self._listeners):
                 listener()
 
-    def _exposure_key(self) -> tuple[tuple[str, str], ...]:
-        key: list[tuple[str, str]] = []
-        for name in self.exposed_servers():
-            key.extend((name, tool.model_dump_json()) for tool in self._known_tools.get(name, ()))
-        return tuple(key)
+    def _exposure_key(self) -> tuple[tuple[str, int], ...]:
+        # Which servers are exposed, and which discovery of each: cheap on every state change.
+        return tuple((name, self._discoveries.get(name, 0)) for name in self.exposed_servers())
 
     def on_change(self, listener: ChangeListener) -> Callable[[], None]:
         """Call ``listener`` whenever the set of exposed tools changes; returns an unsubscribe."""
