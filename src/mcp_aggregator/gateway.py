@@ -85,6 +85,7 @@ class Gateway:
         health = settings.health
         self._retry = RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs)
         self._catalog: Catalog | None = None
+        self._exposed: list[str] | None = None
         self._known_tools: dict[str, tuple[types.Tool, ...]] = {}
         self._listeners: list[ChangeListener] = []
         self._settled: dict[str, anyio.Event] = {}
@@ -250,6 +251,7 @@ class Gateway:
     def _invalidate(self) -> None:
         self._poke()
         self._catalog = None
+        self._exposed = None
         snapshot = self._exposure_key()
         if snapshot != self._exposed_snapshot:
             self._exposed_snapshot = snapshot
@@ -272,12 +274,17 @@ class Gateway:
                 await event.wait()
 
     def exposed_servers(self) -> list[str]:
-        """CONNECTED and DEGRADED servers whose tools were accepted, sorted."""
-        return sorted(
-            name
-            for name, sup in self.supervisors.items()
-            if is_exposed(sup.status) and sup.connection is not None and name in self._known_tools
-        )
+        """CONNECTED and DEGRADED servers whose tools were accepted, sorted.
+
+        Cached until the next state change, since every routed call and search asks.
+        """
+        if self._exposed is None:
+            self._exposed = sorted(
+                name
+                for name, sup in self.supervisors.items()
+                if is_exposed(sup.status) and sup.connection is not None and name in self._known_tools
+            )
+        return list(self._exposed)
 
     @property
     def catalog(self) -> Catalog:
