@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +17,27 @@ class SkillSpec(BaseModel):
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     name: str
     description: str
+
+
+class ImplicitNeed(BaseModel):
+    """A need a task implies when it matches ``when`` (and ``and_when``, if given): the best
+    tool for ``need`` joins the search results. Patterns are case-insensitive regexes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    need: str = Field(min_length=3)
+    when: str = Field(min_length=1)
+    and_when: str | None = None
+
+    @field_validator("when", "and_when")
+    @classmethod
+    def _valid_regex(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression ({exc})") from None
+        return pattern
 
 
 class SearchSettings(BaseModel):
@@ -49,6 +71,12 @@ class SearchSettings(BaseModel):
     min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     skills: list[SkillSpec] | None = None
     """Replaces the packaged default skills when given."""
+
+    implicit_needs: list[ImplicitNeed] | None = None
+    """Replaces the packaged default needs when given; ``[]`` turns them off."""
+    implicit_need_min_similarity: float = Field(default=0.45, ge=-1.0, le=1.0)
+    """Cosine a tool must reach with a need's phrase to join the results; below it the
+    catalogue has no tool for that need."""
 
     @field_validator("skills")
     @classmethod

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from mcp_aggregator.search.implicit_needs import PATH_PATTERN, URL_PATTERN
 from mcp_aggregator.search.lexical_index import split_identifier
 
 RRF_K = 60
@@ -40,11 +41,8 @@ _MIN_SPLIT_QUERY_WORDS = 12
 Rows = npt.NDArray[np.intp]
 Scores = npt.NDArray[np.float64]
 
-_URL = re.compile(r"https?://\S+|\bwww\.\S+")
-_PATH = re.compile(
-    r"(?:(?<=\s)|^)(?:~|\.{1,2})?/[\w.\-/]+[\w]|\b[\w\-]+\.(?:md|pdf|docx?|xlsx?|pptx?|csv|"
-    r"json|txt|html?|png|jpe?g|gif|svg|wav|mp3|mp4|zip|py|js|ts)\b"
-)
+_URL = re.compile(URL_PATTERN)
+_PATH = re.compile(PATH_PATTERN)
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|,\s*(?:and\s+|then\s+)?|\s+(?:and then|then|and)\s+")
 
 

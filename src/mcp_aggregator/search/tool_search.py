@@ -11,6 +11,7 @@ import numpy as np
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallback, embed_cached
+from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
 from mcp_aggregator.search.ranking import (
     groups_by_best_row,
@@ -28,6 +29,7 @@ from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 
 _CANDIDATES = 250
 _QUERY_CACHE_SIZE = 512
+_NEED_CACHE_SIZE = 256
 
 
 class ToolSearch:
@@ -56,6 +58,10 @@ class ToolSearch:
         self._docs: dict[str, ToolDoc] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._table: ToolTable | None = None
+        needs = DEFAULT_NEEDS if settings.implicit_needs is None else settings.implicit_needs
+        self._needs = NeedMatcher(needs)
+        self._need_tools: dict[tuple[str, IndexFilter], str | None] = {}
+        self._need_tools_version = -1
         self.version = 0
         """Incremented on every change of the catalogue or of a tool's skills."""
 
@@ -211,9 +217,42 @@ class ToolSearch:
         if dense_server_scores is not None:
             server_scores += dense_server_scores
         scores = tool_scores + server_scores[servers]
-        return [
+        hits = [
             self._hit(table.keys[candidates[i]], float(scores[i])) for i in top_rows(scores, candidates, k).tolist()
         ]
+        return self._with_needs(hits, query, flt, k)
+
+    def _with_needs(self, hits: list[SearchHit], query: str, flt: IndexFilter, k: int) -> list[SearchHit]:
+        """``hits`` with the tool of each implied need right after the best hit.
+
+        Second place, not first: the task's own subject stays on top. Inserting (rather
+        than rescoring) keeps a smaller k's results a prefix of a larger k's.
+        """
+        if not hits or not self._dense:
+            return hits
+        keys = [key for need in self._needs.needs_of(query) if (key := self._need_tool(need, flt)) is not None]
+        added = list(dict.fromkeys(key for key in keys if key != hits[0].key))
+        if not added:
+            return hits
+        top = hits[0]
+        extra = [self._hit(key, top.score) for key in added]
+        rest = [h for h in hits[1:] if h.key not in added]
+        return [top, *extra, *rest][:k]
+
+    def _need_tool(self, need: str, flt: IndexFilter) -> str | None:
+        """The tool closest to ``need`` among those ``flt`` allows, if close enough.
+
+        A need's phrase never changes, so its answer is kept until the catalogue changes.
+        """
+        if self._need_tools_version != self.version or len(self._need_tools) > _NEED_CACHE_SIZE:
+            self._need_tools.clear()
+            self._need_tools_version = self.version
+        cache_key = (need, flt)
+        if cache_key not in self._need_tools:
+            best = self._vectors.search(self._query_embeddings([need])[0], 1, flt)
+            ok = bool(best) and best[0][1] >= self._settings.implicit_need_min_similarity
+            self._need_tools[cache_key] = best[0][0] if ok else None
+        return self._need_tools[cache_key]
 
     def _tool_table(self) -> ToolTable:
         if self._table is None:
