@@ -154,3 +154,42 @@ async def test_a_repeated_server_filter_sees_tools_added_since_the_last_search(f
     assert "notes.write_note" not in {h.key for h in search.search("write a note", 10, allowed_servers=allowed)}
     await search.upsert([ToolDoc("notes.write_note", "notes", "write_note", "Write a note.", "Notes")])
     assert search.search("write a note", 1, allowed_servers=allowed)[0].key == "notes.write_note"
+
+
+PAGE_DOCS = [
+    ToolDoc(f"page.{name}", "page", name, f"{what} of a web page.", "Web page tools")
+    for name, what in [
+        ("page_title", "Get the title"),
+        ("page_links", "List the links"),
+        ("page_text", "Get the text"),
+        ("page_shot", "Take a screenshot"),
+    ]
+] + [
+    ToolDoc("web.fetch", "web", "fetch", "Fetch a web page.", "Web"),
+    ToolDoc("legacy.fetch", "legacy", "fetch", "Old HTTP client utilities.", "Legacy"),
+    ToolDoc("other.fetch", "other", "fetch", "Retrieve a URL.", "Other"),
+]
+
+
+async def test_other_servers_copies_of_a_top_tool_follow_the_first_five(fake_embedder: FakeEmbedder) -> None:
+    search = ToolSearch(SearchSettings(implicit_needs=[]), fake_embedder)
+    await search.upsert(PAGE_DOCS)
+    hits = search.search("web page", 10)
+    assert "web.fetch" in [h.key for h in hits[:5]]
+    assert [h.key for h in hits[5:7]] == ["legacy.fetch", "other.fetch"]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    full = [h.key for h in hits]
+    assert [[h.key for h in search.search("web page", k)] for k in range(1, 10)] == [full[:k] for k in range(1, 10)]
+    filtered = [h.key for h in search.search("web page", 10, allowed_servers={"page", "web", "other"})]
+    assert "legacy.fetch" not in filtered
+    assert filtered[5] == "other.fetch"
+
+
+async def test_alternatives_follow_catalogue_changes(fake_embedder: FakeEmbedder) -> None:
+    search = ToolSearch(SearchSettings(implicit_needs=[]), fake_embedder)
+    await search.upsert(PAGE_DOCS)
+    search.remove(["legacy.fetch"])
+    await search.upsert([ToolDoc("other.fetch", "other", "get_url", "Retrieve a URL.", "Other")])
+    hits = search.search("web page", 10)
+    assert "web.fetch" in [h.key for h in hits[:5]]
+    assert [h.name for h in hits].count("fetch") == 1

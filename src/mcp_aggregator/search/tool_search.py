@@ -30,6 +30,9 @@ from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 _CANDIDATES = 250
 _QUERY_CACHE_SIZE = 512
 _NEED_CACHE_SIZE = 256
+_HEAD = 5
+"""Results shown first; the alternatives of these tools follow them."""
+_MAX_ALTERNATIVES = 5
 
 
 class ToolSearch:
@@ -56,6 +59,7 @@ class ToolSearch:
         self._server_texts: dict[str, str] = {}
         self._cache = cache if cache is not None else EmbeddingCache(settings.cache_path)
         self._docs: dict[str, ToolDoc] = {}
+        self._keys_by_name: dict[str, dict[str, None]] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._table: ToolTable | None = None
         needs = DEFAULT_NEEDS if settings.implicit_needs is None else settings.implicit_needs
@@ -101,7 +105,11 @@ class ToolSearch:
         else:
             embedded = 0
         for doc in docs:
+            old = self._docs.get(doc.key)
+            if old is not None and old.name != doc.name:
+                self._forget_name(old)
             self._docs[doc.key] = doc
+            self._keys_by_name.setdefault(doc.name, {})[doc.key] = None
             self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
         self._lexical.refresh()
         self._table = None
@@ -146,6 +154,8 @@ class ToolSearch:
         """Removes tools; returns the docs that were present."""
         removed = [doc for key in keys if (doc := self._docs.pop(key, None)) is not None]
         gone = [d.key for d in removed]
+        for doc in removed:
+            self._forget_name(doc)
         if self._dense:
             self._vectors.remove(gone)
             self._servers.remove(gone, [d.server for d in removed])
@@ -159,6 +169,13 @@ class ToolSearch:
 
     def remove_server(self, server: str) -> list[ToolDoc]:
         return self.remove([d.key for d in self._docs.values() if d.server == server])
+
+    def _forget_name(self, doc: ToolDoc) -> None:
+        keys = self._keys_by_name.get(doc.name)
+        if keys is not None:
+            keys.pop(doc.key, None)
+            if not keys:
+                del self._keys_by_name[doc.name]
 
     def set_skills(self, key: str, skill_ids: Sequence[str]) -> None:
         doc = self._docs.get(key)
@@ -217,10 +234,34 @@ class ToolSearch:
         if dense_server_scores is not None:
             server_scores += dense_server_scores
         scores = tool_scores + server_scores[servers]
+        depth = max(k, _HEAD)  # the head decides the alternatives, whatever k is
         hits = [
-            self._hit(table.keys[candidates[i]], float(scores[i])) for i in top_rows(scores, candidates, k).tolist()
+            self._hit(table.keys[candidates[i]], float(scores[i]))
+            for i in top_rows(scores, candidates, depth).tolist()
         ]
-        return self._with_needs(hits, query, flt, k)
+        return self._with_alternatives(self._with_needs(hits, query, flt, depth), flt)[:k]
+
+    def _with_alternatives(self, hits: list[SearchHit], flt: IndexFilter) -> list[SearchHit]:
+        """``hits`` with, right after the first five, the same tools offered by other servers.
+
+        Servers often ship interchangeable tools (filesystem clones, several ``fetch`` or
+        ``search`` servers); the client sees every server that can do a step it needs, and
+        can pick the one it is allowed to use or is connected. The head is left alone.
+        """
+        head = hits[:_HEAD]
+        shown = {h.key for h in head}
+        alternatives = [
+            key
+            for h in head
+            for key in self._keys_by_name.get(h.name, ())
+            if key not in shown and _passes(self._docs[key], flt)
+        ]
+        alternatives = list(dict.fromkeys(alternatives))[:_MAX_ALTERNATIVES]
+        if not alternatives:
+            return hits
+        score = head[-1].score
+        rest = [h for h in hits[_HEAD:] if h.key not in alternatives]
+        return [*head, *(self._hit(key, score) for key in alternatives), *rest]
 
     def _with_needs(self, hits: list[SearchHit], query: str, flt: IndexFilter, k: int) -> list[SearchHit]:
         """``hits`` with the tool of each implied need right after the best hit.
@@ -293,6 +334,10 @@ class ToolSearch:
     def _hit(self, key: str, score: float) -> SearchHit:
         doc = self._docs[key]
         return SearchHit(doc.key, doc.server, doc.name, excerpt(doc.description), score, doc.skill_ids)
+
+
+def _passes(doc: ToolDoc, flt: IndexFilter) -> bool:
+    return (flt.servers is None or doc.server in flt.servers) and (flt.skill is None or flt.skill in doc.skill_ids)
 
 
 def _filter(server: str | None, skill: str | None, allowed: Collection[str] | None) -> IndexFilter:
