@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from mcp_aggregator.search.implicit_needs import NeedMatcher
 from mcp_aggregator.settings import load_settings, parse_settings
 from tests.conftest import REPO
 
@@ -13,6 +14,11 @@ def test_the_readme_configuration_example_is_valid() -> None:
     settings = parse_settings(match.group(1))
     assert [s.name for s in settings.servers] == ["memory", "docs", "events"]
     assert settings.aggregator.servers["memory"].query_tool == "search_nodes"
+    needs = NeedMatcher(settings.search.implicit_needs or [])
+    assert needs.needs_of("Book a table for tomorrow and save it to /tmp/plan.md") == [
+        "get the current date and time",
+        "write the content to a file on disk",
+    ]
 
 
 def test_the_demo_configuration_is_valid() -> None:
