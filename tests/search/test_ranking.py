@@ -5,6 +5,7 @@ import pytest
 
 from mcp_aggregator.search.ranking import (
     groups_by_best_row,
+    normalise_query,
     reciprocal_rank_fusion,
     step_scores,
     sub_queries,
@@ -91,3 +92,17 @@ def test_a_server_ranking_weighs_as_much_as_a_tool_ranking() -> None:
 )
 def test_only_queries_of_twelve_words_with_two_steps_of_three_words_are_split(query: str, steps: list[str]) -> None:
     assert sub_queries(query) == steps
+
+
+@pytest.mark.parametrize(
+    ("query", "normalised"),
+    [
+        ("save it to /root/notes/cv.md", "save it to file cv md"),
+        ("Summarise https://www.youtube.com/watch?v=abc now", "Summarise web page URL youtube now"),
+        ("read http://127.0.0.1:8080/x", "read web page URL"),
+        ("check www.apple.com/iphone-16/ please", "check web page URL apple please"),
+        ("no links here", "no links here"),
+    ],
+)
+def test_urls_keep_their_host_and_paths_their_file_name(query: str, normalised: str) -> None:
+    assert normalise_query(query) == normalised

@@ -28,13 +28,14 @@ DEFAULT_NEEDS: tuple[ImplicitNeed, ...] = (
     ImplicitNeed(
         need="write the content to a file on disk",
         when=PATH_PATTERN,
-        and_when=r"\b(?:save[sd]?|saving|write|writing|store|export|output|create|generate|draft|put|make)\b",
+        and_when=r"\b(?:save[sd]?|saving|write|writing|store|export|output|create|generate|draft|put|make|report)\b",
     ),
     ImplicitNeed(
         need="get the current date and time",
         when=(
             r"\b(?:today'?s?|tonight|tomorrow|yesterday|right now|currently"
-            r"|(?:this|next) (?:week(?:end)?|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+            r"|(?:this|next|coming|upcoming) (?:few )?(?:days?|week(?:end)?s?|months?|years?"
+            r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|near future"
             r"|(?:last|past) (?:\d+|few|two|three|seven) ?(?:h|hours?|days?|weeks?|months?)\b"
             r"|(?:last|past) (?:week|month|year)|last 24h)\b"
         ),

@@ -50,11 +50,21 @@ def normalise_query(query: str) -> str:
     """Replaces URLs and file paths by words an embedding model relates to tools.
 
     ``save it to /root/notes/cv.md`` becomes ``save it to file cv md``: the model knows
-    what a file is but not what a path looks like.
+    what a file is but not what a path looks like. A URL keeps its host's words
+    (``youtube``), which often name the service a tool is for.
     """
-    text = _URL.sub(" web page URL ", query)
+    text = _URL.sub(_url_words, query)
     text = _PATH.sub(lambda m: " file " + " ".join(split_identifier(m.group(0).rsplit("/", 1)[-1])) + " ", text)
     return " ".join(text.split())
+
+
+_HOST_NOISE = frozenset({"www", "com", "org", "net", "io", "cn", "co", "uk", "http", "https", "m"})
+
+
+def _url_words(match: re.Match[str]) -> str:
+    host = re.sub(r"^(?:https?://)?", "", match.group(0)).split("/", 1)[0]
+    words = [w for w in split_identifier(host.split(":", 1)[0]) if w not in _HOST_NOISE and not w.isdigit()]
+    return " web page URL " + " ".join(words) + " "
 
 
 def sub_queries(query: str) -> list[str]:
