@@ -14,6 +14,8 @@ from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallba
 from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
 from mcp_aggregator.search.ranking import (
+    Rows,
+    Scores,
     groups_by_best_row,
     normalise_query,
     reciprocal_rank_fusion,
@@ -23,6 +25,7 @@ from mcp_aggregator.search.ranking import (
 )
 from mcp_aggregator.search.row_table import IndexFilter
 from mcp_aggregator.search.server_index import ServerIndex
+from mcp_aggregator.search.server_names import ServerNames
 from mcp_aggregator.search.tool_doc import SearchHit, ToolDoc, excerpt
 from mcp_aggregator.search.tool_table import ToolTable
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
@@ -66,6 +69,7 @@ class ToolSearch:
         self._needs = NeedMatcher(needs)
         self._need_tools: dict[tuple[str, IndexFilter], str | None] = {}
         self._need_tools_version = -1
+        self._server_names: ServerNames | None = None
         self.version = 0
         """Incremented on every change of the catalogue or of a tool's skills."""
 
@@ -113,6 +117,7 @@ class ToolSearch:
             self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
         self._lexical.refresh()
         self._table = None
+        self._server_names = None
         self.version += 1
         return embedded
 
@@ -164,6 +169,7 @@ class ToolSearch:
         self._lexical.refresh()
         if removed:
             self._table = None
+            self._server_names = None
             self.version += 1
         return removed
 
@@ -239,7 +245,41 @@ class ToolSearch:
             self._hit(table.keys[candidates[i]], float(scores[i]))
             for i in top_rows(scores, candidates, depth).tolist()
         ]
-        return self._with_alternatives(self._with_needs(hits, query, flt, depth), flt)[:k]
+        named = self._named_server_tools(query, table, candidates, scores)
+        hits = self._with_inserts(hits, [*named, *self._need_tools_of(query, flt)], depth)
+        return self._with_alternatives(hits, flt)[:k]
+
+    def _named_server_tools(self, query: str, table: ToolTable, candidates: Rows, scores: Scores) -> list[str]:
+        """The best candidate of each server ``query`` names (see ``server_names``)."""
+        if self._server_names is None:
+            self._server_names = ServerNames(
+                sorted({d.server for d in self._docs.values()}),
+                lambda term: {self._docs[key].server for key in self._lexical.keys_with(term)},
+            )
+        out = []
+        servers = table.server_of[candidates]
+        for name in self._server_names.named_in(query):
+            code = table.code_of(name)
+            own = np.flatnonzero(servers == code) if code is not None else np.zeros(0, dtype=np.intp)
+            if len(own):
+                out.append(table.keys[candidates[own[np.argmax(scores[own])]]])
+        return out
+
+    def _with_inserts(self, hits: list[SearchHit], keys: list[str], k: int) -> list[SearchHit]:
+        """``hits`` with the tools ``keys`` right after the best hit (named servers, needs).
+
+        Second place, not first: the task's own subject stays on top. Inserting (rather
+        than rescoring) keeps a smaller k's results a prefix of a larger k's.
+        """
+        if not hits:
+            return hits
+        top = hits[0]
+        added = list(dict.fromkeys(key for key in keys if key != top.key))
+        if not added:
+            return hits
+        extra = [self._hit(key, top.score) for key in added]
+        rest = [h for h in hits[1:] if h.key not in added]
+        return [top, *extra, *rest][:k]
 
     def _with_alternatives(self, hits: list[SearchHit], flt: IndexFilter) -> list[SearchHit]:
         """``hits`` with, right after the first five, the same tools offered by other servers.
@@ -263,22 +303,11 @@ class ToolSearch:
         rest = [h for h in hits[_HEAD:] if h.key not in alternatives]
         return [*head, *(self._hit(key, score) for key in alternatives), *rest]
 
-    def _with_needs(self, hits: list[SearchHit], query: str, flt: IndexFilter, k: int) -> list[SearchHit]:
-        """``hits`` with the tool of each implied need right after the best hit.
-
-        Second place, not first: the task's own subject stays on top. Inserting (rather
-        than rescoring) keeps a smaller k's results a prefix of a larger k's.
-        """
-        if not hits or not self._dense:
-            return hits
-        keys = [key for need in self._needs.needs_of(query) if (key := self._need_tool(need, flt)) is not None]
-        added = list(dict.fromkeys(key for key in keys if key != hits[0].key))
-        if not added:
-            return hits
-        top = hits[0]
-        extra = [self._hit(key, top.score) for key in added]
-        rest = [h for h in hits[1:] if h.key not in added]
-        return [top, *extra, *rest][:k]
+    def _need_tools_of(self, query: str, flt: IndexFilter) -> list[str]:
+        """The tool of each need ``query`` implies (dense embedders only: needs are phrases)."""
+        if not self._dense:
+            return []
+        return [key for need in self._needs.needs_of(query) if (key := self._need_tool(need, flt)) is not None]
 
     def _need_tool(self, need: str, flt: IndexFilter) -> str | None:
         """The tool closest to ``need`` among those ``flt`` allows, if close enough.

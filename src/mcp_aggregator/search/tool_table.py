@@ -32,6 +32,9 @@ class ToolTable:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def code_of(self, server: str) -> int | None:
+        return self._code_of.get(server)
+
     def rows(self, keys: Iterable[str]) -> Rows:
         """Rows of ``keys`` in order; keys not in the table are skipped."""
         row_of = self._row_of
