@@ -11,6 +11,7 @@ import numpy as np
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallback, embed_cached
+from mcp_aggregator.search.hit_order import HEAD, after_best, with_alternatives
 from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
 from mcp_aggregator.search.ranking import (
@@ -33,9 +34,6 @@ from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 _CANDIDATES = 250
 _QUERY_CACHE_SIZE = 512
 _NEED_CACHE_SIZE = 256
-_HEAD = 5
-"""Results shown first; the alternatives of these tools follow them."""
-_MAX_ALTERNATIVES = 5
 
 
 class ToolSearch:
@@ -240,14 +238,24 @@ class ToolSearch:
         if dense_server_scores is not None:
             server_scores += dense_server_scores
         scores = tool_scores + server_scores[servers]
-        depth = max(k, _HEAD)  # the head decides the alternatives, whatever k is
+        depth = max(k, HEAD)  # the head decides the alternatives, whatever k is
         hits = [
             self._hit(table.keys[candidates[i]], float(scores[i]))
             for i in top_rows(scores, candidates, depth).tolist()
         ]
-        named = self._named_server_tools(query, table, candidates, scores)
-        hits = self._with_inserts(hits, [*named, *self._need_tools_of(query, flt)], depth)
-        return self._with_alternatives(hits, flt)[:k]
+        joining = [*self._named_server_tools(query, table, candidates, scores), *self._need_tools_of(query, flt)]
+        hits = after_best(hits, (self._hit(key, 0.0) for key in joining))
+        return with_alternatives(hits, lambda hit: self._alternatives(hit, flt))[:k]
+
+    def _alternatives(self, hit: SearchHit, flt: IndexFilter) -> list[SearchHit]:
+        """The same tool (by name) on other servers: filesystem clones, several ``fetch``
+        servers. The client sees every server that can do the step and picks the one it may
+        use."""
+        return [
+            self._hit(key, 0.0)
+            for key in self._keys_by_name.get(hit.name, ())
+            if key != hit.key and _passes(self._docs[key], flt)
+        ]
 
     def _named_server_tools(self, query: str, table: ToolTable, candidates: Rows, scores: Scores) -> list[str]:
         """The best candidate of each server ``query`` names (see ``server_names``)."""
@@ -264,44 +272,6 @@ class ToolSearch:
             if len(own):
                 out.append(table.keys[candidates[own[np.argmax(scores[own])]]])
         return out
-
-    def _with_inserts(self, hits: list[SearchHit], keys: list[str], k: int) -> list[SearchHit]:
-        """``hits`` with the tools ``keys`` right after the best hit (named servers, needs).
-
-        Second place, not first: the task's own subject stays on top. Inserting (rather
-        than rescoring) keeps a smaller k's results a prefix of a larger k's.
-        """
-        if not hits:
-            return hits
-        top = hits[0]
-        added = list(dict.fromkeys(key for key in keys if key != top.key))
-        if not added:
-            return hits
-        extra = [self._hit(key, top.score) for key in added]
-        rest = [h for h in hits[1:] if h.key not in added]
-        return [top, *extra, *rest][:k]
-
-    def _with_alternatives(self, hits: list[SearchHit], flt: IndexFilter) -> list[SearchHit]:
-        """``hits`` with, right after the first five, the same tools offered by other servers.
-
-        Servers often ship interchangeable tools (filesystem clones, several ``fetch`` or
-        ``search`` servers); the client sees every server that can do a step it needs, and
-        can pick the one it is allowed to use or is connected. The head is left alone.
-        """
-        head = hits[:_HEAD]
-        shown = {h.key for h in head}
-        alternatives = [
-            key
-            for h in head
-            for key in self._keys_by_name.get(h.name, ())
-            if key not in shown and _passes(self._docs[key], flt)
-        ]
-        alternatives = list(dict.fromkeys(alternatives))[:_MAX_ALTERNATIVES]
-        if not alternatives:
-            return hits
-        score = head[-1].score
-        rest = [h for h in hits[_HEAD:] if h.key not in alternatives]
-        return [*head, *(self._hit(key, score) for key in alternatives), *rest]
 
     def _need_tools_of(self, query: str, flt: IndexFilter) -> list[str]:
         """The tool of each need ``query`` implies (dense embedders only: needs are phrases)."""
