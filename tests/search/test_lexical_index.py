@@ -61,3 +61,15 @@ def test_removed_and_replaced_documents_are_no_longer_found() -> None:
     assert [k for k, _ in index.search("read", 5)] == []
     assert [k for k, _ in index.search("history", 5)] == ["git.git_log"]
     assert len(index) == 2
+
+
+def test_sole_server_of_a_term_follows_removals() -> None:
+    index = LexicalIndex()
+    index.upsert("wiki.get", "wiki", tokenize("get a wikipedia article"))
+    index.upsert("wiki.search", "wiki", tokenize("search wikipedia"))
+    index.upsert("web.fetch", "web", tokenize("fetch a page, even from wikipedia"))
+    assert index.sole_server_with("wikipedia") is None
+    assert index.sole_server_with("article") == "wiki"
+    assert index.sole_server_with("nowhere") is None
+    index.remove("web.fetch")
+    assert index.sole_server_with("wikipedia") == "wiki"

@@ -38,9 +38,11 @@ SERVERS_WITH = {
     ],
 )
 def test_a_word_names_a_server_only_when_no_other_server_uses_it(query: str, named: list[str]) -> None:
-    names = ServerNames(
-        ["wikipedia-mcp-server", "mcp-yahoo-finance", "investor-agent"], lambda t: SERVERS_WITH.get(t, set())
-    )
+    def sole_server_with(term: str) -> str | None:
+        servers = SERVERS_WITH.get(term, set())
+        return next(iter(servers)) if len(servers) == 1 else None
+
+    names = ServerNames(["wikipedia-mcp-server", "mcp-yahoo-finance", "investor-agent"], sole_server_with)
     assert names.named_in(query) == named
 
 

@@ -168,14 +168,11 @@ class LexicalIndex:
         self._postings = postings
         self._dirty = False
 
-    def keys_with(self, term: str) -> list[str]:
-        """Keys of the documents containing the (already tokenized) ``term``."""
+    def sole_server_with(self, term: str) -> str | None:
+        """The one server whose documents contain the (tokenized) ``term``, if just one does."""
         self.refresh()
         posting = self._postings.get(term)
-        if posting is None:
-            return []
-        keys = self._rows.keys
-        return [keys[row] for row in posting[0].tolist()]
+        return None if posting is None else self._rows.sole_server(posting[0])
 
     def search(self, query: str, k: int, flt: IndexFilter = NO_FILTER) -> list[tuple[str, float]]:
         """Top ``k`` (key, BM25 score) with a positive score, best first."""

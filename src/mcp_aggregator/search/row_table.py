@@ -41,6 +41,7 @@ class RowTable:
         self.keys: list[str] = []
         self.row_of: dict[str, int] = {}
         self._server_codes: dict[str, int] = {}
+        self._server_names: list[str] = []
         self._server_of_row = np.zeros(0, dtype=np.int32)
         self._skills: list[frozenset[str]] = []
         # Searches repeat the same filter (the connected servers) until a server comes or
@@ -51,7 +52,19 @@ class RowTable:
         return len(self.keys)
 
     def server_code(self, server: str) -> int:
-        return self._server_codes.setdefault(server, len(self._server_codes))
+        code = self._server_codes.get(server)
+        if code is None:
+            code = self._server_codes[server] = len(self._server_names)
+            self._server_names.append(server)
+        return code
+
+    def sole_server(self, rows: npt.NDArray[np.int32]) -> str | None:
+        """The server of all ``rows`` when they share one, else None."""
+        if len(rows) == 0:
+            return None
+        codes = self._server_of_row[rows]
+        first = int(codes[0])
+        return self._server_names[first] if bool((codes == first).all()) else None
 
     def put(self, key: str, server: str, skills: Iterable[str] = ()) -> tuple[int, bool]:
         """Row of ``key`` and whether it is new (appended at the end)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 from mcp_aggregator.search.implicit_needs import PATH_PATTERN
 from mcp_aggregator.search.lexical_index import tokenize
@@ -24,9 +25,10 @@ _MIN_WORD = 4
 _PATH = re.compile(PATH_PATTERN)
 
 
-def name_words(server: str) -> set[str]:
+@lru_cache(maxsize=16384)  # server names outlive catalogue changes; rebuilding stays cheap
+def name_words(server: str) -> frozenset[str]:
     """Search terms of a server's name that could name it (stemmed like queries are)."""
-    return {w for w in tokenize(server) if len(w) >= _MIN_WORD and w not in _GENERIC}
+    return frozenset(w for w in tokenize(server) if len(w) >= _MIN_WORD and w not in _GENERIC)
 
 
 def mention_terms(query: str) -> set[str]:
@@ -38,12 +40,13 @@ def mention_terms(query: str) -> set[str]:
 class ServerNames:
     """Word → the one server it names, for a fixed catalogue."""
 
-    def __init__(self, servers: Iterable[str], servers_with_term: Callable[[str], set[str]]) -> None:
-        """``servers_with_term(term)``: the servers whose tools' indexed text contains ``term``."""
+    def __init__(self, servers: Iterable[str], sole_server_with: Callable[[str], str | None]) -> None:
+        """``sole_server_with(term)``: the one server whose tools' indexed text contains
+        ``term``, or None when none or several do."""
         self._server_of: dict[str, str] = {}
         for server in servers:
             for word in name_words(server):
-                if servers_with_term(word) == {server}:
+                if sole_server_with(word) == server:
                     self._server_of[word] = server
 
     def named_in(self, query: str) -> list[str]:

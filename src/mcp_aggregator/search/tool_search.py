@@ -260,10 +260,7 @@ class ToolSearch:
     def _named_server_tools(self, query: str, table: ToolTable, candidates: Rows, scores: Scores) -> list[str]:
         """The best candidate of each server ``query`` names (see ``server_names``)."""
         if self._server_names is None:
-            self._server_names = ServerNames(
-                sorted({d.server for d in self._docs.values()}),
-                lambda term: {self._docs[key].server for key in self._lexical.keys_with(term)},
-            )
+            self._server_names = ServerNames({d.server for d in self._docs.values()}, self._lexical.sole_server_with)
         out = []
         servers = table.server_of[candidates]
         for name in self._server_names.named_in(query):
