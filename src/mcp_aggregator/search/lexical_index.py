@@ -6,6 +6,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -74,8 +75,14 @@ def split_identifier(name: str) -> list[str]:
     """
     words: list[str] = []
     for part in _WORD.findall(name):
-        words.extend(w.lower() for w in _CAMEL.split(part) if w)
+        words.extend(_split_part(part))
     return words
+
+
+def _split_part(part: str) -> list[str]:
+    if part.islower() or part.isdigit():  # most words: no camel humps to find
+        return [part]
+    return [w.lower() for w in _CAMEL.split(part) if w]
 
 
 def _stem(word: str) -> str:
@@ -97,12 +104,22 @@ def tokenize(text: str) -> list[str]:
     Han, kana and hangul characters become one term each, as they have no spaces.
     """
     terms: list[str] = []
-    for word in split_identifier(text):
-        if _CJK.search(word):
+    for part in _WORD.findall(text):
+        terms.extend(_part_terms(part))
+    return terms
+
+
+@lru_cache(maxsize=131_072)
+def _part_terms(part: str) -> tuple[str, ...]:
+    # Words repeat across a catalogue's descriptions: indexing 10,000 tools spent most of
+    # its time splitting and stemming the same words again.
+    terms: list[str] = []
+    for word in _split_part(part):
+        if not word.isascii() and _CJK.search(word):
             terms.extend(ch for ch in word if not ch.isspace())
         elif word not in _STOPWORDS:
             terms.append(_stem(word))
-    return terms
+    return tuple(terms)
 
 
 Scores = npt.NDArray[np.float32]

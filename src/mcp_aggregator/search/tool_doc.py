@@ -94,4 +94,6 @@ def _description_of(spec: object) -> str:
 def is_latin(text: str) -> bool:
     """Whether ``text`` is non-empty and mostly ASCII, i.e. readable by an English model."""
     stripped = "".join(text.split())
-    return bool(stripped) and sum(ch.isascii() for ch in stripped) >= _LATIN_SHARE * len(stripped)
+    if stripped.isascii():
+        return bool(stripped)
+    return sum(map(str.isascii, stripped)) >= _LATIN_SHARE * len(stripped)
