@@ -388,6 +388,9 @@ class Gateway:
         """True when every discovered tool is in the search index."""
         return self.indexer.ready()
 
+    def indexing_progress(self) -> tuple[int, int] | None:
+        return self.indexer.embedding
+
     def _reindex(self) -> None:
         docs = []
         for name, tools in sorted(self._known_tools.items()):

@@ -42,8 +42,13 @@ def test_state_counts_partition_the_servers_and_split_tools_by_classification() 
     assert state.model_dump() == {
         "total_servers": 4, "connected_servers": 2, "degraded_servers": 1, "connecting_servers": 0,
         "disconnected_servers": 0, "error_servers": 1, "total_tools": 2, "exposed_tools": 1,
-        "classified_tools": 1, "unclassified_tools": 1, "last_sync": T1,
+        "classified_tools": 1, "unclassified_tools": 1, "last_sync": T1, "indexing": None,
     }  # fmt: skip
+
+
+def test_state_shows_the_search_index_embedding_progress() -> None:
+    state = aggregator_state([], [], exposed_tools=0, indexing=(640, 10_000))
+    assert state.model_dump()["indexing"] == {"embedded": 640, "total": 10_000}
 
 
 def test_empty_state_has_no_last_sync() -> None:
@@ -98,6 +103,6 @@ async def test_web_page_is_one_self_contained_file_calling_the_api(sqlite_db: Da
         assert page.status_code == 200
         html = page.text
         for needed in ("api/v1/aggregator", "localStorage", "Authorization", "/connect", "/disconnect",
-                       "DELETE", "tools/search", "/query", 'id="register"'):  # fmt: skip
+                       "DELETE", "tools/search", "/query", 'id="register"', "state.indexing"):  # fmt: skip
             assert needed in html, needed
         assert "<script src" not in html and "<link " not in html, "no external assets"

@@ -63,6 +63,10 @@ class AdminGateway(Protocol):
 
     def skills(self) -> Sequence[SkillView]: ...
 
+    def indexing_progress(self) -> tuple[int, int] | None:
+        """(embedded, total) while new tools are embedded for search, else None."""
+        ...
+
 
 def current_gateway(request: Request) -> AdminGateway:
     """The gateway ``build_admin_app`` stored on the app (a FastAPI dependency)."""

@@ -130,8 +130,16 @@ class ToolCallResult(BaseModel):
     is_error: bool = Field(default=False, alias="isError")
 
 
+class IndexingPublic(BaseModel):
+    """Tool texts embedded so far for the search index, of those a (cold) indexing needs."""
+
+    embedded: int
+    total: int
+
+
 class StatePublic(BaseModel):
-    """Server counts partition ``total_servers``; ``last_sync`` is the latest tool discovery."""
+    """Server counts partition ``total_servers``; ``last_sync`` is the latest tool discovery;
+    ``indexing`` is set while new tools are being embedded for search."""
 
     total_servers: int
     connected_servers: int
@@ -144,6 +152,7 @@ class StatePublic(BaseModel):
     classified_tools: int
     unclassified_tools: int
     last_sync: datetime | None
+    indexing: IndexingPublic | None = None
 
 
 class SearchHitPublic(BaseModel):

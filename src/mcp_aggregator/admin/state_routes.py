@@ -8,14 +8,20 @@ from collections.abc import Sequence
 from fastapi import APIRouter
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
-from mcp_aggregator.admin.schemas import StatePublic
+from mcp_aggregator.admin.schemas import IndexingPublic, StatePublic
 from mcp_aggregator.admin.server_views import collect_samples
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.registry import ToolRecord
 
 
-def aggregator_state(statuses: Sequence[ServerStatus], tools: Sequence[ToolRecord], exposed_tools: int) -> StatePublic:
-    """Pure: the state from the servers' live statuses and the registry's tools."""
+def aggregator_state(
+    statuses: Sequence[ServerStatus],
+    tools: Sequence[ToolRecord],
+    exposed_tools: int,
+    indexing: tuple[int, int] | None = None,
+) -> StatePublic:
+    """Pure: the state from the servers' live statuses, the registry's tools and the search
+    index's embedding progress."""
     by_status = Counter(statuses)
     classified = sum(1 for tool in tools if tool.is_classified)
     return StatePublic(
@@ -30,6 +36,7 @@ def aggregator_state(statuses: Sequence[ServerStatus], tools: Sequence[ToolRecor
         classified_tools=classified,
         unclassified_tools=len(tools) - classified,
         last_sync=max((tool.updated_at for tool in tools), default=None),
+        indexing=None if indexing is None else IndexingPublic(embedded=indexing[0], total=indexing[1]),
     )
 
 
@@ -47,4 +54,4 @@ async def get_state(gateway: GatewayDep) -> StatePublic:
         for sup in gateway.supervisors.values()
         if sup.connection is not None and is_exposed(sup.status)
     )
-    return aggregator_state(statuses, tools, exposed)
+    return aggregator_state(statuses, tools, exposed, gateway.indexing_progress())
