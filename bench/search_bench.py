@@ -265,14 +265,24 @@ async def main(size: int, cache_dir: Path | None) -> None:
         cache_path = cache_dir / "embeddings.db" if cache_dir is not None else tmp / "cold.db"
         hybrid = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
         await hybrid.upsert(docs, progress=progress_bar)
-        rankers = {
-            "bm25": bm25_ranker(docs),
-            "dense": dense_ranker(docs, hybrid),
-            "hybrid (shipped)": lambda q: [h.key for h in hybrid.search(q, 50)],
+        rankers = {"bm25": bm25_ranker(docs), "dense": dense_ranker(docs, hybrid)}
+        # The shaping rules one by one (see README "Tool search"); the last row is the default.
+        steps = {
+            "hybrid, no rules": {"implicit_needs": [], "named_servers": False, "alternatives": 0},
+            "+ implicit needs": {"named_servers": False, "alternatives": 0},
+            "+ alternatives": {"named_servers": False},
         }
+        variants = []
+        for name, overrides in steps.items():
+            variant = ToolSearch(SearchSettings.model_validate({"cache_path": cache_path, **overrides}), embedder)
+            await variant.upsert(docs)
+            variants.append(variant)
+            rankers[name] = lambda q, v=variant: [h.key for h in v.search(q, 50)]
+        rankers["hybrid (shipped)"] = lambda q: [h.key for h in hybrid.search(q, 50)]
         quality = {name: evaluate(r, docs, tasks) for name, r in rankers.items()}
         split = {f"hybrid {h}": m for h, m in halves(rankers["hybrid (shipped)"], docs, tasks).items()}
-        hybrid.close()
+        for search in (hybrid, *variants):
+            search.close()
         print(f"LiveMCPBench: {len(docs)} tools, {len(tasks)} tasks, embedder {embedder.model_id}")
         print_table(quality)
         # The fusion constants are untuned; the default implicit needs were written after

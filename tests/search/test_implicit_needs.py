@@ -65,10 +65,18 @@ def test_bad_implicit_needs_are_reported_with_their_path(entry: str, message: st
     assert message in str(info.value)
 
 
-def test_min_similarity_out_of_range_is_reported() -> None:
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ("{implicit_need_min_similarity: 2}", "search.implicit_need_min_similarity: Input should be less than"),
+        ("{alternatives: -1}", "search.alternatives: Input should be greater than or equal to 0"),
+        ("{named_servers: perhaps}", "search.named_servers: Input should be a valid boolean"),
+    ],
+)
+def test_bad_search_shaping_settings_are_reported(search: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        parse_settings("servers: []\nsearch: {implicit_need_min_similarity: 2}\n")
-    assert "search.implicit_need_min_similarity" in str(info.value)
+        parse_settings(f"servers: []\nsearch: {search}\n")
+    assert message in str(info.value)
 
 
 DOCS = [

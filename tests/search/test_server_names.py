@@ -67,3 +67,9 @@ async def test_the_named_servers_best_tool_joins_the_head(fake_embedder: FakeEmb
     assert "wikipedia.get_article" not in [h.key for h in search.search(TASK, 5, server="arxiv")]
     search.remove_server("wikipedia")
     assert all(h.server != "wikipedia" for h in search.search(TASK, 7))
+
+
+async def test_named_servers_can_be_turned_off(fake_embedder: FakeEmbedder) -> None:
+    search = ToolSearch(SearchSettings(implicit_needs=[], named_servers=False), fake_embedder)
+    await search.upsert(DOCS)
+    assert [h.key for h in search.search(TASK, 7)][1] != "wikipedia.get_article"

@@ -193,3 +193,11 @@ async def test_alternatives_follow_catalogue_changes(fake_embedder: FakeEmbedder
     hits = search.search("web page", 10)
     assert "web.fetch" in [h.key for h in hits[:5]]
     assert [h.name for h in hits].count("fetch") == 1
+
+
+async def test_alternatives_can_be_limited_or_turned_off(fake_embedder: FakeEmbedder) -> None:
+    # Unpromoted, the copies rank by their own scores: other.fetch ("Retrieve a URL") first.
+    for limit, sixth in ((0, "other.fetch"), (1, "legacy.fetch")):
+        search = ToolSearch(SearchSettings(implicit_needs=[], alternatives=limit), fake_embedder)
+        await search.upsert(PAGE_DOCS)
+        assert search.search("web page", 10)[5].key == sixth

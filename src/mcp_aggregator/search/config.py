@@ -77,6 +77,12 @@ class SearchSettings(BaseModel):
     implicit_need_min_similarity: float = Field(default=0.45, ge=-1.0, le=1.0)
     """Cosine a tool must reach with a need's phrase to join the results; below it the
     catalogue has no tool for that need."""
+    named_servers: bool = True
+    """A server the task names (by a word of its name no other server's tools use) has its
+    best tool placed second."""
+    alternatives: int = Field(default=5, ge=0, le=50)
+    """At most this many copies (same tool name, other servers) of the first five hits
+    follow them; 0 turns it off."""
 
     @field_validator("skills")
     @classmethod

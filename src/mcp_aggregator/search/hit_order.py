@@ -12,7 +12,6 @@ from mcp_aggregator.search.tool_doc import SearchHit
 
 HEAD = 5
 """Results shown first; the alternatives of these tools follow them."""
-MAX_ALTERNATIVES = 5
 
 
 def after_best(hits: list[SearchHit], joining: Iterable[SearchHit]) -> list[SearchHit]:
@@ -32,16 +31,16 @@ def after_best(hits: list[SearchHit], joining: Iterable[SearchHit]) -> list[Sear
 
 
 def with_alternatives(
-    hits: list[SearchHit], alternatives_of: Callable[[SearchHit], Iterable[SearchHit]]
+    hits: list[SearchHit], alternatives_of: Callable[[SearchHit], Iterable[SearchHit]], limit: int
 ) -> list[SearchHit]:
     """``hits`` with, right after the first ``HEAD``, the alternatives of those (at most
-    ``MAX_ALTERNATIVES``), scored as the last of the head. The head is left alone."""
+    ``limit``), scored as the last of the head. The head is left alone."""
     head = hits[:HEAD]
     shown = {h.key for h in head}
     found: dict[str, SearchHit] = {}
     for hit in head:
         for alt in alternatives_of(hit):
-            if alt.key not in shown and len(found) < MAX_ALTERNATIVES:
+            if alt.key not in shown and len(found) < limit:
                 found.setdefault(alt.key, alt)
     if not found:
         return hits

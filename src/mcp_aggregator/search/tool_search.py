@@ -243,9 +243,10 @@ class ToolSearch:
             self._hit(table.keys[candidates[i]], float(scores[i]))
             for i in top_rows(scores, candidates, depth).tolist()
         ]
-        joining = [*self._named_server_tools(query, table, candidates, scores), *self._need_tools_of(query, flt)]
+        named = self._named_server_tools(query, table, candidates, scores) if self._settings.named_servers else []
+        joining = [*named, *self._need_tools_of(query, flt)]
         hits = after_best(hits, (self._hit(key, 0.0) for key in joining))
-        return with_alternatives(hits, lambda hit: self._alternatives(hit, flt))[:k]
+        return with_alternatives(hits, lambda hit: self._alternatives(hit, flt), self._settings.alternatives)[:k]
 
     def _alternatives(self, hit: SearchHit, flt: IndexFilter) -> list[SearchHit]:
         """The same tool (by name) on other servers: filesystem clones, several ``fetch``
