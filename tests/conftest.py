@@ -33,6 +33,19 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _run_private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The int8 variant of the embedding model is derived (in about 2 s) into this run's
+    own cache, not the user's ~/.cache; gateways the tests start inherit it."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
+
+
 def stdio_fixture(name: str = "alpha", **extra: Any) -> ServerConfig:
     """Our own fixture upstream as a stdio subprocess."""
     return ServerConfig(
