@@ -49,31 +49,20 @@ def test_custom_needs_replace_the_defaults_and_match_case_insensitively() -> Non
 
 
 @pytest.mark.parametrize(
-    ("entry", "message"),
-    [
-        ("{need: x y z, when: '(unclosed'}", "search.implicit_needs[0].when: not a valid regular expression"),
-        ("{need: x y z, when: a, and_when: '[z-a]'}", "search.implicit_needs[0].and_when: not a valid regular"),
-        ("{need: x, when: a}", "search.implicit_needs[0].need: String should have at least 3 characters"),
-        ("{when: a}", "search.implicit_needs[0].need: Field required"),
-        ("{need: x y z, when: ''}", "search.implicit_needs[0].when: String should have at least 1 character"),
-        ("{need: x y z, when: a, if: b}", "search.implicit_needs[0].if: unknown field"),
-    ],
-)
-def test_bad_implicit_needs_are_reported_with_their_path(entry: str, message: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        parse_settings(f"servers: []\nsearch:\n  implicit_needs:\n    - {entry}\n")
-    assert message in str(info.value)
-
-
-@pytest.mark.parametrize(
     ("search", "message"),
     [
+        ("{implicit_needs: [{need: x y z, when: '(unclosed'}]}", "search.implicit_needs[0].when: not a valid regular"),
+        ("{implicit_needs: [{need: x y z, when: a, and_when: '[z-a]'}]}", "implicit_needs[0].and_when: not a valid"),
+        ("{implicit_needs: [{need: x, when: a}]}", "search.implicit_needs[0].need: String should have at least 3"),
+        ("{implicit_needs: [{when: a}]}", "search.implicit_needs[0].need: Field required"),
+        ("{implicit_needs: [{need: x y z, when: ''}]}", "search.implicit_needs[0].when: String should have at least 1"),
+        ("{implicit_needs: [{need: x y z, when: a, if: b}]}", "search.implicit_needs[0].if: unknown field"),
         ("{implicit_need_min_similarity: 2}", "search.implicit_need_min_similarity: Input should be less than"),
         ("{alternatives: -1}", "search.alternatives: Input should be greater than or equal to 0"),
         ("{named_servers: perhaps}", "search.named_servers: Input should be a valid boolean"),
     ],
 )
-def test_bad_search_shaping_settings_are_reported(search: str, message: str) -> None:
+def test_bad_search_shaping_settings_are_reported_with_their_path(search: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings(f"servers: []\nsearch: {search}\n")
     assert message in str(info.value)
