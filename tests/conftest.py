@@ -167,7 +167,7 @@ async def running_gateway(
         await gateway.wait_settled(settle)
         gateway_server = GatewayServer(gateway, build_surface(gateway))
         async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run_notifier)
+            await tg.start(gateway_server.run)
             async with Client(gateway_server.server, mode=mode, cache=None) as client:
                 yield gateway, client
             tg.cancel_scope.cancel()

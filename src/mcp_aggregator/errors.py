@@ -16,7 +16,10 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── ServerUnavailableError   503: server not CONNECTED/DEGRADED (state named)
     ├── RoutingError
     │   ├── ToolNotFoundError        404
+    │   ├── PromptNotFoundError      404
+    │   ├── ResourceNotFoundError    404
     │   └── AmbiguousToolError       several servers expose the name (servers listed)
+    ├── InvalidInputError            a request the gateway refuses at the edge (-32602, field named)
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
     │   ├── UpstreamClosedError      the session died (503-style, says what was running)
@@ -108,14 +111,39 @@ class ToolNotFoundError(RoutingError):
         super().__init__(f"Tool not found: {name}")
 
 
-class AmbiguousToolError(RoutingError):
-    def __init__(self, name: str, servers: Sequence[str]) -> None:
+class PromptNotFoundError(RoutingError):
+    def __init__(self, name: str) -> None:
         self.name = name
+        super().__init__(f"Prompt not found: {name}")
+
+
+class ResourceNotFoundError(RoutingError):
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        super().__init__(f"Resource not found: {uri}")
+
+
+class AmbiguousToolError(RoutingError):
+    """Several servers have the name (BR-009); ``kind`` says whether a tool, prompt or resource."""
+
+    def __init__(self, name: str, servers: Sequence[str], *, kind: str = "tool") -> None:
+        self.name = name
+        self.kind = kind
         self.servers = sorted(servers)
+        how = "'aggregator+<server>:" + name + "'" if kind == "resource" else f"'<server>.{name}'"
         super().__init__(
-            f"Tool name {name!r} is ambiguous: offered by servers {', '.join(self.servers)}; "
-            f"call it as '<server>.{name}'"
+            f"{kind.capitalize()} name {name!r} is ambiguous: offered by servers {', '.join(self.servers)}; "
+            f"call it as {how}"
         )
+
+
+class InvalidInputError(AggregatorError):
+    """A request refused at the edge before it reaches any upstream (JSON-RPC -32602)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"Invalid params: {field}: {reason}")
 
 
 class UpstreamError(AggregatorError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime
 from enum import StrEnum
@@ -17,8 +17,15 @@ from anyio.abc import TaskGroup
 
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.catalog import Catalog, Route
+from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
 from mcp_aggregator.catalog.tool_docs import tool_docs
-from mcp_aggregator.errors import LimitExceededError, ServerNotFoundError, ServerUnavailableError, UpstreamError
+from mcp_aggregator.errors import (
+    LimitExceededError,
+    RoutingError,
+    ServerNotFoundError,
+    ServerUnavailableError,
+    ToolNotFoundError,
+)
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -32,19 +39,21 @@ from mcp_aggregator.registry import (
     check_tool_limits,
 )
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
+from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
-from mcp_aggregator.upstreams.connection import ProgressRelay
-from mcp_aggregator.upstreams.connection_target import ConnectionTarget
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
 
 logger = logging.getLogger(__name__)
 
 ChangeListener = Callable[[], None]
+ResourceListener = Callable[[str, str], Awaitable[None]]
 
 _SHUTDOWN_GRACE_SECS = 10.0
 
@@ -71,6 +80,7 @@ class Gateway:
         sleep: Sleeper = anyio.sleep,
         search: ToolSearch | None = None,
         health_clock: Clock | None = None,
+        stages: Sequence[Stage] = (),
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
@@ -98,6 +108,11 @@ class Gateway:
         self._registry: Registry | None = None
         self._exposed_snapshot: tuple[tuple[str, int], ...] = ()
         self._discoveries: dict[str, int] = {}
+        self._known_features: dict[str, ServerFeatures] = {}
+        self._features: FeatureCatalog | None = None
+        self._resource_listeners: list[ResourceListener] = []
+        self.backchannel = CallerBackchannel(on_resource_updated=self._resource_updated)
+        self.pipeline = CallPipeline(self, stages)
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -173,6 +188,7 @@ class Gateway:
             sleep=self._sleep,
             on_change=self._supervisor_changed,
             on_activity=self._poke,
+            backchannel=self.backchannel,
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
@@ -198,7 +214,9 @@ class Gateway:
                 lambda: self.registry.apply_event(server_id, event, error_message=error),
             )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
-            self._tools_discovered(sup.name, server_id, sup.connection.tools)
+            conn = sup.connection
+            self._known_features[sup.name] = ServerFeatures(conn.prompts, conn.resources, conn.templates)
+            self._tools_discovered(sup.name, server_id, conn.tools)
         self._invalidate()
 
     def _tools_discovered(self, name: str, server_id: str, tools: tuple[types.Tool, ...]) -> None:
@@ -251,12 +269,22 @@ class Gateway:
     def _invalidate(self) -> None:
         self._poke()
         self._catalog = None
+        self._features = None
         self._exposed = None
         snapshot = self._exposure_key()
         if snapshot != self._exposed_snapshot:
             self._exposed_snapshot = snapshot
             for listener in list(self._listeners):
                 listener()
+
+    def on_resource_updated(self, listener: ResourceListener) -> Callable[[], None]:
+        """Call ``listener(server, uri)`` when an upstream says a resource changed."""
+        self._resource_listeners.append(listener)
+        return lambda: self._resource_listeners.remove(listener)
+
+    async def _resource_updated(self, server: str, uri: str) -> None:
+        for listener in list(self._resource_listeners):
+            await listener(server, uri)
 
     def _exposure_key(self) -> tuple[tuple[str, int], ...]:
         # Which servers are exposed, and which discovery of each: cheap on every state change.
@@ -298,6 +326,38 @@ class Gateway:
             )
         return self._catalog
 
+    @property
+    def features(self) -> FeatureCatalog:
+        """Prompts, resources and templates of exposed servers; rebuilt only after a change."""
+        if self._features is None:
+            serve = self.settings.serve
+            self._features = FeatureCatalog.build(
+                {name: self._known_features[name] for name in self.exposed_servers() if name in self._known_features},
+                separator=serve.name_separator,
+                max_length=serve.max_name_length,
+            )
+        return self._features
+
+    def servers_with(self, capability: str) -> list[str]:
+        """Exposed servers that declared ``capability`` (``prompts``, ``resources``, ``logging``, ...)."""
+        out = []
+        for name in self.exposed_servers():
+            conn = self.supervisors[name].connection
+            caps = conn.capabilities if conn is not None else None
+            if caps is not None and getattr(caps, capability, None) is not None:
+                out.append(name)
+        return out
+
+    def connection(self, server: str) -> UpstreamConnection:
+        """The live connection of ``server`` (BR-005 state check included)."""
+        return self.supervisor(server).require_connection()
+
+    def record_call(self, server: str, *, failed: bool) -> None:
+        sup = self.supervisors.get(server)
+        if sup is not None:
+            sup.calls += 1
+            sup.call_errors += failed
+
     def supervisor(self, name: str) -> ServerSupervisor:
         try:
             return self.supervisors[name]
@@ -318,10 +378,35 @@ class Gateway:
         if target is None and "." in name:
             target = name.split(".", 1)[0]
         if target is not None and target in self.supervisors and target not in self.exposed_servers():
-            sup = self.supervisors[target]
-            detail = self.discovery_refusals.get(target) or sup.error_message
-            raise ServerUnavailableError(target, sup.status.value, detail)
-        return self.catalog.resolve_route(name, server)
+            self._unavailable(target)
+        try:
+            return self.catalog.resolve_route(name, server)
+        except ToolNotFoundError:
+            # A tool of a server that is reconnecting is not gone: say so (503-style).
+            owner = self._offline_owner(name)
+            if owner is not None:
+                self._unavailable(owner)
+            raise
+
+    def _unavailable(self, server: str) -> None:
+        sup = self.supervisors[server]
+        detail = self.discovery_refusals.get(server) or sup.error_message
+        if detail is None and sup.status in (ServerStatus.CONNECTING, ServerStatus.ERROR):
+            detail = "reconnecting"
+        raise ServerUnavailableError(server, sup.status.value, detail)
+
+    def _offline_owner(self, name: str) -> str | None:
+        exposed = set(self.exposed_servers())
+        offline = {n: t for n, t in self._known_tools.items() if n not in exposed and n in self.supervisors}
+        if not offline:
+            return None
+        serve = self.settings.serve
+        offline_catalog = Catalog.build(offline, separator=serve.name_separator, max_length=serve.max_name_length)
+        try:
+            route = offline_catalog.resolve_route(name)
+        except RoutingError:
+            return None
+        return route.server
 
     async def call_tool(
         self,
@@ -332,16 +417,15 @@ class Gateway:
         progress: ProgressRelay | None = None,
         meta: types.RequestParamsMeta | None = None,
     ) -> types.CallToolResult:
-        """Route and forward one ``tools/call``; upstream failures raise ``UpstreamError``s."""
-        route = self.resolve(name, server)
-        supervisor = self.supervisor(route.server)
-        connection = supervisor.require_connection()
-        supervisor.calls += 1
-        try:
-            return await connection.call_tool(route.tool, arguments, progress=progress, meta=meta)
-        except UpstreamError:
-            supervisor.call_errors += 1
-            raise
+        """Route and forward one ``tools/call`` through the pipeline, for the current caller.
+
+        Facades and admin calls land here; the caller (if a client is behind the call) is
+        the one its handler set, so sampling or elicitation during the call reaches it.
+        """
+        caller = current_caller.get() or NO_CALLER
+        return await self.pipeline.call_tool_result(
+            name, arguments, server=server, caller=caller, progress=progress, meta=meta
+        )
 
     # -- admin operations ------------------------------------------------------------
 
@@ -376,6 +460,7 @@ class Gateway:
         del self.ids[name]
         self._settled.pop(name, None)
         self._known_tools.pop(name, None)
+        self._known_features.pop(name, None)
         self.search.remove_server(name)
         self._reindex()
         await self.flush()
@@ -432,7 +517,7 @@ class Gateway:
         for name in self.exposed_servers():
             connection = self.supervisors[name].connection
             if connection is not None:
-                targets.append(ConnectionTarget(connection))
+                targets.append(PipelineTarget(self.pipeline, name, connection.tools))
         response = await self.engine.query(request, targets)
         return response.to_json()
 

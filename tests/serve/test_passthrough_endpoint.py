@@ -149,7 +149,7 @@ async def http_gateway(settings: Settings, *, stateless: bool = False) -> AsyncI
         sock = bind_socket("127.0.0.1", 0)
         port = sock.getsockname()[1]
         async with anyio.create_task_group() as notifier:
-            await notifier.start(gateway_server.run_notifier)
+            await notifier.start(gateway_server.run)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(partial(server.serve, sockets=[sock]))
                 try:

@@ -21,6 +21,7 @@ from mcp_aggregator.errors import (
     AmbiguousToolError,
     ConfigError,
     FacadeError,
+    InvalidInputError,
     InvalidQueryError,
     LimitExceededError,
     RegistryError,
@@ -44,7 +45,7 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
         return _routing_error(exc)
     if isinstance(exc, LimitExceededError | ConfigError | FacadeError):
         return 422, str(exc)
-    if isinstance(exc, InvalidQueryError):
+    if isinstance(exc, InvalidQueryError | InvalidInputError):
         return 422, {"field": exc.field, "reason": exc.reason}
     if isinstance(exc, AggregationFailedError):
         return 502, {"message": str(exc), "attemptedServers": exc.attempted, "errors": exc.errors}

@@ -12,6 +12,7 @@ from mcp_aggregator.errors import (
     AggregatorError,
     AmbiguousToolError,
     FacadeError,
+    InvalidInputError,
     InvalidQueryError,
     RoutingError,
     ServerNotFoundError,
@@ -36,8 +37,10 @@ def to_mcp_error(exc: AggregatorError) -> MCPError:
         return MCPError(
             INTERNAL_ERROR, str(exc), {"attemptedServers": exc.attempted, "errors": exc.errors}
         )
+    if isinstance(exc, InvalidInputError):
+        return MCPError(INVALID_PARAMS, str(exc), {"field": exc.field, "reason": exc.reason})
     if isinstance(exc, AmbiguousToolError):
-        return MCPError(INVALID_PARAMS, str(exc), {"tool": exc.name, "servers": exc.servers})
+        return MCPError(INVALID_PARAMS, str(exc), {exc.kind: exc.name, "servers": exc.servers})
     if isinstance(exc, RoutingError | ServerNotFoundError | FacadeError):
         return MCPError(INVALID_PARAMS, str(exc))
     if isinstance(exc, UpstreamCallError):

@@ -1,8 +1,15 @@
-"""The MCP server LLM clients talk to (stdio or streamable HTTP), built on the SDK's server."""
+"""The MCP server LLM clients talk to (stdio or streamable HTTP), built on the SDK's server.
+
+Each handler turns the SDK's request context into a ``Caller`` (the client's era,
+capabilities and back-channel) and hands the request to the gateway's one call pipeline;
+nothing here talks to an upstream session directly. Errors from the core become JSON-RPC
+errors in ``error_mapping`` only.
+"""
 
 from __future__ import annotations
 
 import logging
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -10,22 +17,22 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.connection import Connection
+from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import ToolsListChanged
-from mcp_types import INVALID_PARAMS
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator import __version__
-from mcp_aggregator.catalog import exposed_name
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError, UpstreamError
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.health.server_state import is_exposed
+from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_state
+from mcp_aggregator.relay.caller import Ask
 from mcp_aggregator.serve.error_mapping import to_mcp_error
-from mcp_aggregator.serve.tool_surface import ToolSurface
+from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface
 from mcp_aggregator.settings import Exposure
-from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.connection import check_encodable
 
 logger = logging.getLogger(__name__)
 
@@ -45,54 +52,131 @@ _INSTRUCTIONS = {
     ),
 }
 
+_ANSWER_TYPES: dict[str, type[Any]] = {
+    "sampling/createMessage": types.CreateMessageResult,
+    "elicitation/create": types.ElicitResult,
+    "roots/list": types.ListRootsResult,
+}
+
 
 class GatewayServer:
-    """Adapts a ``Gateway`` and a ``ToolSurface`` to the SDK's low-level ``Server``."""
+    """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
     def __init__(self, gateway: Gateway, surface: ToolSurface, *, name: str = "mcp-aggregator") -> None:
         self.gateway = gateway
         self.surface = surface
         self.bus = InMemorySubscriptionBus()
+        self.parked = ParkedCalls(ttl_secs=gateway.settings.serve.input_wait_secs)
         self._legacy_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._subscribers: dict[str, weakref.WeakSet[Connection]] = {}
         self._changed = anyio.Event()
-        self.server: Server[Any] = Server(
-            name,
-            version=__version__,
-            instructions=_INSTRUCTIONS[gateway.settings.serve.exposure],
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_subscriptions_listen=ListenHandler(self.bus),
-        )
-        self._unsubscribe: Callable[[], None] = gateway.on_change(self._changed.set)
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated at 2026-07-28 but 2025-11-25 clients still send it.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[Any] = Server(
+                name,
+                version=__version__,
+                instructions=_INSTRUCTIONS[gateway.settings.serve.exposure],
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_list_resources=self._list_resources,
+                on_list_resource_templates=self._list_templates,
+                on_read_resource=self._read_resource,
+                on_subscribe_resource=self._subscribe,
+                on_unsubscribe_resource=self._unsubscribe,
+                on_list_prompts=self._list_prompts,
+                on_get_prompt=self._get_prompt,
+                on_completion=self._complete,
+                on_set_logging_level=self._set_level,
+                on_subscriptions_listen=ListenHandler(self.bus),
+            )
+        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._changed.set)
+        self._unsubscribe_updates: Callable[[], None] = gateway.on_resource_updated(self.resource_updated)
 
-    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return
-        # Handlers get a per-request ServerSession; list-changed notifications must go to
-        # the connection it wraps, which lives as long as the client stays connected.
-        connection = getattr(ctx.session, "_connection", None)
-        if isinstance(connection, Connection):
-            self._legacy_connections.add(connection)
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The server's background work: parked calls and change notifications."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.parked.run)
+            await tg.start(self.run_notifier)
+            task_status.started()
 
     async def run_notifier(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Tell connected clients when the tool list changed (both protocol eras)."""
+        """Tell connected clients when tools, prompts or resources changed (both protocol eras)."""
         task_status.started()
         try:
             while True:
                 await self._changed.wait()
                 self._changed = anyio.Event()
-                await self.bus.publish(ToolsListChanged())
+                for event in (ToolsListChanged(), PromptsListChanged(), ResourcesListChanged()):
+                    await self.bus.publish(event)
                 for connection in list(self._legacy_connections):
                     try:
                         await connection.send_tool_list_changed()
+                        await connection.send_prompt_list_changed()
+                        await connection.send_resource_list_changed()
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError, MCPError):
                         self._legacy_connections.discard(connection)
         finally:
-            self._unsubscribe()
+            self._unsubscribe_changes()
+            self._unsubscribe_updates()
+
+    async def resource_updated(self, server: str, uri: str) -> None:
+        """An upstream's resource changed: tell the clients subscribed to it (as they named it)."""
+        shown = self.gateway.features.shown_uri(server, uri)
+        await self.bus.publish(ResourceUpdated(uri=shown))
+        for connection in list(self._subscribers.get(shown, ())):
+            try:
+                await connection.send_resource_updated(shown)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, MCPError):
+                self._subscribers[shown].discard(connection)
+
+    # -- who is calling -------------------------------------------------------------------
+
+    def _remember(self, ctx: ServerRequestContext[Any]) -> Connection | None:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        # Handlers get a per-request ServerSession; notifications must go to the connection
+        # it wraps, which lives as long as the client stays connected.
+        connection = getattr(ctx.session, "_connection", None)
+        if isinstance(connection, Connection):
+            self._legacy_connections.add(connection)
+            return connection
+        return None
+
+    def _caller(self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None) -> Caller:
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        levels = allowed_log_levels(ctx.protocol_version, ctx.meta)
+        related = ServerMessageMetadata(related_request_id=ctx.request_id)
+
+        async def ask_client(request: types.InputRequest) -> types.InputResponse | types.ErrorData:
+            try:
+                answer: types.InputResponse = await ctx.session.send_request(
+                    request, _ANSWER_TYPES[request.method], metadata=related
+                )
+            except MCPError as exc:
+                return exc.error
+            return answer
+
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            if params.level in levels:
+                notification = types.LoggingMessageNotification(params=params)
+                await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(done, total, message)
+
+        return Caller(
+            capabilities=ctx.session.client_capabilities,
+            ask=ask if modern else ask_client,
+            log=log,
+            progress=progress,
+            relay_input_required=modern,
+            meta=ctx.meta,
+        )
+
+    # -- tools ----------------------------------------------------------------------------
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -105,111 +189,160 @@ class GatewayServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
-        handler = self.surface.handler(params.name)
-        if handler is None:
-            raise to_mcp_error(ToolNotFoundError(params.name))
-
-        async def relay(progress: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(progress, total, message)
-
-        relay_fn: ProgressRelay = relay
         try:
-            return await handler(dict(params.arguments or {}), relay_fn)
+            check_encodable(params.arguments, "arguments")
+            handler = self.surface.handler(params.name)
+            if handler is None:
+                raise ToolNotFoundError(params.name)
+            arguments = dict(params.arguments or {})
+            if is_parked_state(params.request_state):
+                result: types.CallToolResult | types.InputRequiredResult = await self.parked.resume(
+                    params.request_state or "", params.input_responses
+                )
+                return result
+
+            async def run(ask: Ask | None) -> types.CallToolResult | types.InputRequiredResult:
+                caller = self._caller(ctx, ask=ask)
+                token = current_caller.set(caller)
+                try:
+                    return await handler(
+                        arguments,
+                        CallRequest(caller, params.meta, params.input_responses, params.request_state),
+                    )
+                finally:
+                    current_caller.reset(token)
+
+            if self._parks(ctx):
+                # The call may ask the client back mid-way; a modern client can only take
+                # that as an InputRequiredResult, so the call runs on where it can wait.
+                result = await self.parked.start(lambda call: run(call.ask))
+                return result
+            return await run(None)
         except AggregatorError as exc:
             if isinstance(exc, UpstreamError):
                 logger.warning("tools/call %s failed: %s", params.name, exc)
             raise to_mcp_error(exc) from exc
 
-    def _exposed_connections(self, capability: str) -> list[UpstreamConnection]:
-        out = []
-        for name in sorted(self.gateway.supervisors):
-            sup = self.gateway.supervisors[name]
-            conn = sup.connection
-            if conn is None or not is_exposed(sup.status) or conn.capabilities is None:
-                continue
-            if getattr(conn.capabilities, capability) is not None:
-                out.append(conn)
-        return out
+    def _parks(self, ctx: ServerRequestContext[Any]) -> bool:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or not self.parked.running:
+            return False
+        caps = ctx.session.client_capabilities
+        return caps is not None and (caps.sampling or caps.elicitation or caps.roots) is not None
+
+    # -- resources ------------------------------------------------------------------------
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources: list[types.Resource] = []
-        for conn in self._exposed_connections("resources"):
-            try:
-                result = await conn.request("resources/list", lambda c: c.list_resources(), timeout_secs=10)
-            except UpstreamError as exc:
-                logger.warning("resources/list on %s failed: %s", conn.name, exc)
-                continue
-            for res in result.resources:
-                resources.append(res.model_copy(update={"uri": _resource_uri(conn.name, str(res.uri))}))
-        return types.ListResourcesResult(resources=resources)
+        self._remember(ctx)
+        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        return types.ListResourcesResult(resources=list(self.gateway.features.resources))
+
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        self._remember(ctx)
+        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        return types.ListResourceTemplatesResult(resource_templates=list(self.gateway.features.templates))
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        server, uri = _split_resource_uri(str(params.uri))
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        self._remember(ctx)
         try:
-            conn = self.gateway.supervisor(server).require_connection()
-            result: types.ReadResourceResult = await conn.request(
-                f"reading resource {uri}", lambda c: c.read_resource(uri)
+            result: types.ReadResourceResult | types.InputRequiredResult = await self.gateway.pipeline.read_resource(
+                str(params.uri),
+                caller=self._caller(ctx),
+                meta=params.meta,
+                input_responses=params.input_responses,
+                request_state=params.request_state,
             )
         except AggregatorError as exc:
             raise to_mcp_error(exc) from exc
-        contents = [c.model_copy(update={"uri": str(params.uri)}) for c in result.contents]
-        return types.ReadResourceResult(contents=contents)
+        return result
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        connection = self._remember(ctx)
+        uri = str(params.uri)
+        await self._forward_subscription(uri, subscribe=True)
+        if connection is not None:
+            self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        connection = self._remember(ctx)
+        uri = str(params.uri)
+        subscribers = self._subscribers.get(uri)
+        if subscribers is not None and connection is not None:
+            subscribers.discard(connection)
+        if not subscribers:
+            self._subscribers.pop(uri, None)
+            await self._forward_subscription(uri, subscribe=False)
+        return types.EmptyResult()
+
+    async def _forward_subscription(self, uri: str, *, subscribe: bool) -> None:
+        try:
+            route = self.gateway.features.route_resource(uri, self.gateway.servers_with("resources"))
+            request: types.SubscribeRequest | types.UnsubscribeRequest
+            if subscribe:
+                request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=route.uri))
+            else:
+                request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=route.uri))
+            await self.gateway.pipeline.forward(route.server, request, types.EmptyResult, what=route.uri)
+        except AggregatorError as exc:
+            raise to_mcp_error(exc) from exc
+
+    # -- prompts, completion, logging -----------------------------------------------------
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        prompts: list[types.Prompt] = []
-        serve = self.gateway.settings.serve
-        for conn in self._exposed_connections("prompts"):
-            try:
-                result = await conn.request("prompts/list", lambda c: c.list_prompts(), timeout_secs=10)
-            except UpstreamError as exc:
-                logger.warning("prompts/list on %s failed: %s", conn.name, exc)
-                continue
-            for prompt in result.prompts:
-                name = exposed_name(
-                    conn.name, prompt.name, separator=serve.name_separator, max_length=serve.max_name_length
-                )
-                prompts.append(prompt.model_copy(update={"name": name}))
-        return types.ListPromptsResult(prompts=prompts)
+        self._remember(ctx)
+        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        return types.ListPromptsResult(prompts=list(self.gateway.features.prompts))
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        serve = self.gateway.settings.serve
-        for conn in self._exposed_connections("prompts"):
-            prefix = f"{conn.name}{serve.name_separator}"
-            if params.name.startswith(prefix):
-                original = params.name[len(prefix) :]
-                arguments = params.arguments
-                try:
-                    result: types.GetPromptResult = await conn.request(
-                        f"getting prompt {original}",
-                        lambda c, name=original, args=arguments: c.get_prompt(name, args),  # type: ignore[misc]
-                    )
-                except AggregatorError as exc:
-                    raise to_mcp_error(exc) from exc
-                return result
-        raise MCPError(INVALID_PARAMS, f"Prompt not found: {params.name}")
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        self._remember(ctx)
+        try:
+            check_encodable(params.arguments, "arguments")
+            result: types.GetPromptResult | types.InputRequiredResult = await self.gateway.pipeline.get_prompt(
+                params.name,
+                params.arguments,
+                caller=self._caller(ctx),
+                meta=params.meta,
+                input_responses=params.input_responses,
+                request_state=params.request_state,
+            )
+        except AggregatorError as exc:
+            raise to_mcp_error(exc) from exc
+        return result
 
+    async def _complete(
+        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        try:
+            return await self.gateway.pipeline.complete(params, caller=self._caller(ctx))
+        except AggregatorError as exc:
+            raise to_mcp_error(exc) from exc
 
-_RESOURCE_SCHEME = "aggregator+"
-
-
-def _resource_uri(server: str, uri: str) -> str:
-    """Namespace a resource URI so two upstreams' ``file:///a`` never collide."""
-    return f"{_RESOURCE_SCHEME}{server}:{uri}"
-
-
-def _split_resource_uri(uri: str) -> tuple[str, str]:
-    if not uri.startswith(_RESOURCE_SCHEME) or ":" not in uri[len(_RESOURCE_SCHEME):]:
-        raise MCPError(INVALID_PARAMS, f"Resource not found: {uri}")
-    server, _, original = uri[len(_RESOURCE_SCHEME):].partition(":")
-    return server, original
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        """Forwarded to every upstream that logs; one that refuses does not fail the others."""
+        self._remember(ctx)
+        request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=params.level))
+        for server in self.gateway.servers_with("logging"):
+            try:
+                await self.gateway.pipeline.forward(server, request, types.EmptyResult, what=params.level)
+            except AggregatorError as exc:
+                logger.info("logging/setLevel on %s failed: %s", server, exc)
+        return types.EmptyResult()
 

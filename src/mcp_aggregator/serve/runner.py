@@ -29,7 +29,7 @@ async def serve_stdio(settings: Settings) -> None:
     async with Gateway(settings) as gateway:
         gateway_server = GatewayServer(gateway, build_surface(gateway))
         async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run_notifier)
+            await tg.start(gateway_server.run)
             async with stdio_server() as (read_stream, write_stream):
                 server = gateway_server.server
                 await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -65,7 +65,7 @@ async def serve_http(
             host = f"[{serve.host}]" if ":" in serve.host else serve.host
             url = f"http://{host}:{port}/mcp"
             async with anyio.create_task_group() as tg:
-                await tg.start(gateway_server.run_notifier)
+                await tg.start(gateway_server.run)
                 if announce is not None:
                     announce(gateway, url)
                 else:

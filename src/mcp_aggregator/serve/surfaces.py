@@ -43,6 +43,7 @@ from mcp_aggregator.serve.gateway_views import (
     primary_skill,
 )
 from mcp_aggregator.serve.tool_surface import (
+    CallRequest,
     CombinedSurface,
     PassthroughSurface,
     StaticSurface,
@@ -50,7 +51,6 @@ from mcp_aggregator.serve.tool_surface import (
     ToolSurface,
 )
 from mcp_aggregator.settings.serve_settings import Exposure, FacadeGrouping
-from mcp_aggregator.upstreams.connection import ProgressRelay
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def query_tool_surface(gateway: Gateway) -> StaticSurface:
     """The contract tool. ``InvalidQueryError`` / ``AggregationFailedError`` propagate, so
     ``GatewayServer`` answers them with JSON-RPC -32602 / -32603 and their ``data``."""
 
-    async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
+    async def call(arguments: dict[str, Any], request: CallRequest) -> types.CallToolResult:
         answer = await gateway.query(arguments)
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=answer)
@@ -127,7 +127,7 @@ class FacadeSurface:
         if domain is None:
             return None
 
-        async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
+        async def call(arguments: dict[str, Any], request: CallRequest) -> types.CallToolResult:
             return to_call_tool_result(await domain.dispatch(arguments))
 
         return call

@@ -9,9 +9,20 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.upstreams.connection import ProgressRelay
+from mcp_aggregator.relay import NO_CALLER, Caller
 
-ToolHandler = Callable[[dict[str, Any], ProgressRelay | None], Awaitable[types.CallToolResult]]
+
+@dataclass(frozen=True)
+class CallRequest:
+    """A ``tools/call`` beyond its name and arguments: who asks, and a retry's answers."""
+
+    caller: Caller = NO_CALLER
+    meta: types.RequestParamsMeta | None = None
+    input_responses: types.InputResponses | None = None
+    request_state: str | None = None
+
+
+ToolHandler = Callable[[dict[str, Any], CallRequest], Awaitable[types.CallToolResult | types.InputRequiredResult]]
 
 
 class ToolSurface(Protocol):
@@ -39,9 +50,18 @@ class PassthroughSurface:
             return None
         canonical = entry.canonical
 
-        async def call(arguments: dict[str, Any], progress: ProgressRelay | None) -> types.CallToolResult:
-            result = await self.gateway.call_tool(canonical, arguments, progress=progress)
-            return without_protocol_meta(result)
+        async def call(
+            arguments: dict[str, Any], request: CallRequest
+        ) -> types.CallToolResult | types.InputRequiredResult:
+            result = await self.gateway.pipeline.call_tool(
+                canonical,
+                arguments,
+                caller=request.caller,
+                meta=request.meta,
+                input_responses=request.input_responses,
+                request_state=request.request_state,
+            )
+            return without_protocol_meta(result) if isinstance(result, types.CallToolResult) else result
 
         return call
 

@@ -42,6 +42,9 @@ class ServeSettings(BaseModel):
     handshake-era clients then get no list-changed notifications."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` waits for upstreams still making their first connection."""
+    input_wait_secs: float = Field(default=300.0, gt=0)
+    """How long a call that asked a 2026-07-28 client for input (sampling, elicitation, roots)
+    waits for the client's retry before the upstream's question is answered with an error."""
     data_dir: Path = Path(".aggregator")
     workspace_roots: tuple[Path, ...] = ()
 

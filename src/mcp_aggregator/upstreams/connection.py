@@ -15,20 +15,23 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from enum import StrEnum
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import Client
-from mcp.client.subscriptions import SubscriptionLost
+from mcp.client.session import ClientRequestContext
+from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from mcp_aggregator.errors import (
     EnvVarError,
+    InvalidInputError,
     UpstreamCallError,
     UpstreamClosedError,
     UpstreamConnectError,
@@ -46,6 +49,53 @@ _TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio
 
 ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
 ToolsChanged = Callable[["UpstreamConnection"], None]
+ResultT = TypeVar("ResultT")
+
+
+class Backchannel(Protocol):
+    """Where an upstream's own requests and notifications go (the relay implements it).
+
+    ``tags`` are the callers of this connection's in-flight requests, oldest first: a
+    request or notification that carries no correlation belongs to one of them.
+    """
+
+    async def server_request(
+        self, connection: UpstreamConnection, request: types.InputRequest
+    ) -> types.InputResponse | types.ErrorData: ...
+
+    async def notification(self, connection: UpstreamConnection, notification: types.ServerNotification) -> None: ...
+
+
+def _text_field_error(value: object, path: str) -> tuple[str, str] | None:
+    """The first string under ``value`` that cannot be encoded as UTF-8 (a lone surrogate)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path or "arguments", f"not valid Unicode text (lone surrogate at index {exc.start})"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _text_field_error(key, path) or _text_field_error(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if found := _text_field_error(item, f"{path}[{i}]"):
+                return found
+    return None
+
+
+def check_encodable(value: object, path: str) -> None:
+    """Refuse a value that cannot be sent as JSON text, before it reaches a shared session.
+
+    A lone surrogate passes JSON parsing but fails to encode on the way out; inside the
+    SDK's writer that failure closes the whole session, failing every other client's call.
+    Raises ``InvalidInputError`` naming the field.
+    """
+    found = _text_field_error(value, path)
+    if found is not None:
+        raise InvalidInputError(*found)
 
 
 class ConnectionState(StrEnum):
@@ -65,11 +115,16 @@ class UpstreamConnection:
         env: Mapping[str, str] | None = None,
         on_tools_changed: ToolsChanged | None = None,
         on_activity: Callable[[], None] = lambda: None,
+        backchannel: Backchannel | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
         self.state = ConnectionState.NEW
         self.tools: tuple[types.Tool, ...] = ()
+        self.prompts: tuple[types.Prompt, ...] = ()
+        self.resources: tuple[types.Resource, ...] = ()
+        self.templates: tuple[types.ResourceTemplate, ...] = ()
+        self.backchannel = backchannel
         self.protocol_version: str | None = None
         self.close_reason: str | None = None
         self._env = dict(os.environ) if env is None else dict(env)
@@ -80,6 +135,8 @@ class UpstreamConnection:
         self._closed = anyio.Event()
         self._refresh = anyio.Event()
         self._inflight: dict[anyio.CancelScope, str] = {}
+        self._tags: dict[anyio.CancelScope, object] = {}
+        self._refresh_features = anyio.Event()
         self._abort_reason: dict[anyio.CancelScope, str] = {}
         self._idle = anyio.Event()
         self._idle.set()
@@ -87,6 +144,10 @@ class UpstreamConnection:
     @property
     def pending_requests(self) -> int:
         return len(self._inflight)
+
+    def inflight_tags(self) -> list[object]:
+        """The tags (callers) of in-flight requests, oldest first."""
+        return list(self._tags.values())
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
@@ -136,10 +197,21 @@ class UpstreamConnection:
     async def _connect(self, stack: AsyncExitStack) -> Client:
         try:
             target = await enter_target(stack, self.config, self._env)
-            client = Client(target, mode=self.config.protocol, cache=None, message_handler=self._on_message)
+            client = Client(
+                target,
+                mode=self.config.protocol,
+                cache=None,
+                message_handler=self._on_message,
+                sampling_callback=self._on_sampling,
+                elicitation_callback=self._on_elicitation,
+                list_roots_callback=self._on_list_roots,
+                logging_callback=self._on_log,
+            )
             client = await stack.enter_async_context(client)
             self.protocol_version = client.protocol_version
-            self.tools = await self._list_all_tools(client)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._discover_tools, client)
+                tg.start_soon(self._discover_features, client)
             return client
         except EnvVarError:
             raise
@@ -149,21 +221,94 @@ class UpstreamConnection:
                 text = "connection closed during the handshake (did the server exit?)"
             raise UpstreamConnectError(self.name, text) from exc
 
+    async def _discover_tools(self, client: Client) -> None:
+        self.tools = await self._list_all_tools(client)
+
+    async def _discover_features(self, client: Client) -> None:
+        """Prompts, resources and templates, each paginated, concurrently (capabilities permitting)."""
+        caps = client.server_capabilities
+        prompts: list[types.Prompt] = []
+        resources: list[types.Resource] = []
+        templates: list[types.ResourceTemplate] = []
+        async with anyio.create_task_group() as tg:
+            if caps.prompts is not None:
+                tg.start_soon(
+                    self._pages, client, types.ListPromptsRequest, types.ListPromptsResult, "prompts", prompts
+                )
+            if caps.resources is not None:
+                tg.start_soon(
+                    self._pages, client, types.ListResourcesRequest, types.ListResourcesResult, "resources", resources
+                )
+                tg.start_soon(
+                    self._pages, client, types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult,
+                    "resource_templates", templates,
+                )
+        self.prompts, self.resources, self.templates = tuple(prompts), tuple(resources), tuple(templates)
+
+    async def _pages(
+        self, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]
+    ) -> None:
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await client.session.send_request(request_type(params=params), result_type)
+                out.extend(getattr(page, attr))
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except MCPError as exc:
+            # A server may declare a capability and still not implement one list (templates):
+            # what it did list stays usable.
+            logger.info("upstream %s: listing %s failed: %s", self.name, attr, describe_error(exc))
+
     async def _serve(self, client: Client) -> None:
         async with anyio.create_task_group() as tg:
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and self.supports_list_changed:
-                tg.start_soon(self._listen_for_changes, client)
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                caps = client.server_capabilities
+                wants = {
+                    "tools": bool(caps.tools and caps.tools.list_changed),
+                    "prompts": bool(caps.prompts and caps.prompts.list_changed),
+                    "resources": bool(caps.resources and caps.resources.list_changed),
+                }
+                if any(wants.values()):
+                    tg.start_soon(self._listen_for_changes, client, wants)
             tg.start_soon(self._refresh_loop, client)
+            tg.start_soon(self._feature_refresh_loop, client)
             await self._stop.wait()
             tg.cancel_scope.cancel()
 
-    async def _listen_for_changes(self, client: Client) -> None:
+    async def _listen_for_changes(self, client: Client, wants: dict[str, bool]) -> None:
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._refresh.set()
+            listen = client.listen(
+                tools_list_changed=wants["tools"],
+                prompts_list_changed=wants["prompts"],
+                resources_list_changed=wants["resources"],
+            )
+            async with listen as subscription:
+                async for event in subscription:
+                    if isinstance(event, PromptsListChanged | ResourcesListChanged):
+                        self._refresh_features.set()
+                    elif isinstance(event, ResourceUpdated):
+                        await self._forward_notification(
+                            types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=event.uri))
+                        )
+                    else:
+                        self._refresh.set()
         except (MCPError, SubscriptionLost, *_TRANSPORT_ERRORS) as exc:
             logger.info("upstream %s: change subscription ended: %s", self.name, describe_error(exc))
+
+    async def _feature_refresh_loop(self, client: Client) -> None:
+        while True:
+            await self._refresh_features.wait()
+            self._refresh_features = anyio.Event()
+            try:
+                await self._discover_features(client)
+            except _TRANSPORT_ERRORS as exc:
+                logger.warning("upstream %s: re-listing prompts/resources failed: %s", self.name, describe_error(exc))
+                continue
+            if self._on_tools_changed is not None:
+                self._on_tools_changed(self)
 
     async def _refresh_loop(self, client: Client) -> None:
         while True:
@@ -180,6 +325,44 @@ class UpstreamConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._refresh.set()
+        elif isinstance(message, types.PromptListChangedNotification | types.ResourceListChangedNotification):
+            self._refresh_features.set()
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            await self._forward_notification(message)
+
+    async def _forward_notification(self, notification: types.ServerNotification) -> None:
+        if self.backchannel is not None:
+            await self.backchannel.notification(self, notification)
+
+    async def _ask_back(self, request: types.InputRequest) -> types.InputResponse | types.ErrorData:
+        if self.backchannel is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{request.method} not supported")
+        return await self.backchannel.server_request(self, request)
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        answer = await self._ask_back(types.CreateMessageRequest(params=params))
+        if isinstance(answer, types.ErrorData | types.CreateMessageResult | types.CreateMessageResultWithTools):
+            return answer
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="the client answered sampling with another result")
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        answer = await self._ask_back(types.ElicitRequest(params=params))
+        if isinstance(answer, types.ErrorData | types.ElicitResult):
+            return answer
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="the client answered elicitation with another result")
+
+    async def _on_list_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        answer = await self._ask_back(types.ListRootsRequest())
+        if isinstance(answer, types.ErrorData | types.ListRootsResult):
+            return answer
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="the client answered roots/list with another result")
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        await self._forward_notification(types.LoggingMessageNotification(params=params))
 
     async def _list_all_tools(self, client: Client) -> tuple[types.Tool, ...]:
         tools: list[types.Tool] = []
@@ -237,8 +420,21 @@ class UpstreamConnection:
         timeout_secs: float | None = None,
         progress: ProgressRelay | None = None,
         meta: types.RequestParamsMeta | None = None,
-    ) -> types.CallToolResult:
-        """Call ``name`` upstream. The timeout restarts on every progress notification."""
+        input_responses: types.InputResponses | None = None,
+        request_state: str | None = None,
+        tag: object = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Call ``name`` upstream. The timeout restarts on every progress notification.
+
+        A 2026-07-28 upstream may answer ``InputRequiredResult``; it is returned as it is
+        (the relay decides whether the client takes it or the gateway answers it).
+        ``tag`` marks the call's caller for server→client requests that carry no correlation.
+        Raises ``InvalidInputError`` for arguments that cannot be sent, ``UpstreamError``s.
+        """
+        check_encodable(arguments, "arguments")
+        check_encodable(meta, "_meta")
+        if input_responses:
+            check_encodable({k: v.model_dump(mode="json") for k, v in input_responses.items()}, "inputResponses")
         limit = timeout_secs if timeout_secs is not None else self.config.tool_timeout_secs
         scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
 
@@ -250,27 +446,59 @@ class UpstreamConnection:
                 await relay(progress, total, message)
 
         progress_callback: ProgressFnT = on_progress
-        result: types.CallToolResult = await self._guarded(
+        result: types.CallToolResult | types.InputRequiredResult = await self._guarded(
             f"calling tool {name!r}",
             scope,
             limit,
-            lambda client: client.call_tool(name, arguments, progress_callback=progress_callback, meta=meta),
+            lambda client: client.session.call_tool(
+                name,
+                arguments,
+                progress_callback=progress_callback,
+                meta=meta,
+                input_responses=input_responses,
+                request_state=request_state,
+                allow_input_required=True,
+            ),
+            tag,
+        )
+        return result
+
+    async def send(
+        self,
+        request: types.ClientRequest,
+        result_type: type[ResultT] | TypeAdapter[ResultT],
+        *,
+        timeout_secs: float | None = None,
+        tag: object = None,
+    ) -> ResultT:
+        """Send any other request (resources, prompts, completion, logging) with the same mapping."""
+        params = request.params.model_dump(mode="json", by_alias=True, exclude_none=True) if request.params else None
+        check_encodable(params, "params")
+        limit = timeout_secs if timeout_secs is not None else self.config.tool_timeout_secs
+        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+        result: ResultT = await self._guarded(
+            request.method, scope, limit, lambda client: client.session.send_request(request, result_type), tag
         )
         return result
 
     async def request(
         self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0
     ) -> Any:
-        """Send any other request (resources, prompts, ping) with the same error mapping."""
+        """Send any other request through the SDK client, with the same error mapping."""
         scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_secs)
         return await self._guarded(what, scope, timeout_secs, send)
 
     async def _guarded(
-        self, what: str, scope: anyio.CancelScope, limit: float, send: Callable[[Client], Awaitable[Any]]
+        self,
+        what: str,
+        scope: anyio.CancelScope,
+        limit: float,
+        send: Callable[[Client], Awaitable[Any]],
+        tag: object = None,
     ) -> Any:
         """Run ``send`` under ``scope``, tracked for drain, with upstream errors mapped."""
         client = self._require_client()
-        self._track(scope, what)
+        self._track(scope, what, tag)
         done = False
         try:
             with scope:
@@ -296,13 +524,16 @@ class UpstreamConnection:
         """A liveness probe that works in both protocol eras (one page of ``tools/list``)."""
         await self.request("health check", lambda c: c.session.list_tools(), timeout_secs=timeout_secs)
 
-    def _track(self, scope: anyio.CancelScope, what: str) -> None:
+    def _track(self, scope: anyio.CancelScope, what: str, tag: object = None) -> None:
         self._inflight[scope] = what
+        if tag is not None:
+            self._tags[scope] = tag
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
         self._on_activity()
 
     def _untrack(self, scope: anyio.CancelScope) -> None:
         self._inflight.pop(scope, None)
+        self._tags.pop(scope, None)
         if not self._inflight:
             self._idle.set()
         self._on_activity()

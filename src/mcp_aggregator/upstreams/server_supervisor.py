@@ -19,7 +19,7 @@ from mcp_aggregator.errors import EnvVarError, ServerUnavailableError, StateErro
 from mcp_aggregator.health.backoff import backoff_delays
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
 from mcp_aggregator.settings import ServerConfig
-from mcp_aggregator.upstreams.connection import UpstreamConnection
+from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,10 @@ class ServerSupervisor:
         sleep: Sleeper = anyio.sleep,
         on_change: ChangeCallback = lambda _s, _e, _p: None,
         on_activity: Callable[[], None] = lambda: None,
+        backchannel: Backchannel | None = None,
     ) -> None:
         self.config = config
+        self.backchannel = backchannel
         self.name = config.name
         self.status = transition(None, ServerEvent.REGISTER)
         self.error_message: str | None = None
@@ -127,7 +129,11 @@ class ServerSupervisor:
     async def _connect_and_hold(self) -> str:
         """Connect, then hold the session until it ends; returns why it ended."""
         connection = UpstreamConnection(
-            self.config, env=self._env, on_tools_changed=self._tools_changed, on_activity=self._on_activity
+            self.config,
+            env=self._env,
+            on_tools_changed=self._tools_changed,
+            on_activity=self._on_activity,
+            backchannel=self.backchannel,
         )
         failure: UpstreamConnectError | EnvVarError | None = None
         async with anyio.create_task_group() as tg:

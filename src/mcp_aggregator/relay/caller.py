@@ -1,0 +1,75 @@
+"""The downstream client a call is made for: what it can answer, and how to reach it mid-call.
+
+An upstream may ask back during a call (sampling, elicitation, roots) and may log or report
+progress. Those belong to the client session that made the call, never to another one: the
+``Caller`` carries that client's declared capabilities, its protocol era and its
+back-channel. Internal paths (the aggregator fan-out, admin calls) have no caller, and an
+upstream that asks back during them gets the error a client without the capability gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import mcp_types as types
+from mcp_types import INVALID_REQUEST
+
+Ask = Callable[[types.InputRequest], Awaitable[types.InputResponse | types.ErrorData]]
+Log = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """One downstream request's client.
+
+    ``ask`` sends a server→client request to the client and waits for its answer; it is
+    None when the client cannot be asked mid-call. ``relay_input_required``: the client
+    speaks 2026-07-28 and takes an upstream's ``InputRequiredResult`` as it is.
+    """
+
+    capabilities: types.ClientCapabilities | None = None
+    ask: Ask | None = None
+    log: Log | None = None
+    progress: Progress | None = None
+    relay_input_required: bool = False
+    meta: types.RequestParamsMeta | None = None
+
+    def refusal(self, request: types.InputRequest) -> types.ErrorData | None:
+        """The error an upstream gets when this client cannot answer ``request``; None if it can."""
+        caps = self.capabilities
+        match request:
+            case types.CreateMessageRequest():
+                if self.ask is None or caps is None or caps.sampling is None:
+                    return types.ErrorData(code=INVALID_REQUEST, message="Sampling not supported")
+            case types.ElicitRequest(params=params):
+                elicitation = caps.elicitation if caps is not None else None
+                if self.ask is None or elicitation is None:
+                    return types.ErrorData(code=INVALID_REQUEST, message="Elicitation not supported")
+                url_mode = isinstance(params, types.ElicitRequestURLParams)
+                # A client that declares elicitation without modes supports forms only (spec).
+                if url_mode and elicitation.url is None:
+                    return types.ErrorData(code=INVALID_REQUEST, message="URL elicitation not supported")
+                if not url_mode and elicitation.form is None and elicitation.url is not None:
+                    return types.ErrorData(code=INVALID_REQUEST, message="Form elicitation not supported")
+            case types.ListRootsRequest():
+                if self.ask is None or caps is None or caps.roots is None:
+                    return types.ErrorData(code=INVALID_REQUEST, message="List roots not supported")
+        return None
+
+    async def answer(self, request: types.InputRequest) -> types.InputResponse | types.ErrorData:
+        """Forward ``request`` to the client, or refuse it the way such a client would."""
+        refusal = self.refusal(request)
+        if refusal is not None or self.ask is None:
+            return refusal or types.ErrorData(code=INVALID_REQUEST, message="Not supported")
+        return await self.ask(request)
+
+
+NO_CALLER = Caller()
+
+current_caller: ContextVar[Caller | None] = ContextVar("mcp_aggregator_caller", default=None)
+"""Set around a relayed call: code running in the caller's task (the SDK's multi-round-trip
+driver, our own) finds its client here; callbacks run by a session's reader task do not
+and fall back to the connection's in-flight calls."""

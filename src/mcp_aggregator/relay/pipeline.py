@@ -1,0 +1,284 @@
+"""The one call pipeline: route → policy stages → metrics → the upstream connection.
+
+Every way to an upstream enters here: passthrough calls, facade ``execute``, the
+aggregator fan-out, resources, prompts, completion and admin-triggered calls. Policy
+(pinned definitions, rate limits, ...) hangs on it as stages, each ``(invocation, next)``,
+so a concern is written once and applies to every path.
+
+A 2026-07-28 upstream may answer ``InputRequiredResult``. A client that speaks that era
+on a path that can carry it gets it as it is (``requestState`` untouched); for every other
+caller the pipeline answers the embedded requests through the caller's back-channel and
+retries, which bridges a modern upstream to a 2025-11-25 client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, TypeVar
+
+import anyio
+import mcp_types as types
+from pydantic import TypeAdapter
+
+from mcp_aggregator.catalog import Route
+from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
+from mcp_aggregator.errors import ResourceNotFoundError, UpstreamCallError, UpstreamError
+from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+
+logger = logging.getLogger(__name__)
+
+MAX_INPUT_ROUNDS: Final = 10
+_STATE_ONLY_PAUSE_SECS: Final = 0.05
+
+T = TypeVar("T")
+
+
+class Routes(Protocol):
+    """What the pipeline reads from the catalogue and the upstream set (rebuilt per change)."""
+
+    def resolve(self, name: str, server: str | None = None) -> Route:
+        """Raises ``ServerUnavailableError`` for a known server that is not serving, else routing errors."""
+        ...
+
+    @property
+    def features(self) -> FeatureCatalog: ...
+
+    def servers_with(self, capability: str) -> list[str]:
+        """Exposed servers whose capabilities include ``capability`` (``prompts``, ``resources``...)."""
+        ...
+
+    def connection(self, server: str) -> UpstreamConnection:
+        """The live connection; raises ``ServerNotFoundError`` / ``ServerUnavailableError``."""
+        ...
+
+    def record_call(self, server: str, *, failed: bool) -> None: ...
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One request on its way upstream, as policy stages see it."""
+
+    method: str
+    server: str
+    target: str
+    """The tool or prompt name, or resource URI, at the upstream."""
+    caller: Caller
+    route: Route | None = None
+
+
+Next = Callable[[], Awaitable[Any]]
+Stage = Callable[[Invocation, Next], Awaitable[Any]]
+
+
+class CallPipeline:
+    """Routes and forwards every client request bound for an upstream."""
+
+    def __init__(self, routes: Routes, stages: Sequence[Stage] = ()) -> None:
+        self._routes = routes
+        self._stages = tuple(stages)
+
+    async def _through(self, invocation: Invocation, send: Next) -> Any:
+        async def step(i: int) -> Any:
+            if i == len(self._stages):
+                return await send()
+            return await self._stages[i](invocation, lambda: step(i + 1))
+
+        token = current_caller.set(invocation.caller)
+        try:
+            result = await step(0)
+        except UpstreamError:
+            self._routes.record_call(invocation.server, failed=True)
+            raise
+        finally:
+            current_caller.reset(token)
+        self._routes.record_call(invocation.server, failed=False)
+        return result
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        server: str | None = None,
+        caller: Caller = NO_CALLER,
+        progress: ProgressRelay | None = None,
+        meta: types.RequestParamsMeta | None = None,
+        input_responses: types.InputResponses | None = None,
+        request_state: str | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One ``tools/call`` by any of its names. Raises routing and ``UpstreamError``s."""
+        route = self._routes.resolve(name, server)
+        conn = self._routes.connection(route.server)
+        relay = progress or caller.progress
+
+        async def send(responses: types.InputResponses | None, state: str | None) -> Any:
+            return await conn.call_tool(
+                route.tool, arguments, progress=relay, meta=meta,
+                input_responses=responses, request_state=state, tag=caller,
+            )
+
+        invocation = Invocation("tools/call", route.server, route.tool, caller, route)
+        result: types.CallToolResult | types.InputRequiredResult = await self._through(
+            invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
+        )
+        return result
+
+    async def call_tool_result(
+        self, name: str, arguments: dict[str, Any] | None = None, **kw: Any
+    ) -> types.CallToolResult:
+        """``call_tool`` for paths that need a final result (the caller cannot take ``InputRequiredResult``)."""
+        caller: Caller = kw.pop("caller", NO_CALLER)
+        if caller.relay_input_required:
+            caller = Caller(caller.capabilities, caller.ask, caller.log, caller.progress, False, caller.meta)
+        result = await self.call_tool(name, arguments, caller=caller, **kw)
+        assert isinstance(result, types.CallToolResult)  # _settle answers every InputRequiredResult
+        return result
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        caller: Caller = NO_CALLER,
+        meta: types.RequestParamsMeta | None = None,
+        input_responses: types.InputResponses | None = None,
+        request_state: str | None = None,
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        """``resources/read`` by the URI a client saw; contents come back under that URI."""
+        route = self._route_resource(uri)
+        conn = self._routes.connection(route.server)
+
+        async def send(responses: types.InputResponses | None, state: str | None) -> Any:
+            params = types.ReadResourceRequestParams(
+                uri=route.uri, input_responses=responses, request_state=state, _meta=meta
+            )
+            return await conn.send(
+                types.ReadResourceRequest(params=params), _READ_RESULT, tag=caller
+            )
+
+        invocation = Invocation("resources/read", route.server, route.uri, caller)
+        result = await self._through(
+            invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
+        )
+        if isinstance(result, types.ReadResourceResult) and route.uri != uri:
+            contents = [c.model_copy(update={"uri": uri}) if str(c.uri) == route.uri else c for c in result.contents]
+            result = result.model_copy(update={"contents": contents})
+        return result  # type: ignore[no-any-return]
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        caller: Caller = NO_CALLER,
+        meta: types.RequestParamsMeta | None = None,
+        input_responses: types.InputResponses | None = None,
+        request_state: str | None = None,
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        """``prompts/get`` by exposed, canonical or the upstream's own (unique) name."""
+        route = self._routes.features.route_prompt(name)
+        conn = self._routes.connection(route.server)
+
+        async def send(responses: types.InputResponses | None, state: str | None) -> Any:
+            params = types.GetPromptRequestParams(
+                name=route.name, arguments=arguments, input_responses=responses, request_state=state, _meta=meta
+            )
+            return await conn.send(types.GetPromptRequest(params=params), _PROMPT_RESULT, tag=caller)
+
+        invocation = Invocation("prompts/get", route.server, route.name, caller)
+        result: types.GetPromptResult | types.InputRequiredResult = await self._through(
+            invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
+        )
+        return result
+
+    async def complete(
+        self, params: types.CompleteRequestParams, *, caller: Caller = NO_CALLER
+    ) -> types.CompleteResult:
+        """``completion/complete``, routed by its reference (a prompt, or a resource template)."""
+        ref = params.ref
+        new_ref: types.PromptReference | types.ResourceTemplateReference
+        if isinstance(ref, types.PromptReference):
+            prompt = self._routes.features.route_prompt(ref.name)
+            server, target = prompt.server, prompt.name
+            new_ref = ref.model_copy(update={"name": prompt.name})
+        else:
+            owner = self._routes.features.route_template(ref.uri)
+            if owner is not None:
+                server, target, new_ref = owner, ref.uri, ref
+            else:
+                route = self._route_resource(ref.uri)
+                server, target = route.server, route.uri
+                new_ref = ref.model_copy(update={"uri": route.uri})
+        conn = self._routes.connection(server)
+        request = types.CompleteRequest(params=params.model_copy(update={"ref": new_ref}))
+        invocation = Invocation("completion/complete", server, target, caller)
+        result: types.CompleteResult = await self._through(
+            invocation, lambda: conn.send(request, types.CompleteResult, tag=caller)
+        )
+        return result
+
+    async def forward(self, server: str, request: types.ClientRequest, result_type: type[T], *, what: str) -> T:
+        """A request to one named server (subscriptions, logging levels) through the stages."""
+        conn = self._routes.connection(server)
+        invocation = Invocation(request.method, server, what, NO_CALLER)
+        result: T = await self._through(invocation, lambda: conn.send(request, result_type))
+        return result
+
+    def _route_resource(self, uri: str) -> ResourceRoute:
+        route = self._routes.features.route_resource(uri, self._routes.servers_with("resources"))
+        if route.server not in self._routes.servers_with("resources"):
+            raise ResourceNotFoundError(uri)
+        return route
+
+    async def _settle(
+        self,
+        server: str,
+        caller: Caller,
+        send: Callable[[types.InputResponses | None, str | None], Awaitable[Any]],
+        responses: types.InputResponses | None,
+        state: str | None,
+    ) -> Any:
+        """Send, then answer ``InputRequiredResult`` rounds unless the caller takes them itself."""
+        result = await send(responses, state)
+        rounds = 0
+        while isinstance(result, types.InputRequiredResult) and not caller.relay_input_required:
+            rounds += 1
+            if rounds > MAX_INPUT_ROUNDS:
+                raise UpstreamCallError(
+                    server, f"asked for input more than {MAX_INPUT_ROUNDS} rounds", code=types.INTERNAL_ERROR
+                )
+            requests = result.input_requests or {}
+            if not requests:
+                await anyio.sleep(_STATE_ONLY_PAUSE_SECS)  # the upstream is working; poll politely
+            answers = await _answer_all(server, caller, requests)
+            result = await send(answers or None, result.request_state)
+        return result
+
+
+async def _answer_all(server: str, caller: Caller, requests: types.InputRequests) -> types.InputResponses:
+    answers: dict[str, types.InputResponse | types.ErrorData] = {}
+
+    async def one(key: str, request: types.InputRequest) -> None:
+        answers[key] = await caller.answer(request)
+
+    async with anyio.create_task_group() as tg:
+        for key, request in requests.items():
+            tg.start_soon(one, key, request)
+    out: dict[str, types.InputResponse] = {}
+    for key, answer in answers.items():
+        if isinstance(answer, types.ErrorData):
+            raise UpstreamCallError(
+                server, f"{requests[key].method} could not be answered: {answer.message}", code=answer.code
+            )
+        out[key] = answer
+    return out
+
+
+_READ_RESULT: TypeAdapter[types.ReadResourceResult | types.InputRequiredResult] = TypeAdapter(
+    types.ReadResourceResult | types.InputRequiredResult
+)
+_PROMPT_RESULT: TypeAdapter[types.GetPromptResult | types.InputRequiredResult] = TypeAdapter(
+    types.GetPromptResult | types.InputRequiredResult
+)
