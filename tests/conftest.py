@@ -159,17 +159,26 @@ def settings_for(
 
 
 @asynccontextmanager
-async def running_gateway(
-    settings: Settings, *, mode: str = "auto", settle: float = 30.0
-) -> AsyncIterator[tuple[Gateway, Client]]:
-    """A gateway with its MCP server, and an in-process SDK client connected to it."""
+async def serving_gateway(settings: Settings, *, settle: float = 30.0) -> AsyncIterator[tuple[Gateway, GatewayServer]]:
+    """A gateway with its MCP server running; connect clients to ``gateway_server.server``."""
     async with Gateway(settings) as gateway:
         await gateway.wait_settled(settle)
         gateway_server = GatewayServer(gateway, build_surface(gateway))
         async with anyio.create_task_group() as tg:
             await tg.start(gateway_server.run)
-            async with Client(gateway_server.server, mode=mode, cache=None) as client:
-                yield gateway, client
+            yield gateway, gateway_server
             tg.cancel_scope.cancel()
         for supervisor in list(gateway.supervisors.values()):
             await supervisor.stop()
+
+
+@asynccontextmanager
+async def running_gateway(
+    settings: Settings, *, mode: str = "auto", settle: float = 30.0
+) -> AsyncIterator[tuple[Gateway, Client]]:
+    """A gateway with its MCP server, and an in-process SDK client connected to it."""
+    async with (
+        serving_gateway(settings, settle=settle) as (gateway, gateway_server),
+        Client(gateway_server.server, mode=mode, cache=None) as client,
+    ):
+        yield gateway, client

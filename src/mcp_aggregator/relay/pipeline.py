@@ -26,7 +26,7 @@ from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
-from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection, upstream_meta
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,8 @@ class CallPipeline:
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             params = types.ReadResourceRequestParams(
-                uri=route.uri, input_responses=responses, request_state=state, _meta=meta
+                uri=route.uri, input_responses=responses, request_state=state,
+                _meta=upstream_meta(meta, modern=conn.modern),
             )
             return await conn.send(
                 types.ReadResourceRequest(params=params), _READ_RESULT, tag=caller
@@ -183,7 +184,8 @@ class CallPipeline:
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             params = types.GetPromptRequestParams(
-                name=route.name, arguments=arguments, input_responses=responses, request_state=state, _meta=meta
+                name=route.name, arguments=arguments, input_responses=responses, request_state=state,
+                _meta=upstream_meta(meta, modern=conn.modern),
             )
             return await conn.send(types.GetPromptRequest(params=params), _PROMPT_RESULT, tag=caller)
 

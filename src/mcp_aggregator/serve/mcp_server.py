@@ -9,6 +9,7 @@ errors in ``error_mapping`` only.
 from __future__ import annotations
 
 import logging
+import secrets
 import warnings
 import weakref
 from collections.abc import Callable
@@ -57,6 +58,19 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
     "elicitation/create": types.ElicitResult,
     "roots/list": types.ListRootsResult,
 }
+
+
+def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
+    """A 2026-07-28 embedded request made valid for a 2025-11-25 client.
+
+    URL elicitations embedded in ``InputRequiredResult`` carry no ``elicitationId``; the
+    older era requires one (it correlates ``notifications/elicitation/complete``).
+    """
+    params = request.params
+    if isinstance(params, types.ElicitRequestURLParams) and params.elicitation_id is None:
+        params = params.model_copy(update={"elicitation_id": secrets.token_urlsafe(12)})
+        return types.ElicitRequest(params=params)
+    return request
 
 
 class GatewayServer:
@@ -151,6 +165,7 @@ class GatewayServer:
         related = ServerMessageMetadata(related_request_id=ctx.request_id)
 
         async def ask_client(request: types.InputRequest) -> types.InputResponse | types.ErrorData:
+            request = _for_handshake_era(request)
             try:
                 answer: types.InputResponse = await ctx.session.send_request(
                     request, _ANSWER_TYPES[request.method], metadata=related

@@ -15,7 +15,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from enum import StrEnum
-from typing import Any, Final, NoReturn, Protocol, TypeVar
+from typing import Any, Final, NoReturn, Protocol, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -86,6 +86,27 @@ def _text_field_error(value: object, path: str) -> tuple[str, str] | None:
     return None
 
 
+_RESERVED_META = "io.modelcontextprotocol/"
+
+
+def upstream_meta(meta: types.RequestParamsMeta | None, *, modern: bool) -> types.RequestParamsMeta | None:
+    """A client's ``_meta`` as it may go upstream.
+
+    The client's protocol envelope (version, capabilities, client info) describes the
+    client's own connection, not ours, and a 2025-11-25 upstream refuses a request that
+    carries it; each side negotiates on its own. Everything else (``progressToken``,
+    application keys) passes, and so does the log-level opt-in to a 2026-07-28 upstream.
+    """
+    if not meta:
+        return meta
+    kept = {
+        key: value
+        for key, value in meta.items()
+        if not key.startswith(_RESERVED_META) or (modern and key == types.LOG_LEVEL_META_KEY)
+    }
+    return cast(types.RequestParamsMeta, kept) if kept else None
+
+
 def check_encodable(value: object, path: str) -> None:
     """Refuse a value that cannot be sent as JSON text, before it reaches a shared session.
 
@@ -144,6 +165,11 @@ class UpstreamConnection:
     @property
     def pending_requests(self) -> int:
         return len(self._inflight)
+
+    @property
+    def modern(self) -> bool:
+        """Whether this session speaks 2026-07-28 (no handshake, per-request envelope)."""
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     def inflight_tags(self) -> list[object]:
         """The tags (callers) of in-flight requests, oldest first."""
@@ -433,6 +459,7 @@ class UpstreamConnection:
         """
         check_encodable(arguments, "arguments")
         check_encodable(meta, "_meta")
+        meta = upstream_meta(meta, modern=self.modern)
         if input_responses:
             check_encodable({k: v.model_dump(mode="json") for k, v in input_responses.items()}, "inputResponses")
         limit = timeout_secs if timeout_secs is not None else self.config.tool_timeout_secs

@@ -1,0 +1,215 @@
+"""Server→client requests through the gateway, in both protocol eras on both sides.
+
+The upstream (tests/upstream/callbacks_server.py) asks back during a call: as real
+requests when it speaks 2025-11-25, as ``InputRequiredResult`` when it speaks 2026-07-28.
+The client is a real SDK ``Client`` that declares the callbacks. Every pairing must give
+the answer a direct connection gives, including the two bridged ones.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+
+from mcp_aggregator.settings import ServerConfig
+from tests.conftest import REPO, serving_gateway, settings_for
+from tests.upstream.callbacks_server import build_server
+
+EXPECTED = {
+    "ask_llm": "llm said: 4",
+    "ask_user": 'user accept: {"name": "Ada"}',
+    "ask_url": "user accept: null",
+    "my_roots": "roots: file:///work/project",
+    "two_rounds": "Ada Ada",
+    "plain": "plain answer",
+}
+
+
+class ClientSide:
+    """A client's callbacks, recording what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.logs: list[str] = []
+
+    async def sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.asked.append("sampling")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="4"), model="test-model")
+
+    async def elicitation(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            self.asked.append(f"url:{params.url}")
+            return types.ElicitResult(action="accept")
+        self.asked.append(f"form:{params.message}")
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(self, context: ClientRequestContext) -> types.ListRootsResult:
+        self.asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(str(params.data))
+
+    def client(self, target: Any, mode: str, **extra: Any) -> Client:
+        return Client(
+            target,
+            mode=mode,
+            cache=None,
+            sampling_callback=self.sampling,
+            elicitation_callback=self.elicitation,
+            list_roots_callback=self.roots,
+            logging_callback=self.log,
+            **extra,
+        )
+
+
+def callbacks_upstream(protocol: str) -> ServerConfig:
+    return ServerConfig(
+        name="cb",
+        transport="stdio",  # type: ignore[arg-type]
+        command=sys.executable,
+        args=("-m", "tests.upstream.callbacks_server", "stdio"),
+        cwd=str(REPO),
+        protocol=protocol,  # type: ignore[arg-type]
+    )
+
+
+def text(result: types.CallToolResult) -> str:
+    assert not result.is_error, result
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_fixture_answers_directly_in_both_eras(mode: str) -> None:
+    side = ClientSide()
+    async with side.client(build_server(), mode) as client:
+        for tool, expected in EXPECTED.items():
+            assert text(await client.call_tool(tool, {})) == expected
+
+
+@pytest.mark.parametrize("upstream_era", ["legacy", "auto"])
+@pytest.mark.parametrize("client_era", ["legacy", "auto"])
+async def test_every_input_request_reaches_the_calling_client_in_every_era_pairing(
+    upstream_era: str, client_era: str
+) -> None:
+    side = ClientSide()
+    settings = settings_for(callbacks_upstream(upstream_era))
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        side.client(gateway_server.server, client_era) as client,
+    ):
+        for tool, expected in EXPECTED.items():
+            assert text(await client.call_tool(f"cb__{tool}", {})) == expected, tool
+    assert side.asked == [
+        "sampling", "form:Your name?", "url:https://example.com/login", "roots", "form:First name?", "form:Last name?"
+    ]
+
+
+async def test_a_modern_client_gets_the_modern_upstreams_request_state_untouched() -> None:
+    side = ClientSide()
+    settings = settings_for(callbacks_upstream("auto"))
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        side.client(gateway_server.server, "auto") as client,
+    ):
+        first = await client.session.call_tool("cb__two_rounds", {}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state == "round1"
+        answer = types.ElicitResult(action="accept", content={"name": "Grace"})
+        second = await client.session.call_tool(
+            "cb__two_rounds", {}, input_responses={"first": answer},
+            request_state=first.request_state, allow_input_required=True,
+        )
+        assert isinstance(second, types.InputRequiredResult)
+        assert second.request_state == "round2:Grace"
+
+
+async def test_a_modern_client_is_asked_a_legacy_upstreams_question_as_input_required() -> None:
+    side = ClientSide()
+    settings = settings_for(callbacks_upstream("legacy"))
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        side.client(gateway_server.server, "auto") as client,
+    ):
+        first = await client.session.call_tool("cb__ask_user", {}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.input_requests is not None
+        [(key, request)] = first.input_requests.items()
+        assert isinstance(request, types.ElicitRequest)
+        answer = types.ElicitResult(action="accept", content={"name": "Lin"})
+        final = await client.session.call_tool(
+            "cb__ask_user", {}, input_responses={key: answer},
+            request_state=first.request_state, allow_input_required=True,
+        )
+        assert isinstance(final, types.CallToolResult)
+        assert text(final) == 'user accept: {"name": "Lin"}'
+
+
+@pytest.mark.parametrize("upstream_era", ["legacy", "auto"])
+@pytest.mark.parametrize("client_era", ["legacy", "auto"])
+async def test_a_client_without_the_capability_makes_the_upstream_see_the_proper_error(
+    upstream_era: str, client_era: str
+) -> None:
+    settings = settings_for(callbacks_upstream(upstream_era))
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        Client(gateway_server.server, mode=client_era, cache=None) as client,
+    ):
+        with pytest.raises(Exception) as info:
+            result = await client.call_tool("cb__ask_llm", {})
+            assert result.is_error  # the upstream turned the refusal into a tool error
+            raise RuntimeError(text_of_error(result))
+        assert "Sampling not supported" in str(info.value)
+
+
+@pytest.mark.parametrize("client_era", ["legacy", "auto"])
+async def test_facade_execute_relays_sampling_to_the_client(client_era: str) -> None:
+    side = ClientSide()
+    settings = settings_for(callbacks_upstream("legacy"), exposure="facades")
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        side.client(gateway_server.server, client_era) as client,
+    ):
+        result = await client.call_tool(
+            "tools", {"cmd": "execute", "params": {"name": "cb.ask_llm", "arguments": {}}}
+        )
+        assert '"llm said: 4"' in text(result) or "llm said: 4" in text(result)
+    assert side.asked == ["sampling"]
+
+
+async def test_upstream_log_messages_reach_the_calling_client() -> None:
+    side = ClientSide()
+    settings = settings_for(callbacks_upstream("legacy"))
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        side.client(gateway_server.server, "legacy") as client,
+    ):
+        assert text(await client.call_tool("cb__chatty", {})) == "logged 3 lines"
+    assert side.logs == ["line 0", "line 1", "line 2"]
+
+
+async def test_a_modern_client_gets_logs_only_when_it_opted_in() -> None:
+    quiet, opted = ClientSide(), ClientSide()
+    settings = settings_for(callbacks_upstream("auto"))
+    async with serving_gateway(settings) as (_, gateway_server):
+        server = gateway_server.server
+        async with quiet.client(server, "auto") as client:
+            assert text(await client.call_tool("cb__chatty", {})) == "logged 3 lines"
+        async with opted.client(server, "auto", log_level="info") as client:
+            assert text(await client.call_tool("cb__chatty", {})) == "logged 3 lines"
+    assert quiet.logs == []
+    assert opted.logs == ["line 0", "line 1", "line 2"]
+
+
+def text_of_error(result: types.CallToolResult) -> str:
+    return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
