@@ -16,7 +16,7 @@ import anyio
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp_types import ToolAnnotations
+from mcp_types import Completion, CompletionArgument, PromptReference, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
@@ -86,9 +86,19 @@ def build_server(name: str = "fixture") -> MCPServer[Any]:
     def greeting() -> str:
         return f"hello from {name}"
 
+    @app.resource("fixture://items/{item}", description="One item, by name.")
+    def item(item: str) -> str:
+        return f"{name} item {item}"
+
     @app.prompt(description="Ask about a topic.")
     def ask(topic: str) -> str:
         return f"Tell me about {topic}"
+
+    @app.completion()
+    async def complete(ref: Any, argument: CompletionArgument, context: Any) -> Completion:
+        # Prompt "ask" completes topics, the items template completes item names.
+        pool = ["mcp", "music", "maths"] if isinstance(ref, PromptReference) else ["apple", "apricot", "banana"]
+        return Completion(values=[v for v in pool if v.startswith(argument.value)])
 
     return app
 

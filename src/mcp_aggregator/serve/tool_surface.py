@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
+from mcp_aggregator.errors import AggregatorError, ToolNotFoundError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.relay import NO_CALLER, Caller
 
@@ -45,10 +46,22 @@ class PassthroughSurface:
         return [entry.tool.model_copy(update={"name": entry.exposed}) for entry in self.gateway.catalog.entries]
 
     def handler(self, name: str) -> ToolHandler | None:
+        """By exposed or canonical name, else the upstream's own name when one server has it.
+
+        A name the gateway knows but cannot serve now (its server is reconnecting, several
+        servers share it) gets a handler that raises that error, not "Tool not found".
+        """
         entry = self.gateway.catalog.get(name)
-        if entry is None:
-            return None
-        canonical = entry.canonical
+        if entry is not None:
+            canonical = entry.canonical
+        else:
+            try:
+                route = self.gateway.resolve(name)
+            except ToolNotFoundError:
+                return None
+            except AggregatorError as exc:
+                return _failing(exc)
+            canonical = route.entry.canonical if route.entry is not None else name
 
         async def call(
             arguments: dict[str, Any], request: CallRequest
@@ -64,6 +77,13 @@ class PassthroughSurface:
             return without_protocol_meta(result) if isinstance(result, types.CallToolResult) else result
 
         return call
+
+
+def _failing(error: AggregatorError) -> ToolHandler:
+    async def call(arguments: dict[str, Any], request: CallRequest) -> types.CallToolResult:
+        raise error
+
+    return call
 
 
 def without_protocol_meta(result: types.CallToolResult) -> types.CallToolResult:
