@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -213,3 +214,28 @@ async def test_a_modern_client_gets_logs_only_when_it_opted_in() -> None:
 def text_of_error(result: types.CallToolResult) -> str:
     return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
+
+
+async def test_a_resource_subscription_is_forwarded_and_its_updates_reach_the_subscriber() -> None:
+    updates: list[str] = []
+    got_update = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            got_update.set()
+
+    settings = settings_for(callbacks_upstream("legacy"))
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        Client(gateway_server.server, mode="legacy", cache=None, message_handler=on_message) as client,
+    ):
+        subscribe = types.SubscribeRequest(params=types.SubscribeRequestParams(uri="cb://counter"))
+        await client.session.send_request(subscribe, types.EmptyResult)
+        assert "subscribers: ['cb://counter']" in text(await client.call_tool("cb__bump", {}))
+        with anyio.fail_after(10):
+            await got_update.wait()
+        unsubscribe = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri="cb://counter"))
+        await client.session.send_request(unsubscribe, types.EmptyResult)
+        assert "subscribers: []" in text(await client.call_tool("cb__bump", {}))
+    assert updates == ["cb://counter"]

@@ -32,6 +32,7 @@ _TOOLS = [
     types.Tool(name="two_rounds", description="Ask the user twice, keeping state.", input_schema=_OBJECT),
     types.Tool(name="chatty", description="Log three messages, then answer.", input_schema=_OBJECT),
     types.Tool(name="plain", description="Answer without asking anything.", input_schema=_OBJECT),
+    types.Tool(name="bump", description="Change cb://counter and tell its subscribers.", input_schema=_OBJECT),
 ]
 
 
@@ -123,19 +124,49 @@ def _modern(params: types.CallToolRequestParams) -> types.CallToolResult | types
 
 
 def build_server() -> Server[Any]:
+    counter = [0]
+    subscribed: set[str] = set()
+
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=_TOOLS)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.name == "bump":
+            counter[0] += 1
+            if "cb://counter" in subscribed:
+                await ctx.session.send_resource_updated("cb://counter")
+            return _text(f"counter {counter[0]}, subscribers: {sorted(subscribed)}")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if params.name == "chatty":
                 await _legacy(ctx, "chatty")  # request-scoped logs, delivered when the request opted in
             return _modern(params)
         return await _legacy(ctx, params.name)
 
-    return Server("callbacks", on_list_tools=list_tools, on_call_tool=call_tool)
+    async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="cb://counter", name="counter")])
+
+    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> Any:
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=str(counter[0]))])
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribed.add(str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        subscribed.discard(str(params.uri))
+        return types.EmptyResult()
+
+    return Server(
+        "callbacks",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+    )
 
 
 def main() -> None:
