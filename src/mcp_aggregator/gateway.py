@@ -17,26 +17,19 @@ from anyio.abc import TaskGroup
 
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.catalog import Catalog, Route
-from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
+from mcp_aggregator.catalog.catalog_service import CatalogService
+from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
-from mcp_aggregator.errors import (
-    LimitExceededError,
-    RoutingError,
-    ServerNotFoundError,
-    ServerUnavailableError,
-    ToolNotFoundError,
-)
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
-from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
+from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
     ServerSource,
     ToolSpec,
     check_server_limit,
-    check_tool_limits,
 )
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
@@ -49,6 +42,7 @@ from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
+from mcp_aggregator.upstreams.upstream_set import DesiredServer, Reconciled, UpstreamSet
 
 logger = logging.getLogger(__name__)
 
@@ -84,21 +78,10 @@ class Gateway:
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
-        self.supervisors: dict[str, ServerSupervisor] = {}
-        self.ids: dict[str, str] = {}
-        self.discovery_refusals: dict[str, str] = {}
         self.engine = AggregatorEngine(settings.aggregator)
         self._search = search
         self._health_clock = health_clock
-        self._env = dict(os.environ) if env is None else dict(env)
-        self._sleep = sleep
         health = settings.health
-        self._retry = RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs)
-        self._catalog: Catalog | None = None
-        self._exposed: list[str] | None = None
-        self._known_tools: dict[str, tuple[types.Tool, ...]] = {}
-        self._listeners: list[ChangeListener] = []
-        self._settled: dict[str, anyio.Event] = {}
         self._changed = anyio.Event()
         self._mirror = RegistryMirror()
         self._indexer: CatalogIndexer | None = None
@@ -106,12 +89,17 @@ class Gateway:
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._registry: Registry | None = None
-        self._exposed_snapshot: tuple[tuple[str, int], ...] = ()
-        self._discoveries: dict[str, int] = {}
-        self._known_features: dict[str, ServerFeatures] = {}
-        self._features: FeatureCatalog | None = None
         self._resource_listeners: list[ResourceListener] = []
         self.backchannel = CallerBackchannel(on_resource_updated=self._resource_updated)
+        self.upstreams = UpstreamSet(
+            env=dict(os.environ) if env is None else dict(env),
+            retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
+            sleep=sleep,
+            backchannel=self.backchannel,
+            on_change=self._supervisor_changed,
+            on_activity=self._poke,
+        )
+        self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits)
         self.pipeline = CallPipeline(self, stages)
 
     async def __aenter__(self) -> Self:
@@ -133,10 +121,8 @@ class Gateway:
             )
             await self._indexer.start(self._tg)
             await self._tg.start(self._health_monitor().run)
-            configured = {c.name: c for c in self.settings.servers}
-            for record in await self._registry.list_servers():
-                config = configured.get(record.name) or config_from_record(record)
-                await self._start_supervisor(record.id, config, connect=config.enabled)
+            self.upstreams.bind(self._tg)
+            await self.reconcile()
             self._stack = stack.pop_all()
         self.state = GatewayState.RUNNING
         return self
@@ -150,8 +136,7 @@ class Gateway:
         # group is cancelled: a database write cancelled half-way leaves the driver's
         # clean-up running past the event loop's end.
         with anyio.move_on_after(_SHUTDOWN_GRACE_SECS, shield=True):
-            for supervisor in list(self.supervisors.values()):
-                await supervisor.stop()
+            await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
 
@@ -177,36 +162,39 @@ class Gateway:
         """Wait until every state change so far is written to the registry."""
         await self._mirror.flush()
 
-    # -- supervisors ---------------------------------------------------------------
+    # -- the upstream set and the catalogue -------------------------------------------
 
-    async def _start_supervisor(self, server_id: str, config: ServerConfig, *, connect: bool) -> ServerSupervisor:
-        assert self._tg is not None
-        supervisor = ServerSupervisor(
-            config,
-            env=self._env,
-            retry=self._retry,
-            sleep=self._sleep,
-            on_change=self._supervisor_changed,
-            on_activity=self._poke,
-            backchannel=self.backchannel,
-        )
-        self.supervisors[config.name] = supervisor
-        self.ids[config.name] = server_id
-        self._settled[config.name] = anyio.Event()
-        await self._tg.start(supervisor.run)
-        if connect:
-            supervisor.request_connect()
-        else:
-            self._settled[config.name].set()
+    @property
+    def supervisors(self) -> Mapping[str, ServerSupervisor]:
+        return self.upstreams.supervisors
+
+    @property
+    def ids(self) -> Mapping[str, str]:
+        return self.upstreams.ids
+
+    @property
+    def discovery_refusals(self) -> Mapping[str, str]:
+        return self.catalogue.discovery_refusals
+
+    async def reconcile(self) -> Reconciled:
+        """Supervise exactly the servers the registry holds (config-file servers as configured).
+
+        The seam through which a registry change made elsewhere takes effect here.
+        """
+        configured = {c.name: c for c in self.settings.servers}
+        desired = {}
+        for record in await self.registry.list_servers():
+            config = configured.get(record.name) or config_from_record(record)
+            desired[record.name] = DesiredServer(record.id, config, connect=config.enabled)
+        gone = [name for name in self.upstreams.supervisors if name not in desired]
+        result = await self.upstreams.reconcile(desired, drain_timeout=self.settings.serve.drain_timeout_secs)
+        for name in gone:
+            self._forget(name)
         self._invalidate()
-        return supervisor
+        return result
 
     def _supervisor_changed(self, sup: ServerSupervisor, event: ServerEvent | None, persist: bool) -> None:
-        server_id = self.ids.get(sup.name)
-        if server_id is None:
-            return
-        if sup.status in (ServerStatus.CONNECTED, ServerStatus.ERROR):
-            self._settled[sup.name].set()
+        server_id = self.upstreams.ids[sup.name]
         if event is not None and persist:
             error = sup.error_message
             self._mirror.submit(
@@ -214,27 +202,12 @@ class Gateway:
                 lambda: self.registry.apply_event(server_id, event, error_message=error),
             )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
-            conn = sup.connection
-            self._known_features[sup.name] = ServerFeatures(conn.prompts, conn.resources, conn.templates)
-            self._tools_discovered(sup.name, server_id, conn.tools)
+            if self.catalogue.discovered(sup.name, sup.connection):
+                self._store_tools(sup.name, server_id, sup.connection.tools)
+            self._reindex()
         self._invalidate()
 
-    def _tools_discovered(self, name: str, server_id: str, tools: tuple[types.Tool, ...]) -> None:
-        """BR-003: store the tools, refusing a server that would break the tool limits."""
-        limits = self.settings.registry.limits
-        others = sum(len(t) for n, t in self._known_tools.items() if n != name)
-        try:
-            check_tool_limits(limits, name, len(tools), others)
-        except LimitExceededError as exc:
-            logger.error("discovery of %s refused: %s", name, exc)
-            self.discovery_refusals[name] = str(exc)
-            self._known_tools.pop(name, None)
-            return
-        self.discovery_refusals.pop(name, None)
-        if not tools:
-            logger.warning("server %s lists no tools", name)
-        self._known_tools[name] = tools
-        self._discoveries[name] = self._discoveries.get(name, 0) + 1
+    def _store_tools(self, name: str, server_id: str, tools: tuple[types.Tool, ...]) -> None:
         specs = [
             ToolSpec(
                 original_name=t.name,
@@ -245,12 +218,12 @@ class Gateway:
             )
             for t in tools
         ]
+
         async def store() -> None:
             for record in await self.registry.replace_tools(server_id, specs):
                 self._tool_ids[record.name] = record.id
 
         self._mirror.submit(f"{name}: tools", store)
-        self._reindex()
 
     def _poke(self) -> None:
         """Wake everyone in ``wait_until``: some state changed."""
@@ -268,14 +241,11 @@ class Gateway:
 
     def _invalidate(self) -> None:
         self._poke()
-        self._catalog = None
-        self._features = None
-        self._exposed = None
-        snapshot = self._exposure_key()
-        if snapshot != self._exposed_snapshot:
-            self._exposed_snapshot = snapshot
-            for listener in list(self._listeners):
-                listener()
+        self.catalogue.invalidate()
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener`` whenever what clients can see changed; returns an unsubscribe."""
+        return self.catalogue.on_change(listener)
 
     def on_resource_updated(self, listener: ResourceListener) -> Callable[[], None]:
         """Call ``listener(server, uri)`` when an upstream says a resource changed."""
@@ -286,127 +256,46 @@ class Gateway:
         for listener in list(self._resource_listeners):
             await listener(server, uri)
 
-    def _exposure_key(self) -> tuple[tuple[str, int], ...]:
-        # Which servers are exposed, and which discovery of each: cheap on every state change.
-        return tuple((name, self._discoveries.get(name, 0)) for name in self.exposed_servers())
-
-    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
-        """Call ``listener`` whenever the set of exposed tools changes; returns an unsubscribe."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
-
     async def wait_settled(self, timeout_secs: float) -> None:
         """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
-        with anyio.move_on_after(timeout_secs):
-            for event in list(self._settled.values()):
-                await event.wait()
+        await self.upstreams.wait_settled(timeout_secs)
 
     def exposed_servers(self) -> list[str]:
-        """CONNECTED and DEGRADED servers whose tools were accepted, sorted.
-
-        Cached until the next state change, since every routed call and search asks.
-        """
-        if self._exposed is None:
-            self._exposed = sorted(
-                name
-                for name, sup in self.supervisors.items()
-                if is_exposed(sup.status) and sup.connection is not None and name in self._known_tools
-            )
-        return list(self._exposed)
+        """CONNECTED and DEGRADED servers whose tools were accepted, sorted."""
+        return self.catalogue.exposed_servers()
 
     @property
     def catalog(self) -> Catalog:
         """The tools of exposed servers; rebuilt only after a change."""
-        if self._catalog is None:
-            tools = {name: self._known_tools[name] for name in self.exposed_servers()}
-            serve = self.settings.serve
-            self._catalog = Catalog.build(
-                tools, separator=serve.name_separator, max_length=serve.max_name_length,
-                known_servers=self.supervisors,
-            )
-        return self._catalog
+        return self.catalogue.catalog
 
     @property
     def features(self) -> FeatureCatalog:
         """Prompts, resources and templates of exposed servers; rebuilt only after a change."""
-        if self._features is None:
-            serve = self.settings.serve
-            self._features = FeatureCatalog.build(
-                {name: self._known_features[name] for name in self.exposed_servers() if name in self._known_features},
-                separator=serve.name_separator,
-                max_length=serve.max_name_length,
-            )
-        return self._features
+        return self.catalogue.features
 
     def servers_with(self, capability: str) -> list[str]:
-        """Exposed servers that declared ``capability`` (``prompts``, ``resources``, ``logging``, ...)."""
-        out = []
-        for name in self.exposed_servers():
-            conn = self.supervisors[name].connection
-            caps = conn.capabilities if conn is not None else None
-            if caps is not None and getattr(caps, capability, None) is not None:
-                out.append(name)
-        return out
+        return self.catalogue.servers_with(capability)
+
+    def resolve(self, name: str, server: str | None = None) -> Route:
+        """Route a tool name; a known server that is not serving gives a 503-style error."""
+        return self.catalogue.resolve(name, server)
 
     def connection(self, server: str) -> UpstreamConnection:
         """The live connection of ``server`` (BR-005 state check included)."""
-        return self.supervisor(server).require_connection()
+        return self.upstreams.connection(server)
 
     def record_call(self, server: str, *, failed: bool) -> None:
-        sup = self.supervisors.get(server)
+        sup = self.upstreams.supervisors.get(server)
         if sup is not None:
             sup.calls += 1
             sup.call_errors += failed
 
     def supervisor(self, name: str) -> ServerSupervisor:
-        try:
-            return self.supervisors[name]
-        except KeyError:
-            raise ServerNotFoundError(name) from None
+        return self.upstreams.supervisor(name)
 
     def supervisor_by_id(self, server_id: str) -> ServerSupervisor:
-        for name, known in self.ids.items():
-            if known == server_id:
-                return self.supervisors[name]
-        raise ServerNotFoundError(server_id)
-
-    # -- routing -------------------------------------------------------------------
-
-    def resolve(self, name: str, server: str | None = None) -> Route:
-        """Route a tool name; a known server that is not serving gives a 503-style error."""
-        target = server
-        if target is None and "." in name:
-            target = name.split(".", 1)[0]
-        if target is not None and target in self.supervisors and target not in self.exposed_servers():
-            self._unavailable(target)
-        try:
-            return self.catalog.resolve_route(name, server)
-        except ToolNotFoundError:
-            # A tool of a server that is reconnecting is not gone: say so (503-style).
-            owner = self._offline_owner(name)
-            if owner is not None:
-                self._unavailable(owner)
-            raise
-
-    def _unavailable(self, server: str) -> None:
-        sup = self.supervisors[server]
-        detail = self.discovery_refusals.get(server) or sup.error_message
-        if detail is None and sup.status in (ServerStatus.CONNECTING, ServerStatus.ERROR):
-            detail = "reconnecting"
-        raise ServerUnavailableError(server, sup.status.value, detail)
-
-    def _offline_owner(self, name: str) -> str | None:
-        exposed = set(self.exposed_servers())
-        offline = {n: t for n, t in self._known_tools.items() if n not in exposed and n in self.supervisors}
-        if not offline:
-            return None
-        serve = self.settings.serve
-        offline_catalog = Catalog.build(offline, separator=serve.name_separator, max_length=serve.max_name_length)
-        try:
-            route = offline_catalog.resolve_route(name)
-        except RoutingError:
-            return None
-        return route.server
+        return self.upstreams.supervisor_by_id(server_id)
 
     async def call_tool(
         self,
@@ -431,9 +320,10 @@ class Gateway:
 
     async def register_server(self, config: ServerConfig, *, auto_connect: bool = True) -> ServerRecord:
         """BR-001: persist, then supervise. Raises ``ServerExistsError``/``LimitExceededError``."""
-        check_server_limit(self.settings.registry.limits, len(self.supervisors) + 1)
+        check_server_limit(self.settings.registry.limits, len(self.upstreams.supervisors) + 1)
         record = await self.registry.register_server(spec_from_config(config), source=ServerSource.API)
-        await self._start_supervisor(record.id, config, connect=auto_connect)
+        await self.upstreams.start(record.id, config, connect=auto_connect)
+        self._invalidate()
         return record
 
     async def connect_server(self, server_id: str) -> ServerStatus:
@@ -451,21 +341,17 @@ class Gateway:
 
     async def remove_server_by_id(self, server_id: str) -> None:
         """BR-008: disconnect (draining), drop tools from the index, delete the record."""
-        sup = self.supervisor_by_id(server_id)
-        if sup.status is ServerStatus.CONNECTED:
-            await sup.disconnect(drain_timeout=self.settings.serve.drain_timeout_secs)
-        await sup.stop()
-        name = sup.name
-        del self.supervisors[name]
-        del self.ids[name]
-        self._settled.pop(name, None)
-        self._known_tools.pop(name, None)
-        self._known_features.pop(name, None)
-        self.search.remove_server(name)
-        self._reindex()
+        name = self.supervisor_by_id(server_id).name
+        await self.upstreams.remove(name, drain_timeout=self.settings.serve.drain_timeout_secs)
+        self._forget(name)
         await self.flush()
         await self.registry.delete_server(server_id)
         self._invalidate()
+
+    def _forget(self, name: str) -> None:
+        self.catalogue.forget(name)
+        self.search.remove_server(name)
+        self._reindex()
 
     # -- search and the aggregator query ---------------------------------------------
 
@@ -478,7 +364,7 @@ class Gateway:
 
     def _reindex(self) -> None:
         docs = []
-        for name, tools in sorted(self._known_tools.items()):
+        for name, tools in sorted(self.catalogue.known_tools.items()):
             sup = self.supervisors.get(name)
             docs.extend(tool_docs(name, sup.config.description if sup else None, tools))
         self.indexer.update(docs)
@@ -510,12 +396,12 @@ class Gateway:
         """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""
         request = parse_query_arguments(
             arguments,
-            known_servers=set(self.supervisors),
+            known_servers=set(self.upstreams.supervisors),
             default_max_results=self.settings.aggregator.default_max_results,
         )
         targets = []
         for name in self.exposed_servers():
-            connection = self.supervisors[name].connection
+            connection = self.upstreams.supervisors[name].connection
             if connection is not None:
                 targets.append(PipelineTarget(self.pipeline, name, connection.tools))
         response = await self.engine.query(request, targets)
@@ -542,10 +428,11 @@ class Gateway:
         )
 
     def _live_servers(self) -> dict[str, tuple[str, LiveServer, str | None]]:
+        ids = self.upstreams.ids
         return {
-            self.ids[name]: (self.ids[name], sup, sup.config.health_check_url)
-            for name, sup in self.supervisors.items()
-            if name in self.ids
+            ids[name]: (ids[name], sup, sup.config.health_check_url)
+            for name, sup in self.upstreams.supervisors.items()
+            if name in ids
         }
 
     def _persist_health(

@@ -1,0 +1,167 @@
+"""What the serving upstreams offer, and the routing tables over it.
+
+Discovery results arrive here (``discovered``); the tool limits of BR-003 are applied; the
+``Catalog`` (tools) and ``FeatureCatalog`` (prompts, resources, templates) are rebuilt
+lazily after a change and shared until the next one, so the call path only reads
+dictionaries. Definition pinning belongs here too: it decides which discovered tools may
+be exposed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import mcp_types as types
+
+from mcp_aggregator.catalog.catalog import Catalog, Route
+from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
+from mcp_aggregator.errors import LimitExceededError, RoutingError, ServerUnavailableError, ToolNotFoundError
+from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.registry import check_tool_limits
+from mcp_aggregator.registry.limits import Limits
+from mcp_aggregator.settings.serve_settings import ServeSettings
+from mcp_aggregator.upstreams.connection import UpstreamConnection
+from mcp_aggregator.upstreams.upstream_set import UpstreamSet
+
+logger = logging.getLogger(__name__)
+
+ChangeListener = Callable[[], None]
+
+
+class CatalogService:
+    """The catalogue of the servers in ``upstreams`` that are serving and whose tools were accepted."""
+
+    def __init__(self, upstreams: UpstreamSet, serve: ServeSettings, limits: Limits) -> None:
+        self._upstreams = upstreams
+        self._serve = serve
+        self._limits = limits
+        self.discovery_refusals: dict[str, str] = {}
+        self.known_tools: dict[str, tuple[types.Tool, ...]] = {}
+        self._known_features: dict[str, ServerFeatures] = {}
+        self._discoveries: dict[str, int] = {}
+        self._catalog: Catalog | None = None
+        self._features: FeatureCatalog | None = None
+        self._exposed: list[str] | None = None
+        self._snapshot: tuple[tuple[str, int], ...] = ()
+        self._listeners: list[ChangeListener] = []
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def discovered(self, name: str, connection: UpstreamConnection) -> bool:
+        """Take a server's discovery; False when BR-003's limits refuse its tools."""
+        tools = connection.tools
+        others = sum(len(t) for n, t in self.known_tools.items() if n != name)
+        try:
+            check_tool_limits(self._limits, name, len(tools), others)
+        except LimitExceededError as exc:
+            logger.error("discovery of %s refused: %s", name, exc)
+            self.discovery_refusals[name] = str(exc)
+            self.known_tools.pop(name, None)
+            self._known_features.pop(name, None)
+            return False
+        self.discovery_refusals.pop(name, None)
+        if not tools:
+            logger.warning("server %s lists no tools", name)
+        self.known_tools[name] = tools
+        self._known_features[name] = ServerFeatures(connection.prompts, connection.resources, connection.templates)
+        self._discoveries[name] = self._discoveries.get(name, 0) + 1
+        return True
+
+    def forget(self, name: str) -> None:
+        self.known_tools.pop(name, None)
+        self._known_features.pop(name, None)
+        self.discovery_refusals.pop(name, None)
+
+    # -- change tracking ----------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        """Something changed (a state, a discovery): drop the tables; tell listeners if exposure changed."""
+        self._catalog = None
+        self._features = None
+        self._exposed = None
+        snapshot = tuple((name, self._discoveries.get(name, 0)) for name in self.exposed_servers())
+        if snapshot != self._snapshot:
+            self._snapshot = snapshot
+            for listener in list(self._listeners):
+                listener()
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener`` whenever what clients can see changed; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    # -- views ------------------------------------------------------------------------------
+
+    def exposed_servers(self) -> list[str]:
+        """CONNECTED and DEGRADED servers whose tools were accepted, sorted (cached until a change)."""
+        if self._exposed is None:
+            self._exposed = [name for name in self._upstreams.serving() if name in self.known_tools]
+        return list(self._exposed)
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            tools = {name: self.known_tools[name] for name in self.exposed_servers()}
+            self._catalog = Catalog.build(
+                tools,
+                separator=self._serve.name_separator,
+                max_length=self._serve.max_name_length,
+                known_servers=self._upstreams.supervisors,
+            )
+        return self._catalog
+
+    @property
+    def features(self) -> FeatureCatalog:
+        if self._features is None:
+            exposed = {n: self._known_features[n] for n in self.exposed_servers() if n in self._known_features}
+            self._features = FeatureCatalog.build(
+                exposed, separator=self._serve.name_separator, max_length=self._serve.max_name_length
+            )
+        return self._features
+
+    def servers_with(self, capability: str) -> list[str]:
+        """Exposed servers that declared ``capability`` (``prompts``, ``resources``, ``logging``, ...)."""
+        out = []
+        for name in self.exposed_servers():
+            conn = self._upstreams.supervisors[name].connection
+            caps = conn.capabilities if conn is not None else None
+            if caps is not None and getattr(caps, capability, None) is not None:
+                out.append(name)
+        return out
+
+    # -- routing ------------------------------------------------------------------------
+
+    def resolve(self, name: str, server: str | None = None) -> Route:
+        """Route a tool name (BR-005); a known server that is not serving gives a 503-style error."""
+        target = server
+        if target is None and "." in name:
+            target = name.split(".", 1)[0]
+        if target is not None and target in self._upstreams and target not in self.exposed_servers():
+            self._unavailable(target)
+        try:
+            return self.catalog.resolve_route(name, server)
+        except ToolNotFoundError:
+            # A tool of a server that is reconnecting is not gone: say so (503-style).
+            owner = self._offline_owner(name)
+            if owner is not None:
+                self._unavailable(owner)
+            raise
+
+    def _unavailable(self, server: str) -> None:
+        sup = self._upstreams.supervisor(server)
+        detail = self.discovery_refusals.get(server) or sup.error_message
+        if detail is None and sup.status in (ServerStatus.CONNECTING, ServerStatus.ERROR):
+            detail = "reconnecting"
+        raise ServerUnavailableError(server, sup.status.value, detail)
+
+    def _offline_owner(self, name: str) -> str | None:
+        exposed = set(self.exposed_servers())
+        offline = {n: t for n, t in self.known_tools.items() if n not in exposed and n in self._upstreams}
+        if not offline:
+            return None
+        catalog = Catalog.build(offline, separator=self._serve.name_separator, max_length=self._serve.max_name_length)
+        try:
+            return catalog.resolve_route(name).server
+        except RoutingError:
+            return None

@@ -1,0 +1,164 @@
+"""The set of supervised upstreams, kept in step with the servers that should run.
+
+``reconcile(desired)`` is the one seam through which the registry (or a config file, or a
+change another replica made) says what should run: servers missing from it are stopped,
+new ones started, and ones whose configuration changed are restarted. Each supervisor
+runs in the task group the set is bound to and owns its upstream session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import TaskGroup
+
+from mcp_aggregator.errors import ServerNotFoundError
+from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
+from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
+from mcp_aggregator.upstreams.server_supervisor import ChangeCallback, RetryPolicy, ServerSupervisor, Sleeper
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DesiredServer:
+    """One server that should be supervised: its registry id, configuration, and whether to connect."""
+
+    server_id: str
+    config: ServerConfig
+    connect: bool = True
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """What a ``reconcile`` changed, by server name."""
+
+    started: tuple[str, ...] = ()
+    stopped: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+
+
+class UpstreamSet:
+    """Every supervised upstream, by name; ``bind`` it to a task group before starting any."""
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        retry: RetryPolicy,
+        sleep: Sleeper,
+        backchannel: Backchannel | None = None,
+        on_change: ChangeCallback = lambda _s, _e, _p: None,
+        on_activity: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.supervisors: dict[str, ServerSupervisor] = {}
+        self.ids: dict[str, str] = {}
+        self._env = env
+        self._retry = retry
+        self._sleep = sleep
+        self._backchannel = backchannel
+        self._on_change = on_change
+        self._on_activity = on_activity
+        self._settled: dict[str, anyio.Event] = {}
+        self._tg: TaskGroup | None = None
+
+    def bind(self, tg: TaskGroup) -> None:
+        self._tg = tg
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.supervisors
+
+    async def start(self, server_id: str, config: ServerConfig, *, connect: bool) -> ServerSupervisor:
+        """Supervise one server (its first connection attempt starts now if ``connect``)."""
+        if self._tg is None:
+            raise RuntimeError("the upstream set is not bound to a task group")
+        supervisor = ServerSupervisor(
+            config,
+            env=self._env,
+            retry=self._retry,
+            sleep=self._sleep,
+            on_change=self._changed,
+            on_activity=self._on_activity,
+            backchannel=self._backchannel,
+        )
+        self.supervisors[config.name] = supervisor
+        self.ids[config.name] = server_id
+        self._settled[config.name] = anyio.Event()
+        await self._tg.start(supervisor.run)
+        if connect:
+            supervisor.request_connect()
+        else:
+            self._settled[config.name].set()
+        return supervisor
+
+    def _changed(self, sup: ServerSupervisor, event: ServerEvent | None, persist: bool) -> None:
+        if sup.name not in self.ids:
+            return
+        if sup.status in (ServerStatus.CONNECTED, ServerStatus.ERROR):
+            self._settled[sup.name].set()
+        self._on_change(sup, event, persist)
+
+    async def remove(self, name: str, *, drain_timeout: float) -> None:
+        """Stop supervising ``name``: drain its calls, close its session, forget it."""
+        sup = self.supervisor(name)
+        if sup.status is ServerStatus.CONNECTED:
+            await sup.disconnect(drain_timeout=drain_timeout)
+        await sup.stop()
+        self.supervisors.pop(name, None)
+        self.ids.pop(name, None)
+        self._settled.pop(name, None)
+
+    async def reconcile(self, desired: Mapping[str, DesiredServer], *, drain_timeout: float) -> Reconciled:
+        """Make the supervised set match ``desired`` (by name); returns what changed."""
+        stopped = [name for name in self.supervisors if name not in desired]
+        restarted = [
+            name
+            for name, want in desired.items()
+            if name in self.supervisors
+            and (self.supervisors[name].config != want.config or self.ids[name] != want.server_id)
+        ]
+        started = [name for name in desired if name not in self.supervisors]
+        for name in [*stopped, *restarted]:
+            await self.remove(name, drain_timeout=drain_timeout)
+        for name in [*restarted, *started]:
+            want = desired[name]
+            await self.start(want.server_id, want.config, connect=want.connect)
+        if stopped or restarted or started:
+            logger.info("reconciled upstreams: started %s, stopped %s, restarted %s", started, stopped, restarted)
+        return Reconciled(tuple(started), tuple(stopped), tuple(restarted))
+
+    async def stop_all(self) -> None:
+        for supervisor in list(self.supervisors.values()):
+            await supervisor.stop()
+
+    def supervisor(self, name: str) -> ServerSupervisor:
+        try:
+            return self.supervisors[name]
+        except KeyError:
+            raise ServerNotFoundError(name) from None
+
+    def supervisor_by_id(self, server_id: str) -> ServerSupervisor:
+        for name, known in self.ids.items():
+            if known == server_id:
+                return self.supervisors[name]
+        raise ServerNotFoundError(server_id)
+
+    def connection(self, name: str) -> UpstreamConnection:
+        """The live connection of ``name`` if its state allows calls (BR-005)."""
+        return self.supervisor(name).require_connection()
+
+    def serving(self) -> list[str]:
+        """Servers whose session is up and whose state allows calls (CONNECTED, DEGRADED), sorted."""
+        return sorted(
+            name for name, sup in self.supervisors.items() if is_exposed(sup.status) and sup.connection is not None
+        )
+
+    async def wait_settled(self, timeout_secs: float) -> None:
+        """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
+        with anyio.move_on_after(timeout_secs):
+            for event in list(self._settled.values()):
+                await event.wait()
