@@ -161,10 +161,11 @@ async def _stop(process: Process) -> None:
 
 
 @asynccontextmanager
-async def fixture_http_server() -> AsyncIterator[str]:
-    """The conformance fixture over streamable HTTP; yields its ``/mcp`` URL."""
+async def fixture_http_server(module: str = FIXTURE_MODULE) -> AsyncIterator[str]:
+    """A fixture server of ``tests.upstream`` (the conformance one by default) over streamable HTTP;
+    yields its ``/mcp`` URL."""
     process = await anyio.open_process(
-        [sys.executable, "-m", FIXTURE_MODULE, "--transport", "http", "--port", "0"],
+        [sys.executable, "-m", module, "--transport", "http", "--port", "0"],
         cwd=REPO,
         env=_env(),
         stderr=subprocess.DEVNULL,
@@ -178,7 +179,7 @@ async def fixture_http_server() -> AsyncIterator[str]:
         except (anyio.EndOfStream, anyio.IncompleteRead):
             line = ""
         if not line.startswith("PORT "):
-            raise RuntimeError(f"the conformance fixture did not start: {line!r}")
+            raise RuntimeError(f"{module} did not start: {line!r}")
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
     finally:
         await _stop(process)

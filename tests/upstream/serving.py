@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import socket
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import anyio
 import uvicorn
 from mcp.server import MCPServer, Server
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import EventStore
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -35,25 +35,37 @@ def parse_args(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def run(build: Callable[[], Server[Any] | MCPServer[Any]], description: str) -> None:
-    """Build the server and serve it as the command line asks, until stdin closes or the process is ended."""
+def run(build: Callable[[], Server[Any] | MCPServer[Any]], description: str, *, legacy_only: bool = False) -> None:
+    """Build the server and serve it as the command line asks, until stdin closes or the process is ended.
+
+    ``legacy_only`` serves stdio in the handshake loop alone: the SDK's dual-era loop would settle
+    on 2026-07-28 as soon as a client probes ``server/discover``. (Over HTTP each modern request
+    stands alone, so the server's own middleware can refuse them.)
+    """
     args = parse_args(description)
     # These servers use the legacy-era APIs (logging, sampling, roots) on purpose; the SDK's
     # deprecation warnings would only clutter the gateway's logs of its upstream's stderr.
     warnings.simplefilter("ignore", MCPDeprecationWarning)
     server = build()
     if args.transport == "stdio":
-        anyio.run(_serve_stdio, server)
+        anyio.run(_serve_stdio, server, legacy_only)
     else:
         serve_http(server, args.port)
 
 
-async def _serve_stdio(server: Server[Any] | MCPServer[Any]) -> None:
+async def _serve_stdio(server: Server[Any] | MCPServer[Any], legacy_only: bool) -> None:
     if isinstance(server, MCPServer):
+        if legacy_only:
+            raise ValueError("legacy_only needs a low-level Server; MCPServer.run serves both eras")
         await server.run_stdio_async()
         return
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        if not legacy_only:
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+            return
+        async with server.lifespan(server) as state:
+            options = server.create_initialization_options()
+            await serve_loop(server, read_stream, write_stream, lifespan_state=state, init_options=options)
 
 
 def serve_http(server: Server[Any] | MCPServer[Any], port: int, event_store: EventStore | None = None) -> None:
@@ -71,5 +83,4 @@ def serve_http(server: Server[Any] | MCPServer[Any], port: int, event_store: Eve
         host="127.0.0.1",
     )
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    sys.stdout.flush()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
