@@ -24,7 +24,9 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.upstream import conformance_content as content
@@ -85,6 +87,8 @@ class ConformanceFixture:
         self.log_level: types.LoggingLevel = "debug"
         self.subscriptions: set[str] = set()
         self.watched_text = "Watched resource content"
+        # 2026-07-28 clients hear of resource updates on subscriptions/listen streams instead.
+        self.bus = InMemorySubscriptionBus()
         self.tools = {tool.definition.name: tool for tool in self._tools()}
 
     def build(self) -> Server[Any]:
@@ -102,6 +106,7 @@ class ConformanceFixture:
             on_list_prompts=content.list_prompts,
             on_get_prompt=content.get_prompt,
             on_completion=content.complete,
+            on_subscriptions_listen=ListenHandler(self.bus),
         )
         # Registered after construction: the constructor's on_set_logging_level warns that the
         # feature is deprecated in 2026-07-28, and the 2025-11-25 scenarios need it.
@@ -295,10 +300,11 @@ class ConformanceFixture:
 
     async def update_watched(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         self.watched_text = str((params.arguments or {}).get("text", ""))
-        notified = content.WATCHED_URI in self.subscriptions
-        if notified and not _modern(ctx):
+        await self.bus.publish(ResourceUpdated(uri=content.WATCHED_URI))
+        subscribed = content.WATCHED_URI in self.subscriptions
+        if subscribed and not _modern(ctx):
             await ctx.session.send_resource_updated(content.WATCHED_URI)
-        return _text(f"updated; subscribers notified: {notified}")
+        return _text(f"updated; resources/subscribe subscribers notified: {subscribed}")
 
 
 def build_server() -> Server[Any]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp_types import TextContent
+from mcp.shared.subscriptions import ResourceUpdated
+from mcp_types import ResourceUpdatedNotification, TextContent, TextResourceContents
 
 from tests.upstream.callbacks import RecordingCallbacks, text_of
+from tests.upstream.conformance_content import WATCHED_URI
 from tests.upstream.conformance_server import build_server
 
 
@@ -53,3 +56,37 @@ async def test_a_client_without_sampling_gets_a_tool_error() -> None:
 
     assert result.is_error
     assert result.content == [TextContent(type="text", text="The client does not support sampling")]
+
+
+async def test_a_2025_client_subscribed_to_the_watched_resource_hears_of_its_update() -> None:
+    updated = anyio.Event()
+    heard: list[str] = []
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            heard.append(message.params.uri)
+            updated.set()
+
+    async with Client(build_server(), mode="legacy", cache=None, message_handler=on_message) as client:
+        with pytest.warns(MCPDeprecationWarning):
+            await client.subscribe_resource(WATCHED_URI)
+        result = await client.call_tool("update_watched_resource", {"text": "new text"})
+        with anyio.fail_after(5):
+            await updated.wait()
+        contents = (await client.read_resource(WATCHED_URI)).contents
+
+    assert text_of(result) == "updated; resources/subscribe subscribers notified: True"
+    assert heard == [WATCHED_URI]
+    assert contents == [TextResourceContents(uri=WATCHED_URI, mime_type="text/plain", text="new text")]
+
+
+async def test_a_2026_client_listening_for_the_watched_resource_hears_of_its_update() -> None:
+    async with (
+        Client(build_server(), mode="auto", cache=None) as client,
+        client.listen(resource_subscriptions=[WATCHED_URI]) as subscription,
+    ):
+        await client.call_tool("update_watched_resource", {"text": "new text"})
+        with anyio.fail_after(5):
+            event = await anext(aiter(subscription))
+
+    assert event == ResourceUpdated(uri=WATCHED_URI)
