@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/bootstrap.sh
-export PATH="$PWD/upstreams/node_modules/.bin:$PWD/.venv/bin:$PATH"
+# npm servers after the system PATH: upstreams/node_modules/.bin also holds the Node 22 binary
+# the conformance suite needs, which must not replace the system node for everything else.
+export PATH="$PWD/.venv/bin:$PATH:$PWD/upstreams/node_modules/.bin"
 export HF_HUB_OFFLINE=1
 echo "== ruff" >&2
 ruff check src tests bench

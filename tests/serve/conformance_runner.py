@@ -203,7 +203,13 @@ def gateway_config(upstream: Mapping[str, Any], work_dir: Path) -> dict[str, Any
     """A passthrough gateway whose only upstream is ``upstream``; everything it writes stays in ``work_dir``."""
     return {
         "servers": [dict(upstream)],
-        "serve": {"exposure": "passthrough", "host": "127.0.0.1", "data_dir": str(work_dir / "data")},
+        # Original names: in front of one server the gateway is that server, names included.
+        "serve": {
+            "exposure": "passthrough",
+            "tool_names": "original",
+            "host": "127.0.0.1",
+            "data_dir": str(work_dir / "data"),
+        },
         "registry": {"database_url": f"sqlite+aiosqlite:///{work_dir / 'registry.db'}"},
         "search": {"embedder": "none"},
     }

@@ -57,9 +57,10 @@ class Catalog:
         separator: str = "__",
         max_length: int = 64,
         known_servers: Iterable[str] = (),
+        keep_unique_names: bool = False,
     ) -> Catalog:
         pairs = [(server, tool.name) for server, tools in tools_by_server.items() for tool in tools]
-        names = assign_exposed_names(pairs, separator=separator, max_length=max_length)
+        names = assign_exposed_names(pairs, separator=separator, max_length=max_length, keep_unique=keep_unique_names)
         entries: list[CatalogEntry] = []
         for server in sorted(tools_by_server):
             seen: set[str] = set()

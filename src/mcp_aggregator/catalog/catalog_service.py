@@ -20,7 +20,7 @@ from mcp_aggregator.errors import LimitExceededError, RoutingError, ServerUnavai
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import check_tool_limits
 from mcp_aggregator.registry.limits import Limits
-from mcp_aggregator.settings.serve_settings import ServeSettings
+from mcp_aggregator.settings.serve_settings import ServeSettings, ToolNames
 from mcp_aggregator.upstreams.connection import UpstreamConnection
 from mcp_aggregator.upstreams.upstream_set import UpstreamSet
 
@@ -108,6 +108,7 @@ class CatalogService:
                 separator=self._serve.name_separator,
                 max_length=self._serve.max_name_length,
                 known_servers=self._upstreams.supervisors,
+                keep_unique_names=self._serve.tool_names is ToolNames.ORIGINAL,
             )
         return self._catalog
 
@@ -116,7 +117,10 @@ class CatalogService:
         if self._features is None:
             exposed = {n: self._known_features[n] for n in self.exposed_servers() if n in self._known_features}
             self._features = FeatureCatalog.build(
-                exposed, separator=self._serve.name_separator, max_length=self._serve.max_name_length
+                exposed,
+                separator=self._serve.name_separator,
+                max_length=self._serve.max_name_length,
+                keep_unique_names=self._serve.tool_names is ToolNames.ORIGINAL,
             )
         return self._features
 

@@ -87,11 +87,16 @@ class FeatureCatalog:
 
     @classmethod
     def build(
-        cls, features: Mapping[str, ServerFeatures], *, separator: str = "__", max_length: int = 64
+        cls,
+        features: Mapping[str, ServerFeatures],
+        *,
+        separator: str = "__",
+        max_length: int = 64,
+        keep_unique_names: bool = False,
     ) -> FeatureCatalog:
         servers = sorted(features)
         pairs = [(s, p.name) for s in servers for p in features[s].prompts]
-        exposed = assign_exposed_names(pairs, separator=separator, max_length=max_length)
+        exposed = assign_exposed_names(pairs, separator=separator, max_length=max_length, keep_unique=keep_unique_names)
         prompts: list[types.Prompt] = []
         routes: dict[str, PromptRoute] = {}
         by_original: dict[str, list[PromptRoute]] = {}

@@ -48,12 +48,26 @@ def exposed_name(server: str, tool: str, *, separator: str = "__", max_length: i
 
 
 def assign_exposed_names(
-    pairs: Iterable[tuple[str, str]], *, separator: str = "__", max_length: int = 64
+    pairs: Iterable[tuple[str, str]], *, separator: str = "__", max_length: int = 64, keep_unique: bool = False
 ) -> dict[tuple[str, str], str]:
-    """Exposed names for every (server, tool); unique even if two sanitise to the same text."""
+    """Exposed names for every (server, tool); unique even if two sanitise to the same text.
+
+    ``keep_unique``: a tool name only one server has, already client-safe and not of the
+    ``server<sep>tool`` shape, is exposed as it is; the rest are namespaced.
+    """
+    unique = set(pairs)
     out: dict[tuple[str, str], str] = {}
     taken: dict[str, tuple[str, str]] = {}
-    for server, tool in sorted(set(pairs)):
+    if keep_unique:
+        counts: dict[str, int] = {}
+        for _, tool in unique:
+            counts[tool] = counts.get(tool, 0) + 1
+        for server, tool in sorted(unique):
+            if counts[tool] == 1 and CLIENT_SAFE.match(tool) and len(tool) <= max_length and separator not in tool:
+                out[(server, tool)] = tool
+                taken[tool] = (server, tool)
+        unique -= set(out)
+    for server, tool in sorted(unique):
         name = exposed_name(server, tool, separator=separator, max_length=max_length)
         if name in taken:
             # Only possible when a tool's literal name equals another's sanitised form;

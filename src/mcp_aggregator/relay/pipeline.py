@@ -221,6 +221,14 @@ class CallPipeline:
         )
         return result
 
+    async def subscribe(self, uri: str, *, subscribed: bool, caller: Caller = NO_CALLER) -> None:
+        """Watch a resource (by the URI the client saw) on the server that owns it."""
+        route = self._route_resource(uri)
+        conn = self._routes.connection(route.server)
+        method = "resources/subscribe" if subscribed else "resources/unsubscribe"
+        invocation = Invocation(method, route.server, route.uri, caller)
+        await self._through(invocation, lambda: conn.set_subscription(route.uri, subscribed=subscribed, tag=caller))
+
     async def forward(self, server: str, request: types.ClientRequest, result_type: type[T], *, what: str) -> T:
         """A request to one named server (subscriptions, logging levels) through the stages."""
         conn = self._routes.connection(server)

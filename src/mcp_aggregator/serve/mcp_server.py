@@ -13,7 +13,7 @@ import secrets
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -60,6 +60,11 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
 }
 
 
+_LOG_LEVELS: list[types.LoggingLevel] = [
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+
+
 def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
     """A 2026-07-28 embedded request made valid for a 2025-11-25 client.
 
@@ -83,6 +88,7 @@ class GatewayServer:
         self.parked = ParkedCalls(ttl_secs=gateway.settings.serve.input_wait_secs)
         self._legacy_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._subscribers: dict[str, weakref.WeakSet[Connection]] = {}
+        self._log_levels: weakref.WeakKeyDictionary[Connection, types.LoggingLevel] = weakref.WeakKeyDictionary()
         self._changed = anyio.Event()
         with warnings.catch_warnings():
             # logging/setLevel is deprecated at 2026-07-28 but 2025-11-25 clients still send it.
@@ -161,7 +167,7 @@ class GatewayServer:
 
     def _caller(self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None) -> Caller:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        levels = allowed_log_levels(ctx.protocol_version, ctx.meta)
+        levels = allowed_log_levels(ctx.protocol_version, self._log_meta(ctx))
         related = ServerMessageMetadata(related_request_id=ctx.request_id)
 
         async def ask_client(request: types.InputRequest) -> types.InputResponse | types.ErrorData:
@@ -190,6 +196,19 @@ class GatewayServer:
             relay_input_required=modern,
             meta=ctx.meta,
         )
+
+    def _log_meta(self, ctx: ServerRequestContext[Any]) -> types.RequestParamsMeta | None:
+        """The request's ``_meta`` with its client's log level made a 2026-07-28 opt-in.
+
+        A 2026-07-28 upstream logs only for requests that opt in; a 2025-11-25 client never
+        does (it used ``logging/setLevel``, or nothing: every level). So its level, or
+        ``debug``, is stamped on its requests; ``upstream_meta`` passes it to modern upstreams only.
+        """
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return ctx.meta
+        connection = getattr(ctx.session, "_connection", None)
+        level = self._log_levels.get(connection, "debug") if isinstance(connection, Connection) else "debug"
+        return cast(types.RequestParamsMeta, {**(ctx.meta or {}), types.LOG_LEVEL_META_KEY: level})
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -224,7 +243,7 @@ class GatewayServer:
                 try:
                     return await handler(
                         arguments,
-                        CallRequest(caller, params.meta, params.input_responses, params.request_state),
+                        CallRequest(caller, self._log_meta(ctx), params.input_responses, params.request_state),
                     )
                 finally:
                     current_caller.reset(token)
@@ -270,7 +289,7 @@ class GatewayServer:
             result: types.ReadResourceResult | types.InputRequiredResult = await self.gateway.pipeline.read_resource(
                 str(params.uri),
                 caller=self._caller(ctx),
-                meta=params.meta,
+                meta=self._log_meta(ctx),
                 input_responses=params.input_responses,
                 request_state=params.request_state,
             )
@@ -303,13 +322,7 @@ class GatewayServer:
 
     async def _forward_subscription(self, uri: str, *, subscribe: bool) -> None:
         try:
-            route = self.gateway.features.route_resource(uri, self.gateway.servers_with("resources"))
-            request: types.SubscribeRequest | types.UnsubscribeRequest
-            if subscribe:
-                request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=route.uri))
-            else:
-                request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=route.uri))
-            await self.gateway.pipeline.forward(route.server, request, types.EmptyResult, what=route.uri)
+            await self.gateway.pipeline.subscribe(uri, subscribed=subscribe)
         except AggregatorError as exc:
             raise to_mcp_error(exc) from exc
 
@@ -332,7 +345,7 @@ class GatewayServer:
                 params.name,
                 params.arguments,
                 caller=self._caller(ctx),
-                meta=params.meta,
+                meta=self._log_meta(ctx),
                 input_responses=params.input_responses,
                 request_state=params.request_state,
             )
@@ -351,10 +364,18 @@ class GatewayServer:
     async def _set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        """Forwarded to every upstream that logs; one that refuses does not fail the others."""
-        self._remember(ctx)
-        request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=params.level))
+        """The client's own level filters what it is sent; 2025-11-25 upstreams that log get the
+        most verbose level any connected client asked for, so one client's ``error`` never
+        silences another's ``info``. One upstream that refuses does not fail the others."""
+        connection = self._remember(ctx)
+        if connection is not None:
+            self._log_levels[connection] = params.level
+        wanted = min(self._log_levels.values(), key=_LOG_LEVELS.index, default=params.level)
+        request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=wanted))
         for server in self.gateway.servers_with("logging"):
+            if self.gateway.connection(server).modern:
+                continue  # no logging/setLevel at 2026-07-28: the level rides each request
+
             try:
                 await self.gateway.pipeline.forward(server, request, types.EmptyResult, what=params.level)
             except AggregatorError as exc:

@@ -19,6 +19,11 @@ class FacadeGrouping(StrEnum):
     SKILL = "skill"
 
 
+class ToolNames(StrEnum):
+    NAMESPACED = "namespaced"
+    ORIGINAL = "original"
+
+
 class ServeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -31,6 +36,10 @@ class ServeSettings(BaseModel):
     """Upstream domains are listed only while their definitions fit in this many characters
     (about 3,000 tokens); past that, clients reach upstream tools through ``tools``."""
     name_separator: str = "__"
+    tool_names: ToolNames = ToolNames.NAMESPACED
+    """``namespaced``: passthrough lists ``server__tool``; ``original``: a tool whose name no other
+    server uses (and clients accept) keeps its own name, so a single-server gateway is
+    indistinguishable from its server; shared names stay namespaced."""
     max_name_length: int = Field(default=64, ge=16, le=128)
     admin_token: str | None = None
     drain_timeout_secs: float = Field(default=30.0, ge=0)

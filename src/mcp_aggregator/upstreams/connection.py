@@ -158,6 +158,8 @@ class UpstreamConnection:
         self._inflight: dict[anyio.CancelScope, str] = {}
         self._tags: dict[anyio.CancelScope, object] = {}
         self._refresh_features = anyio.Event()
+        self._watched: set[str] = set()
+        self._relisten = anyio.Event()
         self._abort_reason: dict[anyio.CancelScope, str] = {}
         self._idle = anyio.Event()
         self._idle.set()
@@ -297,19 +299,55 @@ class UpstreamConnection:
                     "prompts": bool(caps.prompts and caps.prompts.list_changed),
                     "resources": bool(caps.resources and caps.resources.list_changed),
                 }
-                if any(wants.values()):
-                    tg.start_soon(self._listen_for_changes, client, wants)
+                tg.start_soon(self._listen_loop, client, wants)
             tg.start_soon(self._refresh_loop, client)
             tg.start_soon(self._feature_refresh_loop, client)
             await self._stop.wait()
             tg.cancel_scope.cancel()
 
-    async def _listen_for_changes(self, client: Client, wants: dict[str, bool]) -> None:
+    async def _listen_loop(self, client: Client, wants: dict[str, bool]) -> None:
+        """One ``subscriptions/listen`` stream at a time, reopened when the watched URIs change."""
+        while True:
+            relisten = self._relisten = anyio.Event()
+            uris = tuple(sorted(self._watched))
+            if any(wants.values()) or uris:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._listen_for_changes, client, wants, uris)
+                    await relisten.wait()
+                    tg.cancel_scope.cancel()
+            else:
+                await relisten.wait()
+
+    async def set_subscription(self, uri: str, *, subscribed: bool, tag: object = None) -> None:
+        """Watch (or stop watching) a resource upstream, the way this session's era does it.
+
+        2025-11-25: ``resources/subscribe`` / ``unsubscribe``. 2026-07-28 has neither: the
+        URI joins the ``subscriptions/listen`` stream, which is reopened with the new set.
+        """
+        if not self.modern:
+            request: types.SubscribeRequest | types.UnsubscribeRequest
+            if subscribed:
+                request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            else:
+                request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+            await self.send(request, types.EmptyResult, tag=tag)
+            return
+        self._require_client()
+        before = set(self._watched)
+        if subscribed:
+            self._watched.add(uri)
+        else:
+            self._watched.discard(uri)
+        if self._watched != before:
+            self._relisten.set()
+
+    async def _listen_for_changes(self, client: Client, wants: dict[str, bool], uris: tuple[str, ...]) -> None:
         try:
             listen = client.listen(
                 tools_list_changed=wants["tools"],
                 prompts_list_changed=wants["prompts"],
                 resources_list_changed=wants["resources"],
+                resource_subscriptions=uris,
             )
             async with listen as subscription:
                 async for event in subscription:
