@@ -98,6 +98,7 @@ class Gateway:
             backchannel=self.backchannel,
             on_change=self._supervisor_changed,
             on_activity=self._poke,
+            max_result_bytes=settings.serve.max_result_bytes,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits)
         self.pipeline = CallPipeline(self, stages)

@@ -51,6 +51,13 @@ class ServeSettings(BaseModel):
     handshake-era clients then get no list-changed notifications."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` waits for upstreams still making their first connection."""
+    max_result_bytes: int = Field(default=64 << 20, ge=1024)
+    """The largest message an upstream may answer with (64 MiB by default); a larger result fails
+    its own call with a clear error and the session stays up."""
+    fast_path: bool = True
+    """Passthrough ``tools/call`` from 2026-07-28 clients that need nothing but the answer are
+    forwarded as raw JSON-RPC (no SDK models on the way); everything else takes the full
+    pipeline. ``false`` sends every call through the full pipeline."""
     input_wait_secs: float = Field(default=300.0, gt=0)
     """How long a call that asked a 2026-07-28 client for input (sampling, elicitation, roots)
     waits for the client's retry before the upstream's question is answered with an error."""

@@ -39,6 +39,7 @@ from mcp_aggregator.errors import (
     UpstreamTimeoutError,
 )
 from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
 
 logger = logging.getLogger(__name__)
@@ -137,9 +138,13 @@ class UpstreamConnection:
         on_tools_changed: ToolsChanged | None = None,
         on_activity: Callable[[], None] = lambda: None,
         backchannel: Backchannel | None = None,
+        max_result_bytes: int = 64 << 20,
     ) -> None:
         self.config = config
         self.name = config.name
+        self.max_result_bytes = max_result_bytes
+        self.pipe: StdioPipe | None = None
+        """The stdio pipe, which raw fast-path calls share with the SDK session (None for HTTP/SSE)."""
         self.state = ConnectionState.NEW
         self.tools: tuple[types.Tool, ...] = ()
         self.prompts: tuple[types.Prompt, ...] = ()
@@ -224,7 +229,9 @@ class UpstreamConnection:
 
     async def _connect(self, stack: AsyncExitStack) -> Client:
         try:
-            target = await enter_target(stack, self.config, self._env)
+            target, self.pipe = await enter_target(
+                stack, self.config, self._env, max_message_bytes=self.max_result_bytes
+            )
             client = Client(
                 target,
                 mode=self.config.protocol,

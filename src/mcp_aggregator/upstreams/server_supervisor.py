@@ -47,9 +47,11 @@ class ServerSupervisor:
         on_change: ChangeCallback = lambda _s, _e, _p: None,
         on_activity: Callable[[], None] = lambda: None,
         backchannel: Backchannel | None = None,
+        max_result_bytes: int = 64 << 20,
     ) -> None:
         self.config = config
         self.backchannel = backchannel
+        self.max_result_bytes = max_result_bytes
         self.name = config.name
         self.status = transition(None, ServerEvent.REGISTER)
         self.error_message: str | None = None
@@ -134,6 +136,7 @@ class ServerSupervisor:
             on_tools_changed=self._tools_changed,
             on_activity=self._on_activity,
             backchannel=self.backchannel,
+            max_result_bytes=self.max_result_bytes,
         )
         failure: UpstreamConnectError | EnvVarError | None = None
         async with anyio.create_task_group() as tg:

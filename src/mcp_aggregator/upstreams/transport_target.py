@@ -12,29 +12,34 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_aggregator.settings import ServerConfig, Transport, expand_mapping
+from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 
 ClientTarget = StdioServerParameters | AbstractAsyncContextManager[Any]
 
 
-async def enter_target(stack: AsyncExitStack, config: ServerConfig, env: Mapping[str, str]) -> ClientTarget:
-    """What ``Client`` should connect to; HTTP clients are closed by ``stack``.
+async def enter_target(
+    stack: AsyncExitStack, config: ServerConfig, env: Mapping[str, str], *, max_message_bytes: int = 64 << 20
+) -> tuple[ClientTarget, StdioPipe | None]:
+    """What ``Client`` should connect to, and for stdio the pipe raw calls can share.
 
-    Raises ``EnvVarError`` if a referenced variable is unset.
+    HTTP clients are closed by ``stack``. Raises ``EnvVarError`` if a referenced variable is unset.
     """
     if config.transport is Transport.STDIO:
         assert config.command is not None  # guaranteed by ServerConfig validation
-        return StdioServerParameters(
+        params = StdioServerParameters(
             command=config.command,
             args=list(config.args),
             env=expand_mapping(config.env, env, server=config.name, field="env") or None,
             cwd=config.cwd,
         )
+        pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes)
+        return pipe.open(), pipe
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if config.transport is Transport.SSE:
         assert config.url is not None
-        return sse_client(config.url, headers=headers or None)
+        return sse_client(config.url, headers=headers or None), None
     assert config.base_url is not None
     http_client = await stack.enter_async_context(
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(config.connect_timeout_secs, read=None))
     )
-    return streamable_http_client(config.base_url, http_client=http_client)
+    return streamable_http_client(config.base_url, http_client=http_client), None

@@ -54,7 +54,9 @@ class UpstreamSet:
         backchannel: Backchannel | None = None,
         on_change: ChangeCallback = lambda _s, _e, _p: None,
         on_activity: Callable[[], None] = lambda: None,
+        max_result_bytes: int = 64 << 20,
     ) -> None:
+        self._max_result_bytes = max_result_bytes
         self.supervisors: dict[str, ServerSupervisor] = {}
         self.ids: dict[str, str] = {}
         self._env = env
@@ -84,6 +86,7 @@ class UpstreamSet:
             on_change=self._changed,
             on_activity=self._on_activity,
             backchannel=self._backchannel,
+            max_result_bytes=self._max_result_bytes,
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
