@@ -37,6 +37,10 @@ def build_server(name: str = "fixture") -> MCPServer[Any]:
     async def add(a: int, b: int) -> Sum:
         return Sum(total=a + b)
 
+    @app.tool(description="Answer `size` bytes of text (large results).")
+    async def blob(size: int) -> str:
+        return "x" * size
+
     @app.tool(description="The process id of this server.")
     async def pid() -> str:
         return str(os.getpid())

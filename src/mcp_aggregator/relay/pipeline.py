@@ -80,7 +80,9 @@ class CallPipeline:
         self._routes = routes
         self._stages = tuple(stages)
 
-    async def _through(self, invocation: Invocation, send: Next) -> Any:
+    async def through(self, invocation: Invocation, send: Next) -> Any:
+        """Run ``send`` behind the policy stages, counted for metrics (the raw fast path enters here too)."""
+
         async def step(i: int) -> Any:
             if i == len(self._stages):
                 return await send()
@@ -121,7 +123,7 @@ class CallPipeline:
             )
 
         invocation = Invocation("tools/call", route.server, route.tool, caller, route)
-        result: types.CallToolResult | types.InputRequiredResult = await self._through(
+        result: types.CallToolResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )
         return result
@@ -160,7 +162,7 @@ class CallPipeline:
             )
 
         invocation = Invocation("resources/read", route.server, route.uri, caller)
-        result = await self._through(
+        result = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )
         if isinstance(result, types.ReadResourceResult) and route.uri != uri:
@@ -190,7 +192,7 @@ class CallPipeline:
             return await conn.send(types.GetPromptRequest(params=params), _PROMPT_RESULT, tag=caller)
 
         invocation = Invocation("prompts/get", route.server, route.name, caller)
-        result: types.GetPromptResult | types.InputRequiredResult = await self._through(
+        result: types.GetPromptResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )
         return result
@@ -216,7 +218,7 @@ class CallPipeline:
         conn = self._routes.connection(server)
         request = types.CompleteRequest(params=params.model_copy(update={"ref": new_ref}))
         invocation = Invocation("completion/complete", server, target, caller)
-        result: types.CompleteResult = await self._through(
+        result: types.CompleteResult = await self.through(
             invocation, lambda: conn.send(request, types.CompleteResult, tag=caller)
         )
         return result
@@ -227,13 +229,13 @@ class CallPipeline:
         conn = self._routes.connection(route.server)
         method = "resources/subscribe" if subscribed else "resources/unsubscribe"
         invocation = Invocation(method, route.server, route.uri, caller)
-        await self._through(invocation, lambda: conn.set_subscription(route.uri, subscribed=subscribed, tag=caller))
+        await self.through(invocation, lambda: conn.set_subscription(route.uri, subscribed=subscribed, tag=caller))
 
     async def forward(self, server: str, request: types.ClientRequest, result_type: type[T], *, what: str) -> T:
         """A request to one named server (subscriptions, logging levels) through the stages."""
         conn = self._routes.connection(server)
         invocation = Invocation(request.method, server, what, NO_CALLER)
-        result: T = await self._through(invocation, lambda: conn.send(request, result_type))
+        result: T = await self.through(invocation, lambda: conn.send(request, result_type))
         return result
 
     def _route_resource(self, uri: str) -> ResourceRoute:

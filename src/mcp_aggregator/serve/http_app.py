@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.serve.mcp_server import GatewayServer
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -44,7 +45,7 @@ def build_http_app(
         stateless=stateless,
         security_settings=transport_security(host, port),
     )
-    mcp_endpoint = StreamableHTTPASGIApp(manager)
+    mcp_endpoint = FastPath(StreamableHTTPASGIApp(manager), gateway_server.gateway)
 
     async def healthz(_request: Request) -> JSONResponse:
         gateway = gateway_server.gateway

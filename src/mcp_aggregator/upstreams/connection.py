@@ -535,6 +535,35 @@ class UpstreamConnection:
         )
         return result
 
+    def stamp(self, message: dict[str, Any]) -> dict[str, str]:
+        """Give a raw request the envelope this session's SDK client would; return its HTTP headers.
+
+        Uses the SDK session's own stamping so a raw call is indistinguishable from one the
+        SDK sends (the 2026-07-28 ``_meta`` envelope; nothing for a handshake session).
+        """
+        client = self._require_client()
+        opts: dict[str, Any] = {}
+        client.session._stamp(message, opts)  # type: ignore[arg-type]
+        return dict(opts.get("headers", {}))
+
+    @property
+    def raw_capable(self) -> bool:
+        """Whether raw calls can share this session (stdio: the pipe)."""
+        return self.pipe is not None and self._client is not None
+
+    async def call_raw(self, message: dict[str, Any], *, what: str) -> bytes:
+        """Send a stamped JSON-RPC request over the shared pipe; the answer line, untouched.
+
+        Tracked for drain and bounded by the tool timeout like any call. Raises ``UpstreamError``s.
+        """
+        pipe = self.pipe
+        if pipe is None:
+            raise UpstreamClosedError(self.name, "raw calls need a stdio session")
+        limit = self.config.tool_timeout_secs
+        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+        line: bytes = await self._guarded(what, scope, limit, lambda _client: pipe.call(message))
+        return line
+
     async def send(
         self,
         request: types.ClientRequest,

@@ -1,0 +1,114 @@
+"""The passthrough fast path answers exactly what the full pipeline answers, and steps aside
+whenever a call needs more than the answer (progress here; bad input in
+tests/relay/test_bad_input_isolation.py, which runs with the fast path on)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from starlette.routing import Route
+
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.fast_path import FastPath
+from mcp_aggregator.serve.http_app import build_http_app
+from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.runner import bind_socket
+from mcp_aggregator.serve.surfaces import build_surface
+from tests.conftest import settings_for, stdio_fixture
+
+
+@asynccontextmanager
+async def http_gateway(**serve: Any) -> AsyncIterator[tuple[FastPath, str]]:
+    async with Gateway(settings_for(stdio_fixture("alpha"), **serve)) as gateway:
+        await gateway.wait_settled(30)
+        gateway_server = GatewayServer(gateway, build_surface(gateway))
+        app = build_http_app(gateway_server)
+        [fast] = [r.endpoint for r in app.routes if isinstance(r, Route) and r.path == "/mcp"]
+        assert isinstance(fast, FastPath)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        sock = bind_socket("127.0.0.1", 0)
+        async with anyio.create_task_group() as background:
+            await background.start(gateway_server.run)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(server.serve, sockets=[sock]))
+                try:
+                    yield fast, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+                finally:
+                    server.should_exit = True
+            sock.close()
+            background.cancel_scope.cancel()
+
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("alpha__echo", {"text": "héllo ✓"}),
+    ("alpha__add", {"a": 2, "b": 40}),
+    ("alpha__fail", {"message": "nope"}),
+    ("alpha.api.v2.create", {"title": "dots"}),
+    ("alpha__echo", {"text": 7}),
+]
+
+
+def summary(result: types.CallToolResult) -> tuple[Any, ...]:
+    return (result.is_error, [b.model_dump(mode="json") for b in result.content], result.structured_content)
+
+
+async def calls_through(**serve: Any) -> tuple[list[tuple[Any, ...]], int]:
+    async with http_gateway(**serve) as (fast, url), Client(url, mode="auto", cache=None) as client:
+        results = [summary(await client.call_tool(name, args)) for name, args in CALLS]
+        return results, fast.forwarded
+
+
+async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers() -> None:
+    fast, forwarded = await calls_through(fast_path=True)
+    full, not_forwarded = await calls_through(fast_path=False)
+    assert fast == full
+    assert forwarded == len(CALLS)
+    assert not_forwarded == 0
+    assert fast[1][2] == {"total": 42}
+    assert fast[2][0] is True
+
+
+async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline() -> None:
+    steps: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
+
+    async with http_gateway(fast_path=True) as (fast, url), Client(url, mode="auto", cache=None) as client:
+        result = await client.call_tool("alpha__progress", {"steps": 3}, progress_callback=on_progress)
+        assert not result.is_error
+        assert steps == [1, 2, 3]
+        assert fast.forwarded == 0
+        plain = await client.call_tool("alpha__echo", {"text": "plain"})
+        assert not plain.is_error
+        assert fast.forwarded == 1
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+async def test_a_result_over_max_result_bytes_fails_that_call_only(fast_path: bool) -> None:
+    settings: dict[str, Any] = {"fast_path": fast_path, "max_result_bytes": 1 << 20}
+    async with http_gateway(**settings) as (_, url), Client(url, mode="auto", cache=None) as client:
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("alpha__blob", {"size": 2 << 20})
+        assert "exceeds serve.max_result_bytes (1048576)" in info.value.error.message
+        small = await client.call_tool("alpha__blob", {"size": 1000})
+        assert not small.is_error
+        block = small.content[0]
+        assert isinstance(block, types.TextContent) and len(block.text) == 1000
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+async def test_a_20_mb_result_comes_through_whole(fast_path: bool) -> None:
+    async with http_gateway(fast_path=fast_path) as (_, url), Client(url, mode="auto", cache=None) as client:
+        result = await client.call_tool("alpha__blob", {"size": 20 << 20})
+        block = result.content[0]
+        assert isinstance(block, types.TextContent) and len(block.text) == 20 << 20
