@@ -23,12 +23,13 @@ from mcp_aggregator.serve.http_app import build_http_app
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.runner import bind_socket
 from mcp_aggregator.serve.surfaces import build_surface
-from tests.conftest import settings_for, stdio_fixture
+from mcp_aggregator.settings import ServerConfig
+from tests.conftest import settings_for, start_http_upstream, stdio_fixture
 
 
 @asynccontextmanager
-async def http_gateway(**serve: Any) -> AsyncIterator[tuple[FastPath, str]]:
-    async with Gateway(settings_for(stdio_fixture("alpha"), **serve)) as gateway:
+async def http_gateway(*, upstream: ServerConfig | None = None, **serve: Any) -> AsyncIterator[tuple[FastPath, str]]:
+    async with Gateway(settings_for(upstream or stdio_fixture("alpha"), **serve)) as gateway:
         await gateway.wait_settled(30)
         gateway_server = GatewayServer(gateway, build_surface(gateway))
         app = build_http_app(gateway_server)
@@ -61,15 +62,27 @@ def summary(result: types.CallToolResult) -> tuple[Any, ...]:
     return (result.is_error, [b.model_dump(mode="json") for b in result.content], result.structured_content)
 
 
-async def calls_through(**serve: Any) -> tuple[list[tuple[Any, ...]], int]:
-    async with http_gateway(**serve) as (fast, url), Client(url, mode="auto", cache=None) as client:
+async def calls_through(upstream: ServerConfig, **serve: Any) -> tuple[list[tuple[Any, ...]], int]:
+    async with (
+        http_gateway(upstream=upstream, **serve) as (fast, url),
+        Client(url, mode="auto", cache=None) as client,
+    ):
         results = [summary(await client.call_tool(name, args)) for name, args in CALLS]
         return results, fast.forwarded
 
 
-async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers() -> None:
-    fast, forwarded = await calls_through(fast_path=True)
-    full, not_forwarded = await calls_through(fast_path=False)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers(transport: str) -> None:
+    web = start_http_upstream("http", name="alpha") if transport == "http" else None
+    try:
+        upstream = stdio_fixture("alpha")
+        if web is not None:
+            upstream = ServerConfig(name="alpha", transport="http", base_url=web.mcp_url)  # type: ignore[arg-type]
+        fast, forwarded = await calls_through(upstream, fast_path=True)
+        full, not_forwarded = await calls_through(upstream, fast_path=False)
+    finally:
+        if web is not None:
+            web.stop()
     assert fast == full
     assert forwarded == len(CALLS)
     assert not_forwarded == 0

@@ -81,8 +81,8 @@ class FastPath:
             self._routes, self._catalog = routes, catalog
         return self._routes.get(name)
 
-    def _plan(self, body: bytes) -> tuple[Any, str, str, dict[str, Any]] | None:
-        """``(client id, server, tool, upstream message)`` for a call the fast path can take."""
+    def _plan(self, body: bytes) -> tuple[Any, str, str, dict[str, Any], dict[str, str]] | None:
+        """``(client id, server, tool, upstream message, its HTTP headers)`` for a call the fast path takes."""
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -113,15 +113,17 @@ class FastPath:
         if kept:
             upstream_params["_meta"] = kept
         upstream = {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": upstream_params}
-        connection.stamp(upstream)
-        return message["id"], server, tool, upstream
+        headers = connection.stamp(upstream)
+        return message["id"], server, tool, upstream, headers
 
-    async def _forward(self, client_id: Any, server: str, tool: str, upstream: dict[str, Any]) -> bytes:
+    async def _forward(
+        self, client_id: Any, server: str, tool: str, upstream: dict[str, Any], headers: dict[str, str]
+    ) -> bytes:
         connection = self.gateway.connection(server)
         invocation = Invocation("tools/call", server, tool, NO_CALLER)
         try:
             line: bytes = await self.gateway.pipeline.through(
-                invocation, lambda: connection.call_raw(upstream, what=f"calling tool {tool!r}")
+                invocation, lambda: connection.call_raw(upstream, headers, what=f"calling tool {tool!r}")
             )
         except AggregatorError as exc:
             logger.warning("tools/call %s failed: %s", tool, exc)

@@ -9,6 +9,7 @@ map that to ``UpstreamClosedError`` and stop the owner task.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -38,7 +39,8 @@ from mcp_aggregator.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.settings import ServerConfig, Transport
+from mcp_aggregator.upstreams.http_raw import HttpRaw
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
 
@@ -144,6 +146,7 @@ class UpstreamConnection:
         self.name = config.name
         self.max_result_bytes = max_result_bytes
         self.pipe: StdioPipe | None = None
+        self.http_raw: HttpRaw | None = None
         """The stdio pipe, which raw fast-path calls share with the SDK session (None for HTTP/SSE)."""
         self.state = ConnectionState.NEW
         self.tools: tuple[types.Tool, ...] = ()
@@ -162,6 +165,7 @@ class UpstreamConnection:
         self._refresh = anyio.Event()
         self._inflight: dict[anyio.CancelScope, str] = {}
         self._tags: dict[anyio.CancelScope, object] = {}
+        self._raw_ids = itertools.count(1)
         self._refresh_features = anyio.Event()
         self._watched: set[str] = set()
         self._relisten = anyio.Event()
@@ -229,11 +233,10 @@ class UpstreamConnection:
 
     async def _connect(self, stack: AsyncExitStack) -> Client:
         try:
-            target, self.pipe = await enter_target(
-                stack, self.config, self._env, max_message_bytes=self.max_result_bytes
-            )
+            target = await enter_target(stack, self.config, self._env, max_message_bytes=self.max_result_bytes)
+            self.pipe = target.pipe
             client = Client(
-                target,
+                target.client_target,
                 mode=self.config.protocol,
                 cache=None,
                 message_handler=self._on_message,
@@ -244,6 +247,13 @@ class UpstreamConnection:
             )
             client = await stack.enter_async_context(client)
             self.protocol_version = client.protocol_version
+            if self.config.transport is Transport.HTTP and self.modern and self.config.base_url:
+                # Stateless era: a raw call is a plain POST, pooled beside the SDK's client.
+                raw = HttpRaw(
+                    self.config.base_url, target.headers, name=self.name, max_message_bytes=self.max_result_bytes
+                )
+                stack.push_async_callback(raw.aclose)
+                self.http_raw = raw
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
@@ -548,21 +558,25 @@ class UpstreamConnection:
 
     @property
     def raw_capable(self) -> bool:
-        """Whether raw calls can share this session (stdio: the pipe)."""
-        return self.pipe is not None and self._client is not None
+        """Whether raw calls can go beside this session (stdio: the shared pipe; 2026-07-28 HTTP: a POST)."""
+        return (self.pipe is not None or self.http_raw is not None) and self._client is not None
 
-    async def call_raw(self, message: dict[str, Any], *, what: str) -> bytes:
+    async def call_raw(self, message: dict[str, Any], headers: Mapping[str, str], *, what: str) -> bytes:
         """Send a stamped JSON-RPC request over the shared pipe; the answer line, untouched.
 
         Tracked for drain and bounded by the tool timeout like any call. Raises ``UpstreamError``s.
         """
-        pipe = self.pipe
-        if pipe is None:
-            raise UpstreamClosedError(self.name, "raw calls need a stdio session")
         limit = self.config.tool_timeout_secs
         scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
-        line: bytes = await self._guarded(what, scope, limit, lambda _client: pipe.call(message))
-        return line
+        pipe, http = self.pipe, self.http_raw
+        if pipe is not None:
+            line: bytes = await self._guarded(what, scope, limit, lambda _client: pipe.call(message))
+            return line
+        if http is None:
+            raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
+        message["id"] = f"agw:{next(self._raw_ids)}"
+        body: bytes = await self._guarded(what, scope, limit, lambda _client: http.call(message, headers))
+        return body
 
     async def send(
         self,

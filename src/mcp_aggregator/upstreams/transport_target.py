@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
@@ -17,12 +18,23 @@ from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 ClientTarget = StdioServerParameters | AbstractAsyncContextManager[Any]
 
 
+@dataclass(frozen=True)
+class Target:
+    """What ``Client`` connects to, plus what raw fast-path calls need for this transport."""
+
+    client_target: ClientTarget
+    pipe: StdioPipe | None = None
+    """stdio: the pipe raw calls share with the SDK session."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """streamable HTTP: the configured headers, expanded."""
+
+
 async def enter_target(
     stack: AsyncExitStack, config: ServerConfig, env: Mapping[str, str], *, max_message_bytes: int = 64 << 20
-) -> tuple[ClientTarget, StdioPipe | None]:
-    """What ``Client`` should connect to, and for stdio the pipe raw calls can share.
+) -> Target:
+    """What ``Client`` should connect to (see ``Target``); HTTP clients are closed by ``stack``.
 
-    HTTP clients are closed by ``stack``. Raises ``EnvVarError`` if a referenced variable is unset.
+    Raises ``EnvVarError`` if a referenced variable is unset.
     """
     if config.transport is Transport.STDIO:
         assert config.command is not None  # guaranteed by ServerConfig validation
@@ -33,13 +45,13 @@ async def enter_target(
             cwd=config.cwd,
         )
         pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes)
-        return pipe.open(), pipe
+        return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if config.transport is Transport.SSE:
         assert config.url is not None
-        return sse_client(config.url, headers=headers or None), None
+        return Target(sse_client(config.url, headers=headers or None))
     assert config.base_url is not None
     http_client = await stack.enter_async_context(
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(config.connect_timeout_secs, read=None))
     )
-    return streamable_http_client(config.base_url, http_client=http_client), None
+    return Target(streamable_http_client(config.base_url, http_client=http_client), headers=headers)
