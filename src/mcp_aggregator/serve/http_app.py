@@ -22,6 +22,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 from mcp_aggregator.serve.body_limit import BodyLimit
 from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, StaticTokens, protected_resource_endpoint
@@ -76,13 +77,15 @@ def build_http_app(
         security_settings=_SDK_REBINDING_CHECK_OFF,
     )
     oauth = serve.oauth
-    mcp_endpoint = McpClientAuth(
+    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), gateway_server.gateway)
+    if serve.mcp_tokens or oauth is not None:
         # Clients authenticate before anything reads their request, the fast path included.
-        FastPath(StreamableHTTPASGIApp(manager), gateway_server.gateway),
-        tokens=StaticTokens(serve.mcp_tokens),
-        verifier=JwtVerifier(oauth) if oauth is not None else None,
-        required_scopes=oauth.required_scopes if oauth is not None else (),
-    )
+        mcp_endpoint = McpClientAuth(
+            mcp_endpoint,
+            tokens=StaticTokens(serve.mcp_tokens),
+            verifier=JwtVerifier(oauth) if oauth is not None else None,
+            required_scopes=oauth.required_scopes if oauth is not None else (),
+        )
 
     async def healthz(_request: Request) -> JSONResponse:
         gateway = gateway_server.gateway
