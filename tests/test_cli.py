@@ -59,8 +59,8 @@ def test_servers_command_shows_status_and_tool_counts(tmp_path: Path) -> None:
     assert [line[:2] for line in lines] == [["alpha", "CONNECTED"], ["beta", "CONNECTED"]]
 
 
-def test_serving_on_a_public_address_without_a_token_is_refused(tmp_path: Path) -> None:
+def test_serving_on_a_public_address_without_client_auth_is_refused(tmp_path: Path) -> None:
     result = run("serve", "--config", str(write_config(tmp_path)), "--host", "0.0.0.0", "--port", "0")
     assert result.returncode == 2
-    assert "refusing to bind to 0.0.0.0 without serve.admin_token" in result.stderr
+    assert "refusing to bind to 0.0.0.0: clients of /mcp must authenticate beyond loopback" in result.stderr
     assert "Traceback" not in result.stderr

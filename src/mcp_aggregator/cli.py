@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Annotated
 
 import anyio
+import httpx
 import typer
 
+from mcp_aggregator.admin.admin_token import ADMIN_TOKEN_FILE, read_admin_token
 from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.search import SearchHit
-from mcp_aggregator.serve.runner import serve_http, serve_stdio
+from mcp_aggregator.serve.runner import local_name, serve_http, serve_stdio
 from mcp_aggregator.settings import Exposure, Settings, load_settings
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="An MCP gateway for many MCP servers.")
@@ -59,8 +61,8 @@ def _setup_logging(verbose: bool) -> None:
     )
 
 
-def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gateway, str], None]:
-    def announce(gateway: Gateway, url: str) -> None:
+def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gateway, str, str], None]:
+    def announce(gateway: Gateway, url: str, sign_in: str) -> None:
         base = url.removesuffix("/mcp")
         exe = shutil.which("mcp-aggregator") or sys.argv[0]
         args = ["serve", "--transport", "stdio"]
@@ -73,7 +75,9 @@ def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gate
             "",
             "mcp-aggregator is running (Ctrl-C stops it).",
             f"  MCP endpoint (streamable HTTP): {url}",
-            f"  Admin page: {base}/   REST API: {base}/api/v1/aggregator/servers   OpenAPI: {base}/docs",
+            f"  Admin page (this link signs you in; keep it private): {sign_in}",
+            f"  REST API: {base}/api/v1/aggregator/servers (Authorization: Bearer <admin token>)",
+            f"  OpenAPI: {base}/docs",
             f"  Upstream servers (connecting in the background): {names}",
             "",
             "Connect a client:",
@@ -212,6 +216,39 @@ def tools_search(
 
     for rank, hit in enumerate(anyio.run(run), start=1):
         typer.echo(f"{rank:>2}. {hit.key:<45} {hit.score:.3f}  {hit.description[:70]}")
+
+
+@tools_app.command("approve")
+def tools_approve(
+    server: Annotated[str, typer.Argument(help="The server whose held tools to approve.")],
+    tools: Annotated[list[str] | None, typer.Argument(help="Tool names; none approves every held tool.")] = None,
+    config: ConfigOption = None,
+    url: Annotated[str | None, typer.Option(help="The running gateway, e.g. http://127.0.0.1:8765.")] = None,
+) -> None:
+    """Approve tools held by definition pinning, on a running gateway (its admin token is read
+    from serve.admin_token or the data dir)."""
+    settings = _load(config)
+    serve = settings.serve
+    token = serve.admin_token or read_admin_token(serve.data_dir)
+    if token is None:
+        where = serve.data_dir / ADMIN_TOKEN_FILE
+        raise _fail(f"no admin token in serve.admin_token or {where}; start the gateway first")
+    base = url or f"http://{local_name(serve.host)}:{serve.port}"
+    api = "/api/v1/aggregator/servers"
+    try:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            listed = http.get(api)
+            listed.raise_for_status()
+            ids = {s["name"]: s["id"] for s in listed.json()}
+            if server not in ids:
+                raise _fail(f"no server named {server!r} on {base}")
+            answer = http.post(f"{api}/{ids[server]}/tools/approve", json={"tools": tools or []})
+    except httpx.HTTPError as exc:
+        raise _fail(f"cannot reach the gateway at {base}: {exc}") from None
+    if answer.status_code != 200:
+        raise _fail(f"{answer.status_code}: {answer.json().get('detail')}")
+    approved = answer.json()["approved"]
+    typer.echo(f"approved: {', '.join(approved)}" if approved else "nothing was held")
 
 
 async def _stop_all(gateway: Gateway) -> None:

@@ -28,6 +28,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── QueryError
     │   ├── InvalidQueryError        -32602 "Invalid query parameters" {field, reason}
     │   └── AggregationFailedError   -32603 all queried servers failed
+    ├── PolicyError                  a security policy refused the request
+    │   └── ToolHeldError            the tool's definition changed since it was approved
+    │                                (or it is new and held): 409 / JSON-RPC -32006
     ├── SearchError                  embedding / index failures
     └── FacadeError                  bad command or params in a facade call
         └── RoundtripError           file roundtripping refused (escape, conflict, ...)
@@ -195,6 +198,28 @@ class AggregationFailedError(QueryError):
         self.attempted = list(attempted)
         self.errors = list(errors)
         super().__init__("Aggregation failed: all servers unavailable")
+
+
+class PolicyError(AggregatorError):
+    """A security policy refused the request."""
+
+
+class ToolHeldError(PolicyError):
+    """A call to a tool held by definition pinning, until an admin approves it."""
+
+    def __init__(self, server: str, tool: str, *, changed: bool) -> None:
+        self.server = server
+        self.tool = tool
+        self.changed = changed
+        why = (
+            "its definition changed since it was approved"
+            if changed
+            else "it is new on this server and not approved yet"
+        )
+        super().__init__(
+            f"Tool {server}.{tool} is held: {why}. An admin must review and approve it "
+            f"(POST /api/v1/aggregator/servers/<id>/tools/approve)"
+        )
 
 
 class SearchError(AggregatorError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime
 from enum import StrEnum
@@ -20,6 +20,8 @@ from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
+from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
+from mcp_aggregator.catalog.tool_pins import ToolPin
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -33,12 +35,13 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.skills import skills_of
-from mcp_aggregator.settings import ServerConfig, Settings
+from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
@@ -91,8 +94,10 @@ class Gateway:
         self._registry: Registry | None = None
         self._resource_listeners: list[ResourceListener] = []
         self.backchannel = CallerBackchannel(on_resource_updated=self._resource_updated)
+        self._env = dict(os.environ) if env is None else dict(env)
+        self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.upstreams = UpstreamSet(
-            env=dict(os.environ) if env is None else dict(env),
+            env=self._env,
             retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
             sleep=sleep,
             backchannel=self.backchannel,
@@ -100,8 +105,9 @@ class Gateway:
             on_activity=self._poke,
             max_result_bytes=settings.serve.max_result_bytes,
         )
-        self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits)
-        self.pipeline = CallPipeline(self, stages)
+        self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
+        # Outermost, so every stage and every caller sees upstream errors already scrubbed.
+        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *stages))
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -114,6 +120,7 @@ class Gateway:
             stack.callback(self._search.close)
             await self._registry.reset_after_restart()
             await self._registry.upsert_config_servers([spec_from_config(c) for c in self.settings.servers])
+            self.catalogue.pins = await self._open_tool_pins()
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
@@ -146,6 +153,29 @@ class Gateway:
         if self._registry is None:
             raise RuntimeError("the gateway is not running")
         return self._registry
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment ``${VAR}`` references in server configs expand from."""
+        return self._env
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret of every server's config (literal or expanded) as ``***``.
+
+        For upstream error texts and relayed stderr before they reach a client or a log.
+        """
+        configs = [*self.settings.servers, *(sup.config for sup in self.supervisors.values())]
+        key = tuple(id(c) for c in configs)
+        if key != self._scrubber[0]:
+            values = set().union(*(secret_values(c.connection_config(), self._env) for c in configs))
+            self._scrubber = (key, SecretScrubber(values))
+        return self._scrubber[1](text)
+
+    @property
+    def tool_pins(self) -> ToolPinBook:
+        if self.catalogue.pins is None:
+            raise RuntimeError("the gateway is not running")
+        return self.catalogue.pins
 
     @property
     def indexer(self) -> CatalogIndexer:
@@ -204,7 +234,7 @@ class Gateway:
             )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
             if self.catalogue.discovered(sup.name, sup.connection):
-                self._store_tools(sup.name, server_id, sup.connection.tools)
+                self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()
 
@@ -327,6 +357,33 @@ class Gateway:
         self._invalidate()
         return record
 
+    async def approve_tools(self, server_id: str, names: Collection[str]) -> list[str]:
+        """Trust the held tools ``names`` (all when empty) and serve them; the names approved.
+
+        Raises: ServerNotFoundError, ToolNotFoundError (a name is not held).
+        """
+        sup = self.supervisor_by_id(server_id)
+        approved = self.tool_pins.approve(server_id, names)
+        if approved and sup.connection is not None:
+            self._supervisor_changed(sup, None, True)
+        await self.flush()
+        return approved
+
+    async def _open_tool_pins(self) -> ToolPinBook:
+        def persist(server_id: str, pins: Sequence[ToolPin]) -> None:
+            records = [record_of(server_id, pin) for pin in pins]
+            self._mirror.submit(f"{server_id}: pins", lambda: self.registry.save_tool_pins(server_id, records))
+
+        security, serve = self.settings.security, self.settings.serve
+        return ToolPinBook(
+            [pin_of(record) for record in await self.registry.list_tool_pins()],
+            persist=persist,
+            enabled=security.pin_tool_definitions,
+            new_tools=security.new_tools,
+            separator=serve.name_separator,
+            max_name_length=serve.max_name_length,
+        )
+
     async def connect_server(self, server_id: str) -> ServerStatus:
         """BR-002: idempotent for a connected server; otherwise starts connecting."""
         sup = self.supervisor_by_id(server_id)
@@ -351,6 +408,7 @@ class Gateway:
 
     def _forget(self, name: str) -> None:
         self.catalogue.forget(name)
+        self.tool_pins.forget_server(name)
         self.search.remove_server(name)
         self._reindex()
 

@@ -30,6 +30,7 @@ __all__ = ["database"]
 
 SETTLE_SECS = 30.0
 API = "/api/v1/aggregator"
+TEST_ADMIN_TOKEN = "admin-token-for-the-tests-0123456789"
 
 
 @pytest.fixture
@@ -121,12 +122,14 @@ async def served_app(app: FastAPI) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def serve_admin(settings: Settings, *, token: str | None = None) -> AsyncIterator[AdminClient]:
-    """A running gateway, its admin app over HTTP, and a client (sending ``token`` if given)."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+async def serve_admin(settings: Settings, *, send_token: bool = True) -> AsyncIterator[AdminClient]:
+    """A running gateway, its admin app over HTTP, and a client sending the admin token
+    (``serve.admin_token``, else a test token) unless ``send_token`` is false."""
+    token = settings.serve.admin_token or TEST_ADMIN_TOKEN
+    headers = {"Authorization": f"Bearer {token}"} if send_token else {}
     async with (
         Gateway(settings) as gateway,
-        served_app(build_admin_app(gateway)) as base_url,
+        served_app(build_admin_app(gateway, token=token)) as base_url,
         httpx.AsyncClient(base_url=base_url, headers=headers, timeout=SETTLE_SECS) as http,
     ):
         yield AdminClient(gateway, http)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
-from tests.admin.conftest import admin_settings, http_server, serve_admin
+from tests.admin.conftest import TEST_ADMIN_TOKEN, admin_settings, http_server, serve_admin
 from tests.registry.conftest import Database
 
 EXAMPLES_PER_OPERATION = 25
@@ -47,14 +47,19 @@ def check_operation(operation: schemathesis.APIOperation) -> None:
         suppress_health_check=list(HealthCheck),
     )
     def run(case: schemathesis.Case) -> None:
-        case.call_and_validate(checks=[not_a_server_error, response_schema_conformance])
+        case.call_and_validate(
+            checks=[not_a_server_error, response_schema_conformance],
+            headers={"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"},
+        )
 
     run()
 
 
 @pytest.mark.timeout(300)  # ~350 requests; 10-20 s normally, far more on a loaded machine
 def test_every_operation_answers_without_5xx_and_within_its_schema(admin_base_url: str) -> None:
-    schema = schemathesis.openapi.from_url(f"{admin_base_url}/openapi.json")
+    schema = schemathesis.openapi.from_url(
+        f"{admin_base_url}/openapi.json", headers={"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+    )
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 14
     for operation in operations:

@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from mcp_aggregator.admin.registration import server_config_from
 from mcp_aggregator.admin.schemas import ServerCreate
 from mcp_aggregator.settings import Transport
+from tests.admin.conftest import API, admin_settings, http_body, serve_admin
+from tests.registry.conftest import Database
 
 
 def body(**changes: Any) -> ServerCreate:
@@ -65,3 +67,14 @@ def test_br_001_refusals_are_located_at_the_api_field(changes: dict[str, Any], l
     [(loc, msg)] = errors_of(body(**changes))
     assert loc == location
     assert message in msg
+
+
+async def test_a_header_with_cr_lf_is_refused_naming_the_field(sqlite_db: Database) -> None:
+    async with serve_admin(admin_settings(sqlite_db)) as admin:
+        body = http_body("smuggle", "http://127.0.0.1:9/mcp", headers={"X-A": "a\r\nX-Injected: 1"})
+        answer = await admin.http.post(f"{API}/servers", json=body)
+        assert answer.status_code == 422
+        [error] = answer.json()["detail"]
+        assert error["loc"] == ["body", "connection_config", "headers"]
+        assert "the value must not contain CR, LF" in error["msg"]
+        assert "X-Injected" not in answer.text, "the refused value is not echoed"

@@ -14,6 +14,7 @@ import anyio
 import httpx
 import yaml
 
+from mcp_aggregator.admin.admin_token import read_admin_token
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.serve.runner import bind_socket
 from tests.conftest import REPO
@@ -56,11 +57,16 @@ async def test_killing_the_gateway_mid_registration_leaves_only_whole_servers(
 ) -> None:
     config = tmp_path / "aggregator.yaml"
     registry = {"database_url": database.url, "pg_schema": database.pg_schema}
-    config.write_text(yaml.safe_dump({"registry": registry, "search": {"embedder": "none"}}))
+    data_dir = tmp_path / "data"
+    serve = {"data_dir": str(data_dir)}
+    config.write_text(yaml.safe_dump({"registry": registry, "search": {"embedder": "none"}, "serve": serve}))
     process, base = start_gateway(config)
+    token = read_admin_token(data_dir)
+    assert token is not None, "the gateway keeps the admin token it made in the data dir"
     created: list[str] = []
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=base, timeout=30, headers=headers) as client:
             for index in range(8):
                 response = await client.post("/api/v1/aggregator/servers", json=body(index))
                 assert response.status_code == 201, response.text
@@ -92,7 +98,8 @@ async def test_killing_the_gateway_mid_registration_leaves_only_whole_servers(
 
     restarted, base = start_gateway(config)
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=base, timeout=30, headers=headers) as client:
             listed = (await client.get("/api/v1/aggregator/servers")).json()
             assert {s["name"] for s in listed} == set(servers), "API registrations survive a restart"
     finally:

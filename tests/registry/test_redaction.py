@@ -53,3 +53,33 @@ def test_urls_anywhere_in_the_config_are_redacted() -> None:
 
 def test_an_unparseable_url_is_redacted_whole() -> None:
     assert redact_url("http://[::1") == "***"
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["--token", "sk-live-1"], ["--token", "***"]),
+        (["--api-key=abc", "-v"], ["--api-key=***", "-v"]),
+        (["-m", "tests.upstream.fixture_server", "stdio"], ["-m", "***", "***"]),
+        (["postgres://u:p@db/x"], ["***"]),
+        (["--sk-0123456789abcdef0123"], ["***"]),
+    ],
+)
+def test_args_keep_their_flags_and_hide_every_value(args: list[str], shown: list[str]) -> None:
+    assert redact_connection_config({"command": "x", "args": args}) == {"command": "x", "args": shown}
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "https://hooks.example.com/services/T0A1B2C3/B0C2D3E4/9f8e7d6c5b4a39281706f5e4",
+            "https://hooks.example.com/services/T0A1B2C3/B0C2D3E4/***",
+        ),
+        ("https://api.example.com/mcp/sk-abcdef123456/sse", "https://api.example.com/mcp/***/sse"),
+        ("https://h/mcp?v=2&u=ghp_abcdefghijk12345", "https://h/mcp?v=2&u=***"),
+        ("https://docs.example.com/v1/mcp", "https://docs.example.com/v1/mcp"),
+    ],
+)
+def test_tokens_in_url_paths_and_query_values_are_redacted(url: str, expected: str) -> None:
+    assert redact_url(url) == expected

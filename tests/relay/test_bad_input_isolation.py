@@ -113,12 +113,16 @@ async def legacy_session(http: httpx.AsyncClient) -> str:
     return session
 
 
+ADMIN_TOKEN = "isolation-test-admin-token-0123"
+
+
 @asynccontextmanager
 async def http_gateway_with_admin() -> AsyncIterator[tuple[Gateway, str]]:
     async with Gateway(settings_for(stdio_fixture("alpha"))) as gateway:
         await gateway.wait_settled(30)
         gateway_server = GatewayServer(gateway, build_surface(gateway))
-        app = build_http_app(gateway_server, extra_routes=[Mount("/", app=build_admin_app(gateway))])
+        admin = build_admin_app(gateway, token=ADMIN_TOKEN)
+        app = build_http_app(gateway_server, extra_routes=[Mount("/", app=admin)])
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
         sock = bind_socket("127.0.0.1", 0)
         port = sock.getsockname()[1]
@@ -155,7 +159,8 @@ async def test_malformed_requests_of_every_kind_leave_other_clients_calls_untouc
                     i += 1
 
         async def attack() -> None:
-            async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            admin_auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+            async with httpx.AsyncClient(base_url=base, timeout=30, headers=admin_auth) as http:
                 session = await legacy_session(http)
                 for i, arguments in enumerate(bad_arguments(rng, 30)):
                     for version, extra in (("2025-11-25", {"mcp-session-id": session}), (MODERN, {})):

@@ -42,6 +42,10 @@ class AdminGateway(Protocol):
     @property
     def supervisors(self) -> Mapping[str, ServerSupervisor]: ...
 
+    def scrub(self, text: str) -> str:
+        """``text`` with every server's secrets (literal or ``${VAR}``-expanded) as ``***``."""
+        ...
+
     async def flush(self) -> None:
         """Wait until the write-behind of live status has reached the registry."""
 
@@ -50,6 +54,8 @@ class AdminGateway(Protocol):
     async def remove_server_by_id(self, server_id: str) -> None: ...
 
     async def connect_server(self, server_id: str) -> ServerStatus: ...
+
+    async def approve_tools(self, server_id: str, names: Sequence[str]) -> list[str]: ...
 
     async def disconnect_server(self, server_id: str, *, force: bool) -> int: ...
 

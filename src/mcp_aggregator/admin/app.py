@@ -13,13 +13,16 @@ from mcp_aggregator.admin.page_routes import build_page_router
 API_VERSION = "1.0.0"
 
 
-def build_admin_app(gateway: AdminGateway) -> FastAPI:
+def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     """The admin app for ``gateway``; mount it next to ``/mcp``.
 
-    With ``serve.admin_token`` set, every request but the page itself needs
-    ``Authorization: Bearer <token>`` (401 otherwise). The caller decides whether binding is
+    Every request but the page itself needs ``Authorization: Bearer <token>`` (401
+    otherwise): there is no open admin API. The caller picks the token (``serve.admin_token``
+    or the one kept in the data dir, see ``admin_token``) and decides whether binding is
     allowed at all (``check_bind_allowed``) before serving.
     """
+    if len(token) < 16:
+        raise ValueError("the admin token must be at least 16 characters")
     app = FastAPI(
         title="mcp-aggregator admin API",
         version=API_VERSION,
@@ -35,7 +38,5 @@ def build_admin_app(gateway: AdminGateway) -> FastAPI:
     app.include_router(search_routes.router)
     app.include_router(metrics.router)
     app.include_router(build_page_router())
-    token = gateway.settings.serve.admin_token
-    if token:
-        app.add_middleware(AdminTokenMiddleware, token=token)
+    app.add_middleware(AdminTokenMiddleware, token=token)
     return app

@@ -1,4 +1,4 @@
-"""Admin access: a bearer token on every request, and no open binding without one."""
+"""Admin access: a bearer token on every request, and no open binding without client auth."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_aggregator.errors import ConfigError
+from mcp_aggregator.settings.serve_settings import ServeSettings
 
 PUBLIC_PATHS = frozenset({"/"})
 """The web page itself carries no data, and a browser cannot attach a bearer header when it
-navigates to it; the page then sends the token (typed in by the admin) on every API call."""
+navigates to it; the page then sends the token (from its sign-in link) on every API call."""
 
 _UNAUTHORIZED = json.dumps({"detail": "Missing or invalid admin token"}).encode()
 
@@ -27,14 +28,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind_allowed(host: str, token: str | None) -> None:
-    """Refuse to serve the admin API beyond this machine without a token.
+def check_bind_allowed(serve: ServeSettings) -> None:
+    """Refuse to serve ``/mcp`` beyond this machine to anyone who asks.
+
+    The admin API always wants its token (made at first start when unset); ``/mcp`` is
+    open only when neither ``serve.mcp_tokens`` nor ``serve.oauth`` is configured, which is
+    allowed on a loopback address only.
 
     Raises:
-        ConfigError: ``host`` is not loopback and ``token`` is unset or empty.
+        ConfigError: ``serve.host`` is not loopback and ``/mcp`` has no client authentication.
     """
-    if not token and not is_loopback(host):
-        raise ConfigError(f"refusing to bind to {host or '0.0.0.0'} without serve.admin_token")
+    if is_loopback(serve.host) or serve.mcp_tokens or serve.oauth is not None:
+        return
+    raise ConfigError(
+        f"refusing to bind to {serve.host or '0.0.0.0'}: clients of /mcp must authenticate beyond "
+        "loopback; set serve.mcp_tokens or serve.oauth"
+    )
 
 
 def token_matches(authorization: str | None, token: str) -> bool:

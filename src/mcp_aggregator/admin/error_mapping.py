@@ -7,7 +7,7 @@ parts (422 query ``{field, reason}``, 502 aggregation, 503 ``{server, status}``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -31,6 +31,7 @@ from mcp_aggregator.errors import (
     ServerNotFoundError,
     ServerUnavailableError,
     StateError,
+    ToolHeldError,
     UpstreamCallError,
     UpstreamError,
     UpstreamTimeoutError,
@@ -41,6 +42,9 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     """``(status code, detail)`` for an error raised by the gateway core. Pure."""
     if isinstance(exc, ServerExistsError):
         return 409, str(exc)
+    if isinstance(exc, ToolHeldError):
+        reason = "changed" if exc.changed else "new"
+        return 409, {"message": str(exc), "server": exc.server, "tool": exc.tool, "reason": reason}
     if isinstance(exc, ServerNotFoundError | RoutingError):
         return _routing_error(exc)
     if isinstance(exc, LimitExceededError | ConfigError | FacadeError):
@@ -91,10 +95,21 @@ async def _handle_validation(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": validation_errors(exc.errors())}, status_code=422)
 
 
-async def _handle(_request: Request, exc: Exception) -> JSONResponse:
+async def _handle(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AggregatorError)
     status, detail = http_error(exc)
-    return JSONResponse({"detail": detail}, status_code=status)
+    # Error texts can quote upstream output and URLs; the servers' secrets never leave.
+    return JSONResponse({"detail": _scrubbed(detail, request.app.state.gateway.scrub)}, status_code=status)
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrubbed(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, scrub) for item in value]
+    return value
 
 
 def install_error_handlers(app: FastAPI) -> None:

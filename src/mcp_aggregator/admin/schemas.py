@@ -59,6 +59,9 @@ class ServerCreate(BaseModel):
 
 
 class ToolPublic(BaseModel):
+    """A discovered tool. ``pin_status`` is ``approved`` for a served tool; ``changed`` or ``new``
+    for one held by definition pinning, with the trusted and the pending definition to compare."""
+
     id: str
     name: str = Field(description="Namespaced: {server}.{original_name}")
     original_name: str
@@ -68,6 +71,19 @@ class ToolPublic(BaseModel):
     skill_ids: list[str]
     primary_skill_id: str | None
     is_classified: bool
+    pin_status: str | None = Field(default=None, description="approved | changed | new; null when pinning is off")
+    approved_definition: dict[str, Any] | None = None
+    pending_definition: dict[str, Any] | None = None
+
+
+class ToolApproval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[str] = Field(default_factory=list, description="Original tool names; empty approves every held tool")
+
+
+class ToolApprovalResult(BaseModel):
+    approved: list[str]
 
 
 class ServerPublic(BaseModel):

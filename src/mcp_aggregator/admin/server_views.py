@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.schemas import ServerDetail, ServerPublic, ToolPublic
 from mcp_aggregator.health.server_state import ServerStatus
-from mcp_aggregator.registry import ServerRecord, ToolRecord, redact_connection_config, redact_url
+from mcp_aggregator.registry import ServerRecord, ToolPinRecord, ToolRecord, redact_connection_config, redact_url
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+Scrub = Callable[[str], str]
 
 
 def tool_public(tool: ToolRecord) -> ToolPublic:
@@ -26,13 +28,58 @@ def tool_public(tool: ToolRecord) -> ToolPublic:
     )
 
 
+def tools_with_pins(
+    server: ServerRecord, tools: Sequence[ToolRecord], pins: Sequence[ToolPinRecord] | None
+) -> list[ToolPublic]:
+    """The served tools with their pin state, then the held ones with both definitions.
+
+    ``pins`` is ``None`` when pinning is off. A held tool is not in the registry's tool list
+    (it is not served), so its entry is built from the pending definition.
+    """
+    out = [tool_public(tool) for tool in tools]
+    if pins is None:
+        return out
+    by_name = {pin.tool_name: pin for pin in pins}
+    for index, tool in enumerate(out):
+        pin = by_name.get(tool.original_name)
+        if pin is not None:
+            out[index] = tool.model_copy(update={"pin_status": "approved", "approved_definition": pin.definition})
+    for pin in pins:
+        if pin.pending_definition is None:
+            continue
+        pending = pin.pending_definition
+        out.append(
+            ToolPublic(
+                id=f"held:{server.id}:{pin.tool_name}",
+                name=f"{server.name}.{pin.tool_name}",
+                original_name=pin.tool_name,
+                description=pending.get("description"),
+                input_schema=pending.get("inputSchema") or {},
+                server_id=server.id,
+                skill_ids=[],
+                primary_skill_id=None,
+                is_classified=False,
+                pin_status="new" if pin.fingerprint is None else "changed",
+                approved_definition=pin.definition,
+                pending_definition=pending,
+            )
+        )
+    return out
+
+
 def server_public(
     record: ServerRecord,
     supervisor: ServerSupervisor | None,
     tools: Sequence[ToolRecord] | None = None,
+    *,
+    scrub: Scrub = str,
 ) -> ServerPublic:
     """The record, with status and error taken from the supervisor when this process runs one
-    (the registry receives them write-behind, so they can trail by a moment)."""
+    (the registry receives them write-behind, so they can trail by a moment).
+
+    Error texts can quote upstream output or URLs: ``scrub`` hides the servers' secrets.
+    """
+    error = supervisor.error_message if supervisor else record.error_message
     return ServerPublic(
         id=record.id,
         name=record.name,
@@ -43,20 +90,20 @@ def server_public(
         last_health_check=record.last_health_check,
         consecutive_failures=record.consecutive_failures,
         response_time_ms=record.response_time_ms,
-        error_message=supervisor.error_message if supervisor else record.error_message,
+        error_message=scrub(error) if error else None,
         tools=None if tools is None else [tool_public(tool) for tool in tools],
     )
 
 
-def server_detail(record: ServerRecord, supervisor: ServerSupervisor | None) -> ServerDetail:
-    public = server_public(record, supervisor)
+def server_detail(record: ServerRecord, supervisor: ServerSupervisor | None, *, scrub: Scrub = str) -> ServerDetail:
+    public = server_public(record, supervisor, scrub=scrub)
     connection = supervisor.connection if supervisor else None
     return ServerDetail(
         **public.model_dump(),
         description=record.description,
         health_check_url=redact_url(record.health_check_url) if record.health_check_url else None,
         connected_at=record.connected_at,
-        last_error=record.last_error,
+        last_error=scrub(record.last_error) if record.last_error else None,
         connection_config=redact_connection_config(record.connection_config),
         source=record.source.value,
         pending_requests=connection.pending_requests if connection else 0,

@@ -16,11 +16,13 @@ from mcp_aggregator.admin.schemas import (
     ServerCreate,
     ServerDetail,
     ServerPublic,
+    ToolApproval,
+    ToolApprovalResult,
     ToolCallRequest,
     ToolCallResult,
     ToolPublic,
 )
-from mcp_aggregator.admin.server_views import server_detail, server_public, tool_public
+from mcp_aggregator.admin.server_views import server_detail, server_public, tools_with_pins
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.registry import ToolRecord
 
@@ -46,7 +48,7 @@ async def register_server(gateway: GatewayDep, body: ServerCreate) -> ServerPubl
         # Lets the supervisor take up the request, so the answer says CONNECTING as
         # the contract shows, not the DISCONNECTED of the moment before.
         await gateway.connect_server(record.id)
-    return server_public(record, gateway.supervisors.get(record.name))
+    return server_public(record, gateway.supervisors.get(record.name), scrub=gateway.scrub)
 
 
 @router.get("")
@@ -63,7 +65,8 @@ async def list_servers(
         for tool in await gateway.registry.list_tools():
             tools[tool.source_server_id].append(tool)
     servers = [
-        server_public(r, gateway.supervisors.get(r.name), tools[r.id] if include_tools else None) for r in records
+        server_public(r, gateway.supervisors.get(r.name), tools[r.id] if include_tools else None, scrub=gateway.scrub)
+        for r in records
     ]
     return [s for s in servers if status_filter is None or s.status is status_filter]
 
@@ -72,7 +75,7 @@ async def list_servers(
 async def get_server(gateway: GatewayDep, server_id: str) -> ServerDetail:
     await gateway.flush()
     record = await gateway.registry.get_server(server_id)
-    return server_detail(record, gateway.supervisors.get(record.name))
+    return server_detail(record, gateway.supervisors.get(record.name), scrub=gateway.scrub)
 
 
 @router.delete("/{server_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
@@ -114,9 +117,31 @@ async def disconnect_server(
 
 @router.get("/{server_id}/tools", responses=NOT_FOUND)
 async def list_server_tools(gateway: GatewayDep, server_id: str) -> list[ToolPublic]:
-    """The server's discovered tools, kept while it is disconnected (BR-007)."""
+    """The server's discovered tools, kept while it is disconnected (BR-007).
+
+    With definition pinning on, each has a ``pin_status``; tools held because their
+    definition changed (or, with ``security.new_tools: hold``, because they are new) come
+    last, with the approved and the pending definition.
+    """
+    await gateway.flush()
     record = await gateway.registry.get_server(server_id)
-    return [tool_public(tool) for tool in await gateway.registry.list_tools(record.id)]
+    tools = await gateway.registry.list_tools(record.id)
+    pinning = gateway.settings.security.pin_tool_definitions
+    pins = await gateway.registry.list_tool_pins(record.id) if pinning else None
+    return tools_with_pins(record, tools, pins)
+
+
+@router.post("/{server_id}/tools/approve", responses=NOT_FOUND)
+async def approve_server_tools(
+    gateway: GatewayDep, server_id: str, body: Annotated[ToolApproval | None, Body()] = None
+) -> ToolApprovalResult:
+    """Trust the pending definitions of held tools (``tools`` empty or absent: all of them).
+
+    Approved tools are served again at once and clients are told the tool list changed.
+    404 names a tool that is not held.
+    """
+    names = body.tools if body is not None else []
+    return ToolApprovalResult(approved=await gateway.approve_tools(server_id, names))
 
 
 @router.post(

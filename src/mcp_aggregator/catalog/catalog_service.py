@@ -16,6 +16,7 @@ import mcp_types as types
 
 from mcp_aggregator.catalog.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
+from mcp_aggregator.catalog.tool_pin_book import ToolPinBook
 from mcp_aggregator.errors import LimitExceededError, RoutingError, ServerUnavailableError, ToolNotFoundError
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import check_tool_limits
@@ -32,10 +33,20 @@ ChangeListener = Callable[[], None]
 class CatalogService:
     """The catalogue of the servers in ``upstreams`` that are serving and whose tools were accepted."""
 
-    def __init__(self, upstreams: UpstreamSet, serve: ServeSettings, limits: Limits) -> None:
+    def __init__(
+        self,
+        upstreams: UpstreamSet,
+        serve: ServeSettings,
+        limits: Limits,
+        *,
+        scrub: Callable[[str], str] = str,
+    ) -> None:
         self._upstreams = upstreams
         self._serve = serve
         self._limits = limits
+        self._scrub = scrub
+        self.pins: ToolPinBook | None = None
+        """Definition pinning (set once the registry's pins are loaded); ``None``: every tool passes."""
         self.discovery_refusals: dict[str, str] = {}
         self.known_tools: dict[str, tuple[types.Tool, ...]] = {}
         self._known_features: dict[str, ServerFeatures] = {}
@@ -49,8 +60,13 @@ class CatalogService:
     # -- discovery ---------------------------------------------------------------------
 
     def discovered(self, name: str, connection: UpstreamConnection) -> bool:
-        """Take a server's discovery; False when BR-003's limits refuse its tools."""
+        """Take a server's discovery; False when BR-003's limits refuse its tools.
+
+        Tools held by definition pinning are left out: not served, searched or stored.
+        """
         tools = connection.tools
+        if self.pins is not None:
+            tools = self.pins.review(self._upstreams.ids[name], name, tools)
         others = sum(len(t) for n, t in self.known_tools.items() if n != name)
         try:
             check_tool_limits(self._limits, name, len(tools), others)
@@ -150,6 +166,8 @@ class CatalogService:
             owner = self._offline_owner(name)
             if owner is not None:
                 self._unavailable(owner)
+            if self.pins is not None:
+                self.pins.check_not_held(name, server)
             raise
 
     def _unavailable(self, server: str) -> None:
@@ -157,7 +175,8 @@ class CatalogService:
         detail = self.discovery_refusals.get(server) or sup.error_message
         if detail is None and sup.status in (ServerStatus.CONNECTING, ServerStatus.ERROR):
             detail = "reconnecting"
-        raise ServerUnavailableError(server, sup.status.value, detail)
+        # The detail may quote upstream output: the servers' secrets never leave.
+        raise ServerUnavailableError(server, sup.status.value, self._scrub(detail) if detail else None)
 
     def _offline_owner(self, name: str) -> str | None:
         exposed = set(self.exposed_servers())

@@ -10,6 +10,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, event, make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from mcp_aggregator.registry.private_files import private_file
 from mcp_aggregator.registry.tables import SCHEMA
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -27,7 +28,8 @@ def target_schema(url: str, pg_schema: str) -> str | None:
 def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     """An async engine whose ``mcp`` schema is translated to the target schema.
 
-    On SQLite the database file's folder is created, foreign keys are switched on (ON
+    On SQLite the database file is created with mode 0600 in a 0700 folder (it holds literal
+    env and header values), foreign keys are switched on (ON
     DELETE CASCADE needs them) and every transaction starts with ``BEGIN IMMEDIATE``:
     writers are serialised up front instead of failing with "database is locked" when
     two read-then-write transactions both try to upgrade their lock.
@@ -37,7 +39,7 @@ def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     engine = create_async_engine(url, execution_options={"schema_translate_map": {SCHEMA: schema}})
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(parsed.database))
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
     return engine

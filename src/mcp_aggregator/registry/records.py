@@ -86,3 +86,17 @@ class ToolRecord:
     primary_skill_id: str | None
     discovered_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPinRecord:
+    """The trusted definition of one tool (``fingerprint``, ``definition``) and, while the
+    tool is held, the pending one. ``fingerprint`` is ``None`` for a new tool held unapproved."""
+
+    server_id: str
+    tool_name: str
+    fingerprint: str | None
+    definition: JsonObject | None
+    pending_fingerprint: str | None = None
+    pending_definition: JsonObject | None = None
+    updated_at: datetime | None = None

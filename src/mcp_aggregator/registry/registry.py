@@ -20,8 +20,15 @@ from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, transi
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.registry.engine import create_engine, is_sqlite, migrate_engine
 from mcp_aggregator.registry.limits import Limits, check_server_limit
-from mcp_aggregator.registry.records import ServerRecord, ServerSource, ServerSpec, ToolRecord, ToolSpec
-from mcp_aggregator.registry.tables import ExternalServerRow, ToolRow
+from mcp_aggregator.registry.records import (
+    ServerRecord,
+    ServerSource,
+    ServerSpec,
+    ToolPinRecord,
+    ToolRecord,
+    ToolSpec,
+)
+from mcp_aggregator.registry.tables import ExternalServerRow, ToolPinRow, ToolRow
 from mcp_aggregator.registry.tool_writer import write_tools
 
 logger = logging.getLogger(__name__)
@@ -318,6 +325,42 @@ class Registry:
             row.primary_skill_id = primary_skill_id
             row.is_classified = True
             return row.to_record()
+
+    # tool-definition pins
+
+    async def list_tool_pins(self, server_id: str | None = None) -> list[ToolPinRecord]:
+        """Every pin (or one server's), ordered by server and tool name."""
+        query = select(ToolPinRow).order_by(ToolPinRow.server_id, ToolPinRow.tool_name)
+        if server_id is not None:
+            query = query.where(ToolPinRow.server_id == server_id)
+        async with self._transaction() as session:
+            return [row.to_record() for row in (await session.scalars(query)).all()]
+
+    async def save_tool_pins(self, server_id: str, pins: Sequence[ToolPinRecord]) -> None:
+        """Make ``pins`` the server's whole pin set (matched by tool name), in one transaction.
+
+        A server deleted meanwhile is not an error: its pins went with it.
+        """
+        async with self._transaction() as session:
+            if await session.get(ExternalServerRow, server_id) is None:
+                return
+            rows = {
+                row.tool_name: row
+                for row in (await session.scalars(select(ToolPinRow).where(ToolPinRow.server_id == server_id))).all()
+            }
+            now = self._clock()
+            wanted = {pin.tool_name: pin for pin in pins}
+            for name, row in rows.items():
+                if name not in wanted:
+                    await session.delete(row)
+            for name, pin in wanted.items():
+                row = rows.get(name) or ToolPinRow(id=str(uuid.uuid4()), server_id=server_id, tool_name=name)
+                row.fingerprint = pin.fingerprint
+                row.definition = pin.definition
+                row.pending_fingerprint = pin.pending_fingerprint
+                row.pending_definition = pin.pending_definition
+                row.updated_at = now
+                session.add(row)
 
     def _new_server_row(self, spec: ServerSpec, source: ServerSource) -> ExternalServerRow:
         return ExternalServerRow(

@@ -31,7 +31,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from mcp_aggregator.health.server_state import ServerStatus
-from mcp_aggregator.registry.records import ServerRecord, ServerSource, ToolRecord, TransportType
+from mcp_aggregator.registry.records import ServerRecord, ServerSource, ToolPinRecord, ToolRecord, TransportType
 
 SCHEMA = "mcp"
 """The schema name the tables are declared in; translated per engine."""
@@ -162,5 +162,37 @@ class ToolRow(Base):
             skill_ids=list(self.skill_ids),
             primary_skill_id=self.primary_skill_id,
             discovered_at=self.discovered_at,
+            updated_at=self.updated_at,
+        )
+
+
+class ToolPinRow(Base):
+    """Definition pinning (migration 0002): one row per tool name a server ever listed."""
+
+    __tablename__ = "tool_pins"
+    __table_args__ = (
+        UniqueConstraint("server_id", "tool_name", name="uq_tool_pins_server_tool"),
+        {"schema": SCHEMA},
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    server_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey(f"{SCHEMA}.external_servers.id", ondelete="CASCADE")
+    )
+    tool_name: Mapped[str] = mapped_column(String(255))
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
+    definition: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    pending_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    pending_definition: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    updated_at: Mapped[datetime]
+
+    def to_record(self) -> ToolPinRecord:
+        return ToolPinRecord(
+            server_id=self.server_id,
+            tool_name=self.tool_name,
+            fingerprint=self.fingerprint,
+            definition=self.definition,
+            pending_fingerprint=self.pending_fingerprint,
+            pending_definition=self.pending_definition,
             updated_at=self.updated_at,
         )

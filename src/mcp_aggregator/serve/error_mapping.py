@@ -17,6 +17,7 @@ from mcp_aggregator.errors import (
     RoutingError,
     ServerNotFoundError,
     StateError,
+    ToolHeldError,
     UpstreamCallError,
     UpstreamClosedError,
     UpstreamError,
@@ -27,6 +28,7 @@ from mcp_aggregator.errors import (
 # SDK uses it client-side for "connection closed".
 SERVER_UNAVAILABLE: Final = -32003
 UPSTREAM_TIMEOUT: Final = -32004
+TOOL_HELD: Final = -32006
 
 
 def to_mcp_error(exc: AggregatorError) -> MCPError:
@@ -39,6 +41,9 @@ def to_mcp_error(exc: AggregatorError) -> MCPError:
         )
     if isinstance(exc, InvalidInputError):
         return MCPError(INVALID_PARAMS, str(exc), {"field": exc.field, "reason": exc.reason})
+    if isinstance(exc, ToolHeldError):
+        reason = "changed" if exc.changed else "new"
+        return MCPError(TOOL_HELD, str(exc), {"server": exc.server, "tool": exc.tool, "reason": reason})
     if isinstance(exc, AmbiguousToolError):
         return MCPError(INVALID_PARAMS, str(exc), {exc.kind: exc.name, "servers": exc.servers})
     if isinstance(exc, RoutingError | ServerNotFoundError | FacadeError):

@@ -130,12 +130,16 @@ class FastPath:
             error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
             return orjson.dumps({"jsonrpc": "2.0", "id": client_id, "error": error})
         match = _RESPONSE_HEAD.match(line)
-        if match is not None:
+        if match is not None and line[match.end() :].lstrip(b" \t\r\n,").startswith(b'"result"'):
             # Only the id changes: the result's bytes go through untouched.
             head = match.group(0)
             return head[: head.rindex(b'"agw:')] + orjson.dumps(client_id) + line[match.end() :]
         answer = orjson.loads(line)
         answer["id"] = client_id
+        error = answer.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            # As on the full pipeline: an upstream's error text may quote its own credentials.
+            error["message"] = self.gateway.scrub(error["message"])
         return orjson.dumps(answer)
 
 

@@ -7,7 +7,7 @@ name and a unique original name (``Gateway.resolve``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -113,14 +113,17 @@ class GatewayServers:
             name=name,
             state=sup.status.value,
             since=None,
-            last_error=sup.error_message or sup.last_error,
-            details=_health(sup),
+            last_error=self._scrubbed(sup.error_message or sup.last_error),
+            details=_health(sup, self.gateway.scrub),
         )
+
+    def _scrubbed(self, text: str | None) -> str | None:
+        return self.gateway.scrub(text) if text else text
 
     def _record(self, name: str) -> ServerRecord:
         sup = self.gateway.supervisors[name]
         tools = [entry.original_name for entry in self.gateway.catalog.for_server(name)]
-        details = _health(sup)
+        details = _health(sup, self.gateway.scrub)
         if sup.connection is not None and sup.connection.protocol_version:
             details["protocolVersion"] = sup.connection.protocol_version
         if refusal := self.gateway.discovery_refusals.get(name):
@@ -132,20 +135,21 @@ class GatewayServers:
             tool_count=len(tools),
             description=sup.config.description or "",
             tools=tuple(tools),
-            last_error=sup.error_message or sup.last_error,
+            last_error=self._scrubbed(sup.error_message or sup.last_error),
             details=details,
         )
 
 
-def _health(sup: ServerSupervisor) -> dict[str, Any]:
-    """The health figures worth showing; absent ones are left out rather than sent as null."""
+def _health(sup: ServerSupervisor, scrub: Callable[[str], str]) -> dict[str, Any]:
+    """The health figures worth showing; absent ones are left out rather than sent as null.
+    Error texts may quote upstream output: ``scrub`` hides the servers' secrets in them."""
     details: dict[str, Any] = {"consecutiveFailures": sup.consecutive_failures}
     if sup.last_health_check is not None:
         details["lastHealthCheck"] = sup.last_health_check.isoformat()
     if sup.response_time_ms is not None:
         details["responseTimeMs"] = round(sup.response_time_ms, 1)
     if sup.last_error:
-        details["lastError"] = sup.last_error
+        details["lastError"] = scrub(sup.last_error)
     return details
 
 

@@ -1,4 +1,14 @@
-"""The HTTP face of the gateway: MCP at ``/mcp``, liveness at ``/healthz``, admin routes mounted."""
+"""The HTTP face of the gateway: MCP at ``/mcp``, liveness at ``/healthz``, admin routes mounted.
+
+Every request passes, in this order, before any handler runs:
+
+1. ``HostOriginGuard`` — a foreign ``Host`` gets 421, a foreign ``Origin`` 403 (DNS rebinding,
+   cross-site requests), on every route;
+2. ``RateLimit`` (with ``serve.rate_limit``) — 429 past a client's budget on ``/mcp`` and ``/api/``;
+3. ``BodyLimit`` — 413 past ``serve.max_body_bytes`` (``serve.mcp_max_body_bytes`` on ``/mcp``);
+4. on ``/mcp`` only, ``McpClientAuth`` (with ``serve.mcp_tokens`` / ``serve.oauth``) — 401/403;
+   the admin routes carry their own token check (``AdminTokenMiddleware``).
+"""
 
 from __future__ import annotations
 
@@ -8,44 +18,74 @@ from contextlib import asynccontextmanager
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
+from mcp_aggregator.serve.body_limit import BodyLimit
+from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, StaticTokens, protected_resource_endpoint
 from mcp_aggregator.serve.fast_path import FastPath
+from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
+from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.rate_limit import RateLimit
+from mcp_aggregator.settings.serve_settings import ServeSettings
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
+
+# Our HostOriginGuard covers /mcp as it covers every other route, whatever the bind
+# address; the SDK's own check (loopback binds only, /mcp only) would be a second, weaker copy.
+_SDK_REBINDING_CHECK_OFF = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def transport_security(host: str, port: int) -> TransportSecuritySettings:
-    """DNS-rebinding protection on loopback; behind a proxy the admin binds elsewhere on purpose."""
-    if host in _LOOPBACK:
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+def security_middleware(serve: ServeSettings, *, host: str | None = None) -> list[Middleware]:
+    """The guard, rate limit and body limit, outermost first, as ``serve`` configures them."""
+    policy = HostPolicy(host if host is not None else serve.host, serve.allowed_hosts, serve.allowed_origins)
+
+    def limit_for(path: str) -> tuple[int, str]:
+        if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+            return serve.mcp_max_body_bytes, "serve.mcp_max_body_bytes"
+        return serve.max_body_bytes, "serve.max_body_bytes"
+
+    middleware = [Middleware(HostOriginGuard, policy=policy)]
+    if serve.rate_limit is not None:
+        middleware.append(Middleware(RateLimit, settings=serve.rate_limit))
+    middleware.append(Middleware(BodyLimit, limit_for=limit_for))
+    return middleware
 
 
 def build_http_app(
     gateway_server: GatewayServer,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
+    host: str | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     json_response: bool = False,
     stateless: bool = False,
 ) -> Starlette:
-    """A Starlette app whose lifespan runs the MCP session manager."""
+    """A Starlette app whose lifespan runs the MCP session manager.
+
+    Security settings come from the gateway's ``serve`` section; ``host`` is the address
+    actually bound (defaults to ``serve.host``) and is accepted as a ``Host`` name.
+    """
+    serve = gateway_server.gateway.settings.serve
     manager = StreamableHTTPSessionManager(
         app=gateway_server.server,
         json_response=json_response,
         stateless=stateless,
-        security_settings=transport_security(host, port),
+        security_settings=_SDK_REBINDING_CHECK_OFF,
     )
-    mcp_endpoint = FastPath(StreamableHTTPASGIApp(manager), gateway_server.gateway)
+    oauth = serve.oauth
+    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), gateway_server.gateway)
+    if serve.mcp_tokens or oauth is not None:
+        # Clients authenticate before anything reads their request, the fast path included.
+        mcp_endpoint = McpClientAuth(
+            mcp_endpoint,
+            tokens=StaticTokens(serve.mcp_tokens),
+            verifier=JwtVerifier(oauth) if oauth is not None else None,
+            required_scopes=oauth.required_scopes if oauth is not None else (),
+        )
 
     async def healthz(_request: Request) -> JSONResponse:
         gateway = gateway_server.gateway
@@ -58,11 +98,14 @@ def build_http_app(
             yield
 
     routes: list[BaseRoute] = [
-        Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+        Route(MCP_PATH, endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]),
         Route("/healthz", endpoint=healthz, methods=["GET"]),
-        *extra_routes,
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
-
-
-
+    if oauth is not None:
+        metadata = protected_resource_endpoint(oauth.issuer, oauth.required_scopes)
+        routes += [
+            Route(WELL_KNOWN_RESOURCE, endpoint=metadata, methods=["GET"]),
+            Route(WELL_KNOWN_RESOURCE + MCP_PATH, endpoint=metadata, methods=["GET"]),
+        ]
+    routes += extra_routes
+    return Starlette(routes=routes, lifespan=lifespan, middleware=security_middleware(serve, host=host))

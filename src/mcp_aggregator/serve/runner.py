@@ -13,11 +13,13 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 from starlette.routing import Mount
 
+from mcp_aggregator.admin.admin_token import admin_token_in, sign_in_link
 from mcp_aggregator.admin.app import build_admin_app
 from mcp_aggregator.admin.auth import check_bind_allowed
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.http_app import build_http_app
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.secret_log_filter import scrubbed_logs
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 
@@ -26,35 +28,51 @@ logger = logging.getLogger(__name__)
 
 async def serve_stdio(settings: Settings) -> None:
     """MCP over this process's stdin/stdout; logs go to stderr so the stream stays clean."""
-    async with Gateway(settings) as gateway:
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run)
-            async with stdio_server() as (read_stream, write_stream):
-                server = gateway_server.server
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-            tg.cancel_scope.cancel()
+    gateway = Gateway(settings)
+    with scrubbed_logs(gateway.scrub):
+        async with gateway:
+            await _serve_stdio(GatewayServer(gateway, build_surface(gateway)))
+
+
+async def _serve_stdio(gateway_server: GatewayServer) -> None:
+    async with anyio.create_task_group() as tg:
+        await tg.start(gateway_server.run)
+        async with stdio_server() as (read_stream, write_stream):
+            server = gateway_server.server
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
 
 
 async def serve_http(
     settings: Settings,
     *,
-    announce: Callable[[Gateway, str], None] | None = None,
+    announce: Callable[[Gateway, str, str], None] | None = None,
     out: TextIO = sys.stderr,
+    shutdown: anyio.Event | None = None,
 ) -> None:
-    """MCP over streamable HTTP at ``/mcp`` (plus ``/healthz``) until interrupted."""
+    """MCP over streamable HTTP at ``/mcp`` (plus ``/healthz``) until interrupted.
+
+    ``announce(gateway, mcp_url, sign_in_link)`` is called once listening; the link opens the
+    web page signed in with the admin token (``serve.admin_token``, or the one kept in
+    ``serve.data_dir``, made at first start). Setting ``shutdown`` stops serving gracefully,
+    as a signal would.
+
+    Raises:
+        ConfigError: a non-loopback bind without client authentication for ``/mcp``.
+    """
     serve = settings.serve
-    check_bind_allowed(serve.host, serve.admin_token)
+    check_bind_allowed(serve)
+    admin_token = serve.admin_token or admin_token_in(serve.data_dir)
     # Bind before starting so the announced URL is right even for port 0.
     sock = bind_socket(serve.host, serve.port)
-    with sock:
-        async with Gateway(settings) as gateway:
+    gateway = Gateway(settings)
+    with sock, scrubbed_logs(gateway.scrub):
+        async with gateway:
             gateway_server = GatewayServer(gateway, build_surface(gateway))
-            admin = Mount("/", app=build_admin_app(gateway))
+            admin = Mount("/", app=build_admin_app(gateway, token=admin_token))
             app = build_http_app(
                 gateway_server,
                 host=serve.host,
-                port=serve.port,
                 extra_routes=[admin],
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
@@ -62,16 +80,33 @@ async def serve_http(
             config = uvicorn.Config(app, log_level="warning", lifespan="on")
             server = uvicorn.Server(config)
             port = sock.getsockname()[1]
-            host = f"[{serve.host}]" if ":" in serve.host else serve.host
-            url = f"http://{host}:{port}/mcp"
+            base = f"http://{local_name(serve.host)}:{port}"
+            url, link = f"{base}/mcp", sign_in_link(base, admin_token)
             async with anyio.create_task_group() as tg:
                 await tg.start(gateway_server.run)
+                if shutdown is not None:
+                    tg.start_soon(_exit_when_set, shutdown, server)
                 if announce is not None:
-                    announce(gateway, url)
+                    announce(gateway, url, link)
                 else:
-                    print(f"mcp-aggregator: MCP endpoint {url}", file=out, flush=True)
+                    print(f"mcp-aggregator: MCP endpoint {url}; admin page {link}", file=out, flush=True)
                 await server.serve(sockets=[sock])
                 tg.cancel_scope.cancel()
+
+
+async def _exit_when_set(shutdown: anyio.Event, server: uvicorn.Server) -> None:
+    await shutdown.wait()
+    server.should_exit = True
+
+
+def local_name(host: str) -> str:
+    """How this machine reaches a bound address: a wildcard bind through loopback (a Host the
+    guard accepts by default), IPv6 in brackets."""
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from mcp_aggregator.errors import EnvVarError
+from mcp_aggregator.registry.redaction import url_secrets
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -26,3 +28,66 @@ def expand_mapping(
     values: Mapping[str, str], env: Mapping[str, str], *, server: str, field: str
 ) -> dict[str, str]:
     return {key: expand_value(val, env, server=server, field=f"{field}.{key}") for key, val in values.items()}
+
+
+MIN_SECRET_LENGTH = 6
+"""Shorter values are not scrubbed from text: hiding every ``on`` or ``1`` would garble
+messages and protect nothing a guess would not find."""
+
+
+def secret_values(connection_config: Mapping[str, Any], env: Mapping[str, str]) -> set[str]:
+    """Every value of a server's connection config that must not appear in text.
+
+    That is what redaction hides (env and header values, non-flag args), both as written
+    and with their ``${VAR}`` references expanded, and the value of every ``${VAR}``
+    referenced anywhere in the config (URLs included). ``connection_config`` is the stored
+    form (``ServerConfig.connection_config()`` or a registry record's).
+    """
+    found: set[str] = set()
+
+    def walk(value: Any, secret: bool) -> None:
+        if isinstance(value, str):
+            for name in _VAR.findall(value):
+                if name in env:
+                    found.add(env[name])
+            if "://" in value:
+                found.update(url_secrets(_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), value)))
+            if secret:
+                found.add(value)
+                found.add(_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), value))
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(item, secret or key in ("env", "headers"))
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item, secret)
+
+    for key, value in connection_config.items():
+        if key == "args" and isinstance(value, list | tuple):
+            for arg in value:
+                if isinstance(arg, str) and arg.startswith("-"):
+                    flag, eq, given = arg.partition("=")
+                    walk(given if eq else flag, bool(eq))
+                elif isinstance(arg, str):
+                    walk(arg, True)
+        else:
+            walk(value, key in ("env", "headers"))
+    return {value for value in found if len(value) >= MIN_SECRET_LENGTH}
+
+
+class SecretScrubber:
+    """Replaces known secret values in text with ``***`` (longest first, so a value that
+    contains another is hidden whole)."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        unique = {v for v in values if len(v) >= MIN_SECRET_LENGTH}
+        self._values = sorted(unique, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(v) for v in self._values)) if self._values else None
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub("***", text)

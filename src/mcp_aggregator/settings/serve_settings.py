@@ -5,7 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mcp_aggregator.settings.server_config import check_url
 
 
 class Exposure(StrEnum):
@@ -22,6 +24,61 @@ class FacadeGrouping(StrEnum):
 class ToolNames(StrEnum):
     NAMESPACED = "namespaced"
     ORIGINAL = "original"
+
+
+class OAuthSettings(BaseModel):
+    """``/mcp`` as an OAuth 2.1 resource server: JWT access tokens checked against the issuer's JWKS."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    issuer: str
+    """The ``iss`` every token must carry, and the authorization server named in the
+    Protected Resource Metadata."""
+    audience: str
+    """The ``aud`` every token must carry (usually the public URL of ``/mcp``)."""
+    jwks_url: str
+    required_scopes: tuple[str, ...] = ()
+    algorithms: tuple[str, ...] = ("RS256", "ES256", "PS256", "EdDSA")
+    leeway_secs: float = Field(default=30.0, ge=0, le=300)
+    """Clock skew tolerated on ``exp`` and ``nbf``."""
+
+    @field_validator("issuer", "jwks_url")
+    @classmethod
+    def _urls(cls, value: str) -> str:
+        return check_url(value)
+
+    @field_validator("audience")
+    @classmethod
+    def _audience(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algorithms(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Symmetric and "none" algorithms make no sense against a public JWKS, and
+        # accepting them is the classic JWT algorithm-confusion hole.
+        allowed = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+        bad = [a for a in value if a not in allowed]
+        if bad or not value:
+            raise ValueError(f"must be asymmetric JWS algorithms from {sorted(allowed)}, got {list(value)}")
+        return value
+
+
+class RateLimitSettings(BaseModel):
+    """Per client (token, else address) on ``/mcp`` and the REST API."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_minute: int = Field(ge=1, le=1_000_000)
+    burst: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Requests allowed at once; refilled at ``requests_per_minute``. Defaults to a tenth
+    of ``requests_per_minute`` (at least 1)."""
+
+    @property
+    def burst_size(self) -> int:
+        return self.burst if self.burst is not None else max(1, self.requests_per_minute // 10)
 
 
 class ServeSettings(BaseModel):
@@ -41,7 +98,22 @@ class ServeSettings(BaseModel):
     server uses (and clients accept) keeps its own name, so a single-server gateway is
     indistinguishable from its server; shared names stay namespaced."""
     max_name_length: int = Field(default=64, ge=16, le=128)
-    admin_token: str | None = None
+    admin_token: str | None = Field(default=None, min_length=16)
+    """The REST API and web page want it as a bearer token. When unset, a random one is made at
+    first start and kept in ``data_dir/admin_token`` (mode 0600)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (``name`` for any port, or ``name:port``) accepted besides the bound host and
+    loopback names; every other ``Host`` header gets 421 (DNS-rebinding defence)."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origins (``scheme://host[:port]``) accepted besides the gateway's own; others get 403."""
+    mcp_tokens: tuple[str, ...] = ()
+    """Static bearer tokens ``/mcp`` clients may send (compared in constant time)."""
+    oauth: OAuthSettings | None = None
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    """The largest request body the REST API takes (413 beyond)."""
+    mcp_max_body_bytes: int = Field(default=16_777_216, ge=1024)
+    """The largest JSON-RPC message body ``/mcp`` takes (413 beyond)."""
+    rate_limit: RateLimitSettings | None = None
     drain_timeout_secs: float = Field(default=30.0, ge=0)
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body instead of an SSE stream: about 1.5 ms
@@ -63,6 +135,39 @@ class ServeSettings(BaseModel):
     waits for the client's retry before the upstream's question is answered with an error."""
     data_dir: Path = Path(".aggregator")
     workspace_roots: tuple[Path, ...] = ()
+
+    @field_validator("mcp_tokens")
+    @classmethod
+    def _mcp_tokens(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, token in enumerate(value):
+            if len(token) < 16:
+                raise ValueError(f"[{index}]: a token must be at least 16 characters, got {len(token)}")
+            if not token.isascii() or any(c.isspace() or not c.isprintable() for c in token):
+                raise ValueError(f"[{index}]: a token must be printable ASCII without spaces")
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if not entry or "/" in entry or any(c.isspace() for c in entry) or entry != entry.lower():
+                raise ValueError(f"must be lowercase host names or host:port, got {entry!r}")
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _allowed_origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            scheme, sep, rest = entry.partition("://")
+            if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+                raise ValueError(f"must be origins like https://host[:port] (no path), got {entry!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _no_token_reuse(self) -> ServeSettings:
+        if self.admin_token is not None and self.admin_token in self.mcp_tokens:
+            raise ValueError("mcp_tokens: must not contain the admin token")
+        return self
 
     @field_validator("name_separator")
     @classmethod

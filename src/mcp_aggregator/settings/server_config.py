@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_NAME_LENGTH = 255
 MAX_DESCRIPTION_LENGTH = 1000
+HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+"""RFC 9110 ``token``: the only characters a header name may have."""
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class Transport(StrEnum):
@@ -72,6 +75,25 @@ class ServerConfig(BaseModel):
             if lowered not in {t.value for t in Transport}:
                 raise ValueError(f"must be one of stdio, sse, http, got {value!r}")
             return lowered
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        # CR/LF in a name or value would let one header smuggle others into upstream requests.
+        for name, header in value.items():
+            if not HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP header name (no spaces, CR/LF, ':')")
+            if _CONTROL.search(header):
+                raise ValueError(f"header {name!r}: the value must not contain CR, LF or other control characters")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, item in value.items():
+            if not name or "=" in name or "\x00" in name or "\x00" in item:
+                raise ValueError(f"env {name!r}: names must be non-empty without '=' or NUL, values without NUL")
         return value
 
     @field_validator("url", "base_url", "health_check_url")

@@ -8,6 +8,7 @@ from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.search.config import SearchSettings
+from mcp_aggregator.settings.security_settings import SecuritySettings
 from mcp_aggregator.settings.serve_settings import ServeSettings
 from mcp_aggregator.settings.server_config import ServerConfig
 
@@ -23,6 +24,7 @@ class Settings(BaseModel):
     search: SearchSettings = Field(default_factory=SearchSettings)
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @model_validator(mode="after")
     def _embedding_cache_in_data_dir(self) -> Settings:
