@@ -23,6 +23,7 @@ from mcp import Client
 
 import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig, Settings
@@ -34,6 +35,12 @@ GUARDED_DIRS = (
     Path(mcp_aggregator.search.__file__).resolve().parent / "model",
 )
 """Installed model files no test may change: the packaged embedding model and its tokenizer."""
+FORCED_VARIANT_CHECKS: dict[str, dict[str, float]] = {
+    "reject": {"min_variant_cosine": 1.01},
+    "accept": {"min_variant_cosine": -1.0, "min_variant_speedup": 0.0},
+}
+"""``MCP_AGGREGATOR_TEST_VARIANT_CHECK``: run the whole suite as on a CPU that rejects every
+int8-compute variant of the embedding model, or accepts them, whatever this CPU does."""
 
 
 @pytest.fixture
@@ -43,10 +50,17 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _run_private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The int8 variant of the embedding model is derived (in about 2 s) into this run's
+    """The int8 variants of the embedding model are derived (in about 2 s) into this run's
     own cache, not the user's ~/.cache; gateways the tests start inherit it."""
     previous = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    check = os.environ.get("MCP_AGGREGATOR_TEST_VARIANT_CHECK")
+    if check:
+        if check not in FORCED_VARIANT_CHECKS:
+            raise pytest.UsageError(f"MCP_AGGREGATOR_TEST_VARIANT_CHECK must be one of {sorted(FORCED_VARIANT_CHECKS)}")
+        # The automatic choice made here is remembered in the run's cache; every later
+        # default start of the embedding model (gateways included) takes it.
+        OnnxMiniLmEmbedder(threads=1, **FORCED_VARIANT_CHECKS[check])
     yield
     if previous is None:
         os.environ.pop("XDG_CACHE_HOME", None)

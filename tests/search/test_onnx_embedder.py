@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +94,14 @@ def test_an_unknown_variant_is_reported_with_its_path() -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings("servers: []\nsearch: {onnx_variant: fp16}\n")
     assert "search.onnx_variant: Input should be 'auto', 'int8', 'uint8' or 'packaged'" in str(info.value)
+
+
+def test_the_default_model_runs_the_variant_chosen_for_this_run(onnx_embedder: OnnxMiniLmEmbedder) -> None:
+    # MCP_AGGREGATOR_TEST_VARIANT_CHECK (tests/conftest.py) forces the choice for a whole run.
+    forced = os.environ.get("MCP_AGGREGATOR_TEST_VARIANT_CHECK")
+    assert onnx_embedder.choice is not None
+    assert onnx_embedder.variant == onnx_embedder.choice.variant
+    if forced == "reject":
+        assert onnx_embedder.variant == "packaged"
+    elif forced == "accept":
+        assert onnx_embedder.variant in ("int8", "uint8")
