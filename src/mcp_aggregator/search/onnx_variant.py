@@ -40,7 +40,7 @@ class Trial:
     cosine: float
     """Worst cosine to the packaged model's vector (1.0 for the packaged model itself)."""
     latency_ms: float
-    """Median time to embed one probe text."""
+    """CPU milliseconds to embed one probe text (mean over the texts of the best of three runs)."""
 
 
 @dataclass(frozen=True)
