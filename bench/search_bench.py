@@ -262,13 +262,17 @@ PATHS = ("packaged", "int8", "uint8")
 SUMMARY = {
     "short p50 ms": ("catalogue", "short_p50_ms"),
     "short p95 ms": ("catalogue", "short_p95_ms"),
+    "short p95 ms, CPU": ("catalogue", "short_p95_ms_cpu"),
     "short p95 ms, embedding only": ("catalogue", "short_p95_ms_embedding_only"),
     "task p95 ms": ("catalogue", "task_p95_ms"),
+    "task p95 ms, CPU": ("catalogue", "task_p95_ms_cpu"),
     "warm index s": ("catalogue", "index_s_cached_vectors"),
     "cold 527 s": ("catalogue", "cold_index_s_527_tools"),
     "Recall@5": ("hybrid (shipped)", "recall@5"),
     "nDCG@10": ("hybrid (shipped)", "ndcg@10"),
     "server Recall@5": ("hybrid (shipped)", "server_recall@5"),
+    "load before": ("catalogue", "load_avg_1m_before"),
+    "load after": ("catalogue", "load_avg_1m_after"),
 }
 
 
@@ -333,14 +337,14 @@ async def run_variant(variant: str, size: int, cache_dir: Path | None, tmp: Path
 
 
 def print_paths(runs: dict[str, dict[str, Any]]) -> None:
-    """One row per path: the figures the README's "Tool search" section quotes."""
-    print(f"\n{'path':<10}" + "".join(f"{c:>30}" for c in SUMMARY))
+    """One row per path, as a Markdown table: the figures the README's "Tool search" quotes."""
+    print("\n| path | " + " | ".join(SUMMARY) + " |")
+    print("| --- " * (len(SUMMARY) + 1) + "|")
     for path, run in runs.items():
         cells = []
         for section, key in SUMMARY.values():
-            value = run["catalogue"][key] if section == "catalogue" else run["quality"][section][key]
-            cells.append(f"{value:>30}")
-        print(f"{path:<10}" + "".join(cells))
+            cells.append(str(run["catalogue"][key] if section == "catalogue" else run["quality"][section][key]))
+        print(f"| {path} | " + " | ".join(cells) + " |")
 
 
 async def main(size: int, cache_dir: Path | None, variant: str) -> None:
