@@ -24,6 +24,7 @@ from mcp import Client
 import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
+from mcp_aggregator.search.onnx_quantize import default_cache_dirs
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig, Settings
@@ -60,7 +61,7 @@ def _run_private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterat
             raise pytest.UsageError(f"MCP_AGGREGATOR_TEST_VARIANT_CHECK must be one of {sorted(FORCED_VARIANT_CHECKS)}")
         # The automatic choice made here is remembered in the run's cache; every later
         # default start of the embedding model (gateways included) takes it.
-        OnnxMiniLmEmbedder(threads=1, **FORCED_VARIANT_CHECKS[check])
+        OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=default_cache_dirs()[:1], **FORCED_VARIANT_CHECKS[check])
     yield
     if previous is None:
         os.environ.pop("XDG_CACHE_HOME", None)

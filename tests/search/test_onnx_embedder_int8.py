@@ -184,3 +184,13 @@ def test_a_bulk_call_gives_exactly_the_vectors_of_one_text_at_a_time(
     bulk = embedder.embed(texts)
     single = np.stack([embedder.embed([t])[0] for t in texts])
     np.testing.assert_array_equal(bulk, single)
+
+
+def test_xdg_cache_home_replaces_the_home_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    dirs = onnx_quantize.default_cache_dirs()
+    assert dirs[0] == tmp_path / "mcp-aggregator" / "models"
+    assert not any(d.is_relative_to(tmp_path / "home") for d in dirs)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert onnx_quantize.default_cache_dirs()[0] == tmp_path / "home" / ".cache" / "mcp-aggregator" / "models"

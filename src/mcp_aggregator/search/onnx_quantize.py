@@ -52,13 +52,16 @@ class DerivationError(Exception):
 
 
 def default_cache_dirs() -> list[Path]:
-    """Candidate directories for derived models, most preferred first."""
+    """Candidate directories for derived models, most preferred first: the user's cache
+    (``$XDG_CACHE_HOME`` when set, which replaces ``~/.cache``, so a run with its own cache
+    never sees the user's), then the temp directory."""
     dirs = []
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         dirs.append(Path(xdg) / "mcp-aggregator" / "models")
-    with contextlib.suppress(RuntimeError):
-        dirs.append(Path.home() / ".cache" / "mcp-aggregator" / "models")
+    else:
+        with contextlib.suppress(RuntimeError):
+            dirs.append(Path.home() / ".cache" / "mcp-aggregator" / "models")
     uid = os.getuid() if hasattr(os, "getuid") else 0
     dirs.append(Path(tempfile.gettempdir()) / f"mcp-aggregator-{uid}" / "models")
     return dirs
