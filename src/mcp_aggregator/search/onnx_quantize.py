@@ -10,10 +10,10 @@ first few FFN down-projections stay float: they carry most of the activation-qua
 error.
 
 Two weight encodings (:data:`WEIGHT_ENCODINGS`): ``int8`` keeps the signed weights (u8s8
-kernels, fastest, exact on CPUs with VNNI; without VNNI their 16-bit pairwise sums saturate
-and cost accuracy) and ``uint8`` shifts them by 128 with a zero point of 128 (the same
-weights, run on u8u8 kernels that do not saturate: onnxruntime's advice for AVX2 CPUs
-without VNNI).
+kernels: the fastest; their integer sums are exact with VNNI, but without it their 16-bit
+pair sums saturate and cost accuracy) and ``uint8`` shifts them by 128 with a zero point of
+128 (the same weights, run on u8u8 kernels that do not saturate: onnxruntime's advice for
+x86 CPUs without VNNI).
 
 The rewrite is deterministic, needs no network, and its result is cached under a name that
 carries the source sha256 and the variant tag; a sidecar records the file's own sha256 so a
