@@ -3,7 +3,9 @@
 Run: ``.venv/bin/python bench/search_bench.py``; prints a table and writes
 ``bench/results/search.json``. Quality is measured on the 527 real tools and 94 tasks;
 latency and the embedding cache on a catalogue of ``--size`` tools made by replicating
-the 527 with varied names and descriptions.
+the 527 with varied names and descriptions. ``--variant`` forces what runs the embedding
+model (``search.onnx_variant``); ``--variant all`` measures every path in one run and
+prints one table of them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from mcp_aggregator.search import SearchSettings, ToolDoc, ToolSearch, build_emb
 from mcp_aggregator.search.embedder import Embedder, Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, text_digest
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
+from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
+from mcp_aggregator.search.onnx_variant import cpu_flags
 from mcp_aggregator.search.row_table import IndexFilter
 from mcp_aggregator.search.vector_index import NumpyVectorIndex
 
@@ -254,63 +258,118 @@ def print_table(rows: dict[str, dict[str, float]]) -> None:
         print(f"{name:<18}" + "".join(f"{row[c]:>22.3f}" for c in cols))
 
 
-async def main(size: int, cache_dir: Path | None) -> None:
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+PATHS = ("packaged", "int8", "uint8")
+SUMMARY = {
+    "short p50 ms": ("catalogue", "short_p50_ms"),
+    "short p95 ms": ("catalogue", "short_p95_ms"),
+    "short p95 ms, CPU": ("catalogue", "short_p95_ms_cpu"),
+    "short p95 ms, embedding only": ("catalogue", "short_p95_ms_embedding_only"),
+    "task p95 ms": ("catalogue", "task_p95_ms"),
+    "task p95 ms, CPU": ("catalogue", "task_p95_ms_cpu"),
+    "warm index s": ("catalogue", "index_s_cached_vectors"),
+    "cold 527 s": ("catalogue", "cold_index_s_527_tools"),
+    "Recall@5": ("hybrid (shipped)", "recall@5"),
+    "nDCG@10": ("hybrid (shipped)", "ndcg@10"),
+    "server Recall@5": ("hybrid (shipped)", "server_recall@5"),
+    "load before": ("catalogue", "load_avg_1m_before"),
+    "load after": ("catalogue", "load_avg_1m_after"),
+}
+
+
+def ranker_of(search: ToolSearch) -> Ranker:
+    return lambda q: [h.key for h in search.search(q, 50)]
+
+
+def describe_embedder(embedder: Embedder) -> str:
+    if isinstance(embedder, OnnxMiniLmEmbedder):
+        how = "chosen by the self-check" if embedder.choice is not None else "forced"
+        return f"{embedder.model_id} (variant {embedder.variant}, {how})"
+    return embedder.model_id
+
+
+async def run_variant(variant: str, size: int, cache_dir: Path | None, tmp: Path) -> dict[str, Any]:
+    """Quality and latency of the search with the embedding model run as ``variant``."""
     docs, tasks = load()
-    embedder = build_embedder(SearchSettings())
-    tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
-    try:
-        print(f"Indexing {len(docs)} tools (cold cache embeds them all; ~1-2 min on 2 busy cores):")
-        cache_times = await cold_warm(embedder, docs, tmp / "cold.db")
-        cache_path = cache_dir / "embeddings.db" if cache_dir is not None else tmp / "cold.db"
-        hybrid = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
-        await hybrid.upsert(docs, progress=progress_bar)
-        rankers = {"bm25": bm25_ranker(docs), "dense": dense_ranker(docs, hybrid)}
-        # The shaping rules one by one (see README "Tool search"); the last row is the default.
-        steps = {
-            "hybrid, no rules": {"implicit_needs": [], "named_servers": False, "alternatives": 0},
-            "+ implicit needs": {"named_servers": False, "alternatives": 0},
-            "+ alternatives": {"named_servers": False},
-        }
-        variants = []
-        for name, overrides in steps.items():
-            variant = ToolSearch(SearchSettings.model_validate({"cache_path": cache_path, **overrides}), embedder)
-            await variant.upsert(docs)
-            variants.append(variant)
-            rankers[name] = lambda q, v=variant: [h.key for h in v.search(q, 50)]
-        rankers["hybrid (shipped)"] = lambda q: [h.key for h in hybrid.search(q, 50)]
-        quality = {name: evaluate(r, docs, tasks) for name, r in rankers.items()}
-        split = {f"hybrid {h}": m for h, m in halves(rankers["hybrid (shipped)"], docs, tasks).items()}
-        for search in (hybrid, *variants):
-            search.close()
-        print(f"LiveMCPBench: {len(docs)} tools, {len(tasks)} tasks, embedder {embedder.model_id}")
-        print_table(quality)
-        # The fusion constants are untuned; the default implicit needs were written after
-        # reading failures on all tasks, so the halves show spread, not held-out quality.
-        print("\nEven / odd task positions (spread of the figures above):")
-        print_table(split)
-        print(f"\nCatalogue of {size} tools (copies reuse perturbed vectors of the originals):")
-        latency = {**cache_times, **await catalogue_bench(embedder, docs, tasks, size, cache_path)}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    embedder = build_embedder(SearchSettings.model_validate({"onnx_variant": variant}))
+    print(f"\n=== {describe_embedder(embedder)} ===")
+    print(f"Indexing {len(docs)} tools (cold cache embeds them all; ~1-2 min on 2 busy cores):")
+    cache_times = await cold_warm(embedder, docs, tmp / f"cold-{variant}.db")
+    cache_path = cache_dir / "embeddings.db" if cache_dir is not None else tmp / f"cold-{variant}.db"
+    hybrid = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
+    await hybrid.upsert(docs, progress=progress_bar)
+    rankers = {"bm25": bm25_ranker(docs), "dense": dense_ranker(docs, hybrid)}
+    # The shaping rules one by one (see README "Tool search"); the last row is the default.
+    steps: dict[str, dict[str, Any]] = {
+        "hybrid, no rules": {"implicit_needs": [], "named_servers": False, "alternatives": 0},
+        "+ implicit needs": {"named_servers": False, "alternatives": 0},
+        "+ alternatives": {"named_servers": False},
+    }
+    searches = [hybrid]
+    for name, overrides in steps.items():
+        step = ToolSearch(SearchSettings.model_validate({"cache_path": cache_path, **overrides}), embedder)
+        await step.upsert(docs)
+        searches.append(step)
+        rankers[name] = ranker_of(step)
+    rankers["hybrid (shipped)"] = ranker_of(hybrid)
+    quality = {name: evaluate(r, docs, tasks) for name, r in rankers.items()}
+    split = {f"hybrid {h}": m for h, m in halves(rankers["hybrid (shipped)"], docs, tasks).items()}
+    for search in searches:
+        search.close()
+    print(f"LiveMCPBench: {len(docs)} tools, {len(tasks)} tasks, embedder {embedder.model_id}")
+    print_table(quality)
+    # The fusion constants are untuned; the default implicit needs were written after
+    # reading failures on all tasks, so the halves show spread, not held-out quality.
+    print("\nEven / odd task positions (spread of the figures above):")
+    print_table(split)
+    print(f"\nCatalogue of {size} tools (copies reuse perturbed vectors of the originals):")
+    latency = {**cache_times, **await catalogue_bench(embedder, docs, tasks, size, cache_path)}
     for key, value in latency.items():
         print(f"  {key:<36} {value}")
+    return {
+        "embedder": embedder.model_id,
+        "variant": getattr(embedder, "variant", variant),
+        "tasks": len(tasks),
+        "tools": len(docs),
+        "quality": quality,
+        "halves": split,
+        "catalogue": latency,
+    }
+
+
+def print_paths(runs: dict[str, dict[str, Any]]) -> None:
+    """One row per path, as a Markdown table: the figures the README's "Tool search" quotes."""
+    print("\n| path | " + " | ".join(SUMMARY) + " |")
+    print("| --- " * (len(SUMMARY) + 1) + "|")
+    for path, run in runs.items():
+        cells = []
+        for section, key in SUMMARY.values():
+            cells.append(str(run["catalogue"][key] if section == "catalogue" else run["quality"][section][key]))
+        print(f"| {path} | " + " | ".join(cells) + " |")
+
+
+async def main(size: int, cache_dir: Path | None, variant: str) -> None:
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    flags = set(cpu_flags().split())
+    vnni = sorted(flags & {"avx512_vnni", "avx_vnni", "avx512f", "avx2"})
+    print(f"CPU flags of note: {', '.join(vnni) or 'none'}; {os.cpu_count()} cores")
+    tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
+    try:
+        if variant == "all":
+            # What the self-check picks here, in a cache of its own so it measures afresh.
+            auto = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp / "auto"])
+            assert auto.choice is not None
+            print(f"The self-check (auto) picks {auto.variant} here: {auto.choice.reason}")
+            runs = {path: await run_variant(path, size, cache_dir, tmp) for path in PATHS}
+        else:
+            runs = {variant: await run_variant(variant, size, cache_dir, tmp)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if len(runs) > 1:
+        print_paths(runs)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {
-                "embedder": embedder.model_id,
-                "tasks": len(tasks),
-                "tools": len(docs),
-                "quality": quality,
-                "halves": split,
-                "catalogue": latency,
-                "python": sys.version.split()[0],
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    out: dict[str, Any] = {"cpu_flags_of_note": vnni, "python": sys.version.split()[0]}
+    out.update(next(iter(runs.values())) if len(runs) == 1 else {"paths": runs})
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {RESULTS}")
 
 
@@ -318,5 +377,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=10_000, help="tools in the latency catalogue")
     parser.add_argument("--cache-dir", type=Path, default=None, help="keep the embedding cache here between runs")
+    parser.add_argument(
+        "--variant",
+        choices=["auto", "int8", "uint8", "packaged", "all"],
+        default="auto",
+        help="what runs the embedding model (search.onnx_variant); all: every path, one table",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.size, args.cache_dir)
+    anyio.run(main, args.size, args.cache_dir, args.variant)

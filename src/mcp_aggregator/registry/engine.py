@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,25 @@ from mcp_aggregator.registry.private_files import private_file
 from mcp_aggregator.registry.tables import SCHEMA
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+ALEMBIC_CHATTER = ("alembic.runtime.migration", "alembic.runtime.plugins")
+"""Loggers with which Alembic announces its set-up and every migration at INFO."""
+
+
+class _InfoToDebug(logging.Filter):
+    """Logs a record at DEBUG instead of INFO: a start-up at INFO stays quiet, ``--verbose``
+    still shows which migrations ran. (Alembic's plugin lines come at its import, before the
+    CLI configures logging; a program that configures logging first gets them demoted too
+    once this module is imported.)"""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+for _name in ALEMBIC_CHATTER:
+    logging.getLogger(_name).addFilter(_InfoToDebug())
 
 
 def is_sqlite(url: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,7 +18,24 @@ from tokenizers import Tokenizer
 
 from mcp_aggregator.errors import SearchError
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
-from mcp_aggregator.search.onnx_quantize import VARIANT, DerivationError, VariantRejected, derived_model, invalidate
+from mcp_aggregator.search.onnx_quantize import (
+    WEIGHT_ENCODINGS,
+    DerivationError,
+    WeightEncoding,
+    default_cache_dirs,
+    derived_model,
+    invalidate,
+)
+from mcp_aggregator.search.onnx_variant import (
+    Trial,
+    Variant,
+    VariantChoice,
+    VariantSetting,
+    machine_key,
+    pick,
+    remember,
+    remembered_choice,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,12 +43,15 @@ log = logging.getLogger(__name__)
 # different model is caught instead of silently changing every vector.
 PACKAGED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 PACKAGED_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
-DERIVED_MODEL_ID = f"{PACKAGED_MODEL_ID}-{VARIANT}"
-"""Vectors of the int8-compute variant differ slightly from the packaged model's, so they
+DERIVED_MODEL_IDS: dict[WeightEncoding, str] = {w: f"{PACKAGED_MODEL_ID}-{tag}" for w, tag in WEIGHT_ENCODINGS.items()}
+"""Vectors of an int8-compute variant differ slightly from the packaged model's, so they
 are cached under their own id."""
 MIN_VARIANT_COSINE = 0.99
-"""A freshly derived variant must stay this close to the packaged model on the probe texts
-(real queries and descriptions: an empty text, two tokens, is quantised worst at ~0.98)."""
+"""A derived variant must stay this close to the packaged model on the probe texts (real
+queries and descriptions: an empty text, two tokens, is quantised worst at ~0.98) for the
+automatic choice to take it."""
+MIN_VARIANT_SPEEDUP = 1.25
+"""...and be this many times as fast, or its inexactness buys nothing."""
 PROBE_TEXTS = (
     "read a file from disk",
     "send an email to a colleague",
@@ -115,14 +136,18 @@ class OnnxMiniLmEmbedder:
     Safe to call from several threads. Queries and bulk indexing run on separate sessions,
     so a query is not stuck behind a large indexing batch.
 
-    With the pinned packaged model and ``int8_compute`` (the default) it runs a variant
-    derived from that model whose MatMuls use onnxruntime's int8 kernels (about twice as
-    fast; cosine >= 0.99 to the packaged model's vectors), derived once and cached in the
-    first usable of ``derived_cache_dirs`` (default: the user cache directory, then the
-    temp directory). The variant quantises activations per call, so it embeds one text per
-    inference, spreading bulk calls over ``threads`` workers: a text's vector never depends
-    on what it was batched with. When the variant cannot be derived or validated here, the
-    packaged model is used as is and a warning is logged.
+    With the pinned packaged model, ``variant`` says what runs: ``packaged`` (the model as
+    installed: float arithmetic, the reference), ``int8`` or ``uint8`` (a variant derived
+    from it whose MatMuls run on onnxruntime's int8 kernels, see ``onnx_quantize``), or
+    ``auto``: at the first start on a machine each variant is measured against the packaged
+    model on :data:`PROBE_TEXTS` and :func:`onnx_variant.pick` chooses with
+    ``min_variant_cosine`` and ``min_variant_speedup``; the choice is remembered (see
+    ``onnx_variant``). Derived files live in the first usable of ``derived_cache_dirs``
+    (default: ``$XDG_CACHE_HOME``, ``~/.cache``, then the temp directory), never beside the
+    packaged model. A derived variant quantises activations per call, so it embeds one text
+    per inference, spreading bulk calls over ``threads`` workers: a text's vector never
+    depends on what it was batched with. When a variant cannot be derived here the packaged
+    model is used and a warning is logged.
     """
 
     def __init__(
@@ -132,33 +157,42 @@ class OnnxMiniLmEmbedder:
         expected_sha256: str | None = PACKAGED_MODEL_SHA256,
         threads: int = 2,
         tokenizer_path: Path = TOKENIZER_PATH,
-        int8_compute: bool = True,
+        variant: VariantSetting = "auto",
         derived_cache_dirs: list[Path] | None = None,
         min_variant_cosine: float = MIN_VARIANT_COSINE,
+        min_variant_speedup: float = MIN_VARIANT_SPEEDUP,
     ) -> None:
         path = model_path or packaged_model_path()
         if expected_sha256 is not None:
             verify_model_file(path, expected_sha256)
         elif not path.is_file():
             raise SearchError(f"embedding model file not found: {path}")
-        self._model_id = (
-            PACKAGED_MODEL_ID if expected_sha256 == PACKAGED_MODEL_SHA256 else (f"onnx:{file_sha256(path)[:16]}")
-        )
+        pinned = expected_sha256 == PACKAGED_MODEL_SHA256
+        self._model_id = PACKAGED_MODEL_ID if pinned else f"onnx:{file_sha256(path)[:16]}"
         self._tokenizer = _load_tokenizer(tokenizer_path)
         self._input_names: frozenset[str] = frozenset({"input_ids", "attention_mask", "token_type_ids"})
         self._per_text_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._threads = threads
-        self._min_variant_cosine = min_variant_cosine
         self.model_path = path
         """The ONNX file actually run (the derived variant when one is in use)."""
+        self.variant: Variant = "packaged"
+        self.choice: VariantChoice | None = None
+        """The automatic choice (measured now or remembered), None when ``variant`` was forced."""
         derived = None
-        if int8_compute and expected_sha256 == PACKAGED_MODEL_SHA256:
-            derived = self._open_derived(path, derived_cache_dirs)
+        if pinned and variant != "packaged":
+            dirs = derived_cache_dirs if derived_cache_dirs is not None else default_cache_dirs()
+            if variant == "auto":
+                self.choice = self._choose(path, dirs, min_variant_cosine, min_variant_speedup)
+                wanted: Variant = self.choice.variant
+            else:
+                wanted = variant
+            if wanted != "packaged":
+                derived = self._open_derived(path, wanted, dirs)
         if derived is not None:
-            self.model_path, self._query_session = derived
+            self.variant, self.model_path, self._query_session = derived
             self._bulk_session = self._query_session
-            self._model_id = DERIVED_MODEL_ID
+            self._model_id = DERIVED_MODEL_IDS[derived[0]]
             self._per_text = True
         else:
             self._per_text = False
@@ -211,35 +245,73 @@ class OnnxMiniLmEmbedder:
                 self._per_text_pool = ThreadPoolExecutor(self._threads, thread_name_prefix="onnx-embed")
             return self._per_text_pool
 
-    def _open_derived(self, source: Path, cache_dirs: list[Path] | None) -> tuple[Path, ort.InferenceSession] | None:
-        """The int8-compute variant of ``source`` and its query session, or None (logged)."""
-
-        def check(candidate: Path) -> None:
+    def _choose(self, source: Path, dirs: list[Path], min_cosine: float, min_speedup: float) -> VariantChoice:
+        """The remembered choice for this machine, else one measured now and remembered."""
+        key = machine_key(PACKAGED_MODEL_SHA256)
+        choice = remembered_choice(dirs, source, PACKAGED_MODEL_SHA256, key)
+        if choice is not None:
+            log.debug("embedding model variant %s (%s)", choice.variant, choice.reason)
+            return choice
+        sessions: dict[Variant, ort.InferenceSession] = {"packaged": _open_session(source, 1)}
+        home = None
+        for weights in WEIGHT_ENCODINGS:
             try:
-                derived_session = _open_session(candidate, 1)
-                self._input_names = _check_graph(derived_session)
-                source_session = _open_session(source, 1)
-            except SearchError as exc:
-                raise DerivationError(str(exc)) from exc
-            ref = np.stack([self._embed_batch(source_session, [t])[0] for t in PROBE_TEXTS])
-            got = np.stack([self._embed_batch(derived_session, [t])[0] for t in PROBE_TEXTS])
-            worst = float((ref * got).sum(axis=1).min())
-            if worst < self._min_variant_cosine:
-                raise VariantRejected(
-                    f"cosine {worst:.4f} < {self._min_variant_cosine} to the packaged model on this machine"
-                )
+                candidate = derived_model(source, PACKAGED_MODEL_SHA256, weights, self._loadable, dirs)
+                sessions[weights] = _open_session(candidate, 1)
+            except (DerivationError, SearchError) as exc:
+                log.warning("cannot derive the %s embedding model: %s", weights, exc)
+                continue
+            home = home or candidate.parent
+        trials = self._trials(sessions)
+        choice = pick(trials, min_cosine=min_cosine, min_speedup=min_speedup)
+        log.info("embedding model variant %s chosen on this machine (%s)", choice.variant, choice.reason)
+        if home is not None:
+            try:
+                remember(home, PACKAGED_MODEL_SHA256, key, choice)
+            except OSError as exc:
+                log.warning("cannot remember the embedding model variant in %s: %s", home, exc)
+        return choice
 
+    def _trials(self, sessions: dict[Variant, ort.InferenceSession]) -> list[Trial]:
+        """Each session's worst cosine to the packaged one's vectors on the probe texts, and
+        its CPU time per text. A single-threaded session computes on the calling thread, so
+        its thread time does not count waiting for a core another process holds; the runs
+        are interleaved and the best of three kept, so load hits every variant alike."""
+        vectors = {v: np.stack([self._embed_batch(s, [t])[0] for t in PROBE_TEXTS]) for v, s in sessions.items()}
+        best = {v: [float("inf")] * len(PROBE_TEXTS) for v in sessions}
+        for _ in range(3):
+            for i, text in enumerate(PROBE_TEXTS):
+                for variant, session in sessions.items():
+                    start = time.thread_time()
+                    self._embed_batch(session, [text])
+                    best[variant][i] = min(best[variant][i], (time.thread_time() - start) * 1000)
+        ref = vectors["packaged"]
+        return [
+            Trial(v, round(float((ref * vectors[v]).sum(axis=1).min()), 5), round(sum(best[v]) / len(PROBE_TEXTS), 3))
+            for v in sessions
+        ]
+
+    def _loadable(self, candidate: Path) -> None:
+        try:
+            _check_graph(_open_session(candidate, 1))
+        except SearchError as exc:
+            raise DerivationError(str(exc)) from exc
+
+    def _open_derived(
+        self, source: Path, weights: WeightEncoding, dirs: list[Path]
+    ) -> tuple[WeightEncoding, Path, ort.InferenceSession] | None:
+        """The ``weights`` variant of ``source`` and its query session, or None (logged)."""
         for attempt in range(2):
             try:
-                path = derived_model(source, PACKAGED_MODEL_SHA256, check, cache_dirs)
+                path = derived_model(source, PACKAGED_MODEL_SHA256, weights, self._loadable, dirs)
             except DerivationError as exc:
-                log.warning("using the packaged embedding model without int8 compute: %s", exc)
+                log.warning("using the packaged embedding model, not the %s variant: %s", weights, exc)
                 return None
             try:
-                return path, _open_session(path, 1)
+                return weights, path, _open_session(path, 1)
             except SearchError as exc:
                 # Valid digest but unloadable (e.g. another onnxruntime): derive it afresh once.
-                log.warning("cached int8 embedding model %s does not load (%s); deriving it again", path, exc)
+                log.warning("cached %s embedding model %s does not load (%s); deriving it again", weights, path, exc)
                 if attempt == 0:
                     invalidate(path)
         return None

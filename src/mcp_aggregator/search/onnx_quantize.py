@@ -1,15 +1,22 @@
-"""Derive an int8-compute variant of the packaged MiniLM graph, cached on disk.
+"""Derive int8-compute variants of the packaged MiniLM graph, cached on disk.
 
 The packaged model stores its weights as int8 with one float scale per output column, but
 only for storage: ``int8 -> Cast -> Mul(scale) -> MatMul`` is constant-folded by
-onnxruntime into plain float weights, so every query runs float matrix products. This
-module rewrites each such chain into ``com.microsoft.DynamicQuantizeMatMul`` with the very
-same int8 weights and scales (the activations are quantised per call), which runs on
-onnxruntime's int8 kernels at about half the latency. The first few FFN down-projections
-stay float: they carry most of the activation-quantisation error.
+onnxruntime into plain float weights, so every query runs float matrix products (a float32
+model dequantized ahead of time is bit-identical and no faster). This module rewrites each
+such chain into ``com.microsoft.DynamicQuantizeMatMul`` on the very same weights and scales
+(the activations are quantised per call), which runs on onnxruntime's int8 kernels. The
+first few FFN down-projections stay float: they carry most of the activation-quantisation
+error.
+
+Two weight encodings (:data:`WEIGHT_ENCODINGS`): ``int8`` keeps the signed weights (u8s8
+kernels: the fastest; their integer sums are exact with VNNI, but without it their 16-bit
+pair sums saturate and cost accuracy) and ``uint8`` shifts them by 128 with a zero point of
+128 (the same weights, run on u8u8 kernels that do not saturate: onnxruntime's advice for
+x86 CPUs without VNNI).
 
 The rewrite is deterministic, needs no network, and its result is cached under a name that
-carries the source sha256 and :data:`VARIANT`; a sidecar records the file's own sha256 so a
+carries the source sha256 and the variant tag; a sidecar records the file's own sha256 so a
 truncated or edited file is derived again instead of loaded.
 """
 
@@ -24,11 +31,16 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 
-VARIANT = "dqmm-v1"
-"""Changes whenever the rewrite changes, so an old cached file is never reused."""
+WeightEncoding = Literal["int8", "uint8"]
+WEIGHT_ENCODINGS: dict[WeightEncoding, str] = {"int8": "dqmm-v1", "uint8": "dqmm-u8-v1"}
+"""Weight encoding -> variant tag; a tag changes whenever its rewrite changes, so an old
+cached file is never reused."""
 KEEP_FLOAT_DOWN_PROJECTIONS = 3
 """Leading MatMuls with more input rows than output columns (the FFN down-projections)
 kept in float."""
@@ -39,21 +51,17 @@ class DerivationError(Exception):
     """The variant cannot be derived, stored or validated here."""
 
 
-class VariantRejected(DerivationError):
-    """Raised by a check: the derived file works but is not accurate enough on this machine.
-
-    Remembered in the sidecar, so later starts fall back at once instead of deriving again.
-    """
-
-
 def default_cache_dirs() -> list[Path]:
-    """Candidate directories for derived models, most preferred first."""
+    """Candidate directories for derived models, most preferred first: the user's cache
+    (``$XDG_CACHE_HOME`` when set, which replaces ``~/.cache``, so a run with its own cache
+    never sees the user's), then the temp directory."""
     dirs = []
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         dirs.append(Path(xdg) / "mcp-aggregator" / "models")
-    with contextlib.suppress(RuntimeError):
-        dirs.append(Path.home() / ".cache" / "mcp-aggregator" / "models")
+    else:
+        with contextlib.suppress(RuntimeError):
+            dirs.append(Path.home() / ".cache" / "mcp-aggregator" / "models")
     uid = os.getuid() if hasattr(os, "getuid") else 0
     dirs.append(Path(tempfile.gettempdir()) / f"mcp-aggregator-{uid}" / "models")
     return dirs
@@ -68,9 +76,14 @@ def _sha256(path: Path) -> str:
 
 
 def quantize_matmuls(
-    source: Path, dest: Path, *, keep_float_down_projections: int = KEEP_FLOAT_DOWN_PROJECTIONS
+    source: Path,
+    dest: Path,
+    *,
+    weights: WeightEncoding = "int8",
+    keep_float_down_projections: int = KEEP_FLOAT_DOWN_PROJECTIONS,
 ) -> int:
-    """Writes ``source`` with its int8-stored MatMul weights run as DynamicQuantizeMatMul.
+    """Writes ``source`` with its int8-stored MatMul weights run as DynamicQuantizeMatMul,
+    the weights encoded as ``weights`` says.
 
     Returns how many MatMuls were rewritten. Raises ``DerivationError`` when the ``onnx``
     package is missing or the graph has no such MatMul.
@@ -122,6 +135,7 @@ def quantize_matmuls(
     removed: set[int] = set()
     replaced: dict[int, onnx.NodeProto] = {}
     new_inits: list[onnx.TensorProto] = []
+    new_names: set[str] = set()
     down_projections = 0
     for node in graph.node:
         if id(node) not in chains:
@@ -133,18 +147,29 @@ def quantize_matmuls(
             if down_projections <= keep_float_down_projections:
                 continue
         column_scale = f"{scale}__per_column"
-        if column_scale not in {i.name for i in new_inits}:
+        if column_scale not in new_names:
             values = numpy_helper.to_array(inits[scale]).reshape(-1)
             new_inits.append(numpy_helper.from_array(values, column_scale))
-        inputs = [node.input[0], weight, column_scale]
+            new_names.add(column_scale)
+        zero_point = ""
+        if weights == "uint8":
+            # w + 128 with zero point 128 is the same weight; the shift is exact in int16.
+            shifted = (numpy_helper.to_array(inits[weight]).astype(np.int16) + 128).astype(np.uint8)
+            weight, zero_point = f"{weight}__u8", f"{weight}__u8_zero_point"
+            new_inits.append(numpy_helper.from_array(shifted, weight))
+            new_inits.append(numpy_helper.from_array(np.full(cols, 128, dtype=np.uint8), zero_point))
+            new_names |= {weight, zero_point}
+        inputs = [node.input[0], weight, column_scale, zero_point]
         output = node.output[0]
         add = only_consumer(output, "Add")
         if add is not None:
             bias = next((x for x in add.input if x != output), "")
             if bias in inits and list(inits[bias].dims) == [cols] and inits[bias].data_type == TensorProto.FLOAT:
-                inputs += ["", bias]
+                inputs.append(bias)
                 output = add.output[0]
                 removed.add(id(add))
+        if not inputs[-1]:
+            inputs.pop()
         replaced[id(node)] = helper.make_node(
             "DynamicQuantizeMatMul", inputs, [output], name=f"{node.name or weight}__dqmm", domain="com.microsoft"
         )
@@ -161,7 +186,8 @@ def quantize_matmuls(
     graph.initializer.extend(kept)
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    helper.set_model_props(model, {"mcp_aggregator.variant": VARIANT, "mcp_aggregator.source_sha256": _sha256(source)})
+    props = {"mcp_aggregator.variant": WEIGHT_ENCODINGS[weights], "mcp_aggregator.source_sha256": _sha256(source)}
+    helper.set_model_props(model, props)
     onnx.save(model, str(dest))
     return len(replaced)
 
@@ -169,34 +195,32 @@ def quantize_matmuls(
 def derived_model(
     source: Path,
     source_sha256: str,
+    weights: WeightEncoding,
     check: Callable[[Path], None],
     cache_dirs: list[Path] | None = None,
 ) -> Path:
-    """The cached variant of ``source`` (already sha256-checked by the caller), derived if
-    missing or corrupt.
+    """The cached ``weights`` variant of ``source`` (already sha256-checked by the caller),
+    derived if missing or corrupt.
 
-    ``check(path)`` must raise when a freshly derived file is not fit to serve (it is run
-    before the file is published). Raises ``DerivationError`` when no candidate directory
-    can hold a valid file.
+    ``check(path)`` must raise ``DerivationError`` when a freshly derived file is not fit to
+    serve (it is run before the file is published). A directory inside the source's own
+    (an installed package) is never written. Raises ``DerivationError`` when no candidate
+    directory can hold a valid file.
     """
-    stem = f"minilm-{source_sha256[:16]}-{VARIANT}"
+    tag = WEIGHT_ENCODINGS[weights]
+    stem = f"minilm-{source_sha256[:16]}-{tag}"
     errors = []
     for directory in cache_dirs if cache_dirs is not None else default_cache_dirs():
-        if not _owned_by_us(directory):
-            errors.append(f"{directory}: not owned by this user")
+        if not usable_cache_dir(directory, source):
+            errors.append(f"{directory}: not owned by this user, or inside the model's own package")
             continue
         model, sidecar = directory / f"{stem}.onnx", directory / f"{stem}.json"
-        meta = _read_sidecar(sidecar, source_sha256)
-        if meta.get("rejected"):
-            raise VariantRejected(f"{meta['rejected']} (remembered in {sidecar})")
+        meta = _read_sidecar(sidecar, source_sha256, tag)
         if meta.get("sha256") and _matches(model, str(meta["sha256"])):
             return model
         try:
-            _derive_into(source, source_sha256, model, sidecar, check)
+            _derive_into(source, source_sha256, weights, model, sidecar, check)
             return model
-        except VariantRejected as exc:
-            _write_sidecar(sidecar, {"rejected": str(exc)}, source_sha256)
-            raise
         except (OSError, DerivationError) as exc:
             errors.append(f"{directory}: {exc}")
     raise DerivationError("; ".join(errors) or "no cache directory")
@@ -206,6 +230,15 @@ def invalidate(model: Path) -> None:
     """Forgets a cached variant that could not be loaded, so the next start derives it again."""
     with contextlib.suppress(OSError):
         model.with_suffix(".json").unlink()
+
+
+def usable_cache_dir(directory: Path, source: Path) -> bool:
+    """False for a directory this process must not write derived files to: one inside the
+    source model's directory (site-packages) or one owned by another user."""
+    resolved = directory.resolve()
+    if resolved == source.parent.resolve() or source.parent.resolve() in resolved.parents:
+        return False
+    return _owned_by_us(directory)
 
 
 def _owned_by_us(directory: Path) -> bool:
@@ -222,7 +255,7 @@ def _owned_by_us(directory: Path) -> bool:
     return True
 
 
-def _read_sidecar(sidecar: Path, source_sha256: str) -> dict[str, object]:
+def _read_sidecar(sidecar: Path, source_sha256: str, tag: str) -> dict[str, object]:
     """The sidecar's fields when it is ours and describes this source and variant, else {}."""
     try:
         meta = json.loads(sidecar.read_text())
@@ -231,7 +264,7 @@ def _read_sidecar(sidecar: Path, source_sha256: str) -> dict[str, object]:
     if (
         isinstance(meta, dict)
         and meta.get("format") == _SIDECAR_FORMAT
-        and meta.get("variant") == VARIANT
+        and meta.get("variant") == tag
         and meta.get("source_sha256") == source_sha256
     ):
         return meta
@@ -245,25 +278,32 @@ def _matches(model: Path, sha256: str) -> bool:
         return False
 
 
-def _write_sidecar(sidecar: Path, fields: dict[str, object], source_sha256: str) -> None:
-    meta = {"format": _SIDECAR_FORMAT, "variant": VARIANT, "source_sha256": source_sha256, **fields}
+def _write_sidecar(sidecar: Path, fields: dict[str, object], source_sha256: str, tag: str) -> None:
+    meta = {"format": _SIDECAR_FORMAT, "variant": tag, "source_sha256": source_sha256, **fields}
     tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(meta) + "\n")
     os.replace(tmp, sidecar)
 
 
-def _derive_into(source: Path, source_sha256: str, model: Path, sidecar: Path, check: Callable[[Path], None]) -> None:
+def _derive_into(
+    source: Path,
+    source_sha256: str,
+    weights: WeightEncoding,
+    model: Path,
+    sidecar: Path,
+    check: Callable[[Path], None],
+) -> None:
     model.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".tmp", dir=model.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        rewritten = quantize_matmuls(source, tmp)
+        rewritten = quantize_matmuls(source, tmp, weights=weights)
         check(tmp)
         digest = _sha256(tmp)
         os.replace(tmp, model)
-        _write_sidecar(sidecar, {"sha256": digest}, source_sha256)
-        log.info("derived int8 embedding model %s (%d MatMuls on int8 kernels)", model, rewritten)
+        _write_sidecar(sidecar, {"sha256": digest}, source_sha256, WEIGHT_ENCODINGS[weights])
+        log.info("derived %s embedding model %s (%d MatMuls on int8 kernels)", weights, model, rewritten)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()

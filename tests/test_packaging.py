@@ -1,0 +1,100 @@
+"""pyproject.toml declares exactly what the package imports, so a fresh install runs."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "src" / "mcp_aggregator"
+OPTIONAL_MODULES = {
+    SRC / "search" / "qdrant_index.py": "qdrant",
+    SRC / "search" / "sentence_transformer_embedder.py": "sentence-transformers",
+}
+"""Modules imported only when configured (``search.build``); their imports belong to an extra."""
+USED_WITHOUT_IMPORT = {
+    "aiosqlite": "the SQLAlchemy driver a sqlite+aiosqlite:// database URL names",
+    "asyncpg": "the SQLAlchemy driver a postgresql+asyncpg:// database URL names",
+    "uvloop": "anyio's use_uvloop backend option",
+    "httptools": "uvicorn's HTTP parser, found by name",
+}
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    names = set()
+    for requirement in requirements:
+        match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        assert match, requirement
+        names.add(_normalise(match.group()))
+    return names
+
+
+def _imported_modules(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+    return {m for m in modules if m not in sys.stdlib_module_names and m != "mcp_aggregator"}
+
+
+def _distributions(modules: set[str]) -> dict[str, str]:
+    """Module -> its distribution's normalised name (the module's own name when not installed,
+    as for an optional extra)."""
+    installed = importlib.metadata.packages_distributions()
+    return {m: _normalise(installed.get(m, [m])[0]) for m in modules}
+
+
+def _project() -> dict[str, object]:
+    project: dict[str, object] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def _imports() -> tuple[dict[str, str], dict[str, str]]:
+    """Distributions imported by the always-loaded modules, and by the optional ones (-> extra)."""
+    required: set[str] = set()
+    optional: dict[str, str] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        modules = _imported_modules(path)
+        if path in OPTIONAL_MODULES:
+            optional |= {m: OPTIONAL_MODULES[path] for m in modules}
+        else:
+            required |= modules
+    by_module = _distributions(required | set(optional))
+    return {m: by_module[m] for m in required}, {by_module[m]: extra for m, extra in optional.items()}
+
+
+def test_every_third_party_module_the_package_imports_is_a_declared_dependency() -> None:
+    declared = _requirement_names(_project()["dependencies"])  # type: ignore[arg-type]
+    required, _ = _imports()
+    missing = {module: dist for module, dist in required.items() if dist not in declared}
+    assert not missing, f"imported by src/ but not in [project].dependencies: {missing}"
+
+
+def test_modules_loaded_only_when_configured_have_their_imports_in_an_extra() -> None:
+    project = _project()
+    declared = _requirement_names(project["dependencies"])  # type: ignore[arg-type]
+    extras: dict[str, list[str]] = project["optional-dependencies"]  # type: ignore[assignment]
+    _, optional = _imports()
+    missing = {
+        dist: extra
+        for dist, extra in optional.items()
+        if dist not in declared and dist not in _requirement_names(extras.get(extra, []))
+    }
+    assert not missing, f"imported by an optional module but not in its extra: {missing}"
+
+
+def test_every_declared_dependency_is_imported_or_used_by_name() -> None:
+    declared = _requirement_names(_project()["dependencies"])  # type: ignore[arg-type]
+    required, _ = _imports()
+    unused = declared - set(required.values()) - set(USED_WITHOUT_IMPORT)
+    assert not unused, f"declared in [project].dependencies but nothing in src/ imports them: {sorted(unused)}"
