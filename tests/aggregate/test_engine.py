@@ -20,6 +20,7 @@ from mcp_aggregator.aggregate import (
     QueryRequest,
     QueryResponse,
     QueryTarget,
+    ServerFailure,
 )
 from mcp_aggregator.aggregate.dedup import normalise
 from mcp_aggregator.errors import AggregationFailedError
@@ -118,6 +119,15 @@ async def test_results_from_several_servers_are_ranked_deduplicated_and_counted(
         "resultsReturned": len(results),
         "processingTimeMs": payload["metadata"]["processingTimeMs"],
         "serverDiversity": round(len({r["server"] for r in results}) / 3, 4),
+        "mode": "heuristic",
+        "selection": "all",
+        "failedServers": [],
+        "skippedServers": [],
+        "queriesSent": {
+            "alpha": {"tool": "search", "queries": ["react hooks state"]},
+            "beta": {"tool": "search", "queries": ["react hooks state"]},
+            "gamma": {"tool": "find_documents", "queries": ["react hooks state"]},
+        },
     }
     assert isinstance(payload["metadata"]["processingTimeMs"], int)
     assert response.failures == ()
@@ -207,7 +217,7 @@ async def test_every_server_failing_raises_aggregation_failed_with_each_reason()
         "context7: timeout after 0.2s",
         "serena: connection refused",
         "broken: Error executing tool search: index offline",
-        "calc: no query tool",
+        "calc: no usable query tool",
         "crashy: connection closed",
         "offline: unavailable",
     ]
@@ -222,9 +232,15 @@ async def test_one_success_among_failures_is_a_partial_answer() -> None:
     async with connect_targets(servers) as targets:
         response = await engine().query(request(), targets)
     assert [r.content for r in response.results] == ["react hooks"]
-    assert response.failures == ("broken: Error executing tool search: index offline", "calc: no query tool")
-    assert (response.metadata.servers_queried, response.metadata.servers_succeeded) == (3, 1)
-    assert response.metadata.server_diversity == pytest.approx(0.3333)
+    assert response.failures == ("broken: Error executing tool search: index offline", "calc: no usable query tool")
+    # calc has no query tool: it is not asked, so not counted (seed 000, metadata accuracy).
+    assert (response.metadata.servers_queried, response.metadata.servers_succeeded) == (2, 1)
+    assert response.metadata.server_diversity == 0.5
+    metadata = response.to_json()["metadata"]
+    assert metadata["failedServers"] == [
+        {"server": "broken", "reason": "Error executing tool search: index offline"}
+    ]
+    assert metadata["skippedServers"] == [{"server": "calc", "reason": "no usable query tool"}]
 
 
 async def test_no_available_server_at_all_is_an_aggregation_failure() -> None:
@@ -240,8 +256,8 @@ async def test_rule_named_servers_that_are_not_connected_are_not_counted_as_quer
         response = await engine(serverRules=rules).query(request(), targets)
     assert response.metadata.servers_queried == 1
     assert response.metadata.server_diversity == 1.0
-    assert response.unavailable == ("offline",)
-    assert response.failures == ()
+    assert response.metadata.skipped == (ServerFailure("offline", "unavailable"),)
+    assert response.metadata.failed == ()
 
 
 async def test_rules_pick_servers_and_explicit_servers_override_them() -> None:

@@ -58,6 +58,11 @@ async def test_memory_server_entities_come_back_as_ranked_results(tmp_path: Path
         "resultsReturned": 2,
         "processingTimeMs": 0,
         "serverDiversity": 1.0,
+        "mode": "heuristic",
+        "selection": "all",
+        "failedServers": [],
+        "skippedServers": [],
+        "queriesSent": {"memory": {"tool": "search_nodes", "queries": ["state"]}},
     }
 
 

@@ -34,8 +34,8 @@ MEMORY_TOOLS = [
     ("tools", "expected"),
     [
         (MEMORY_TOOLS, QueryPlan(tool="search_nodes", argument="query")),
-        ([tool("echo", {"message": STRING}, ["message"])], NoQueryTool("no query tool")),
-        ([], NoQueryTool("no query tool")),
+        ([tool("echo", {"message": STRING}, ["message"])], NoQueryTool("no usable query tool")),
+        ([], NoQueryTool("no usable query tool")),
         # A required query argument beats an optional one.
         (
             [tool("a_list", {"q": STRING}), tool("z_get", {"q": STRING}, ["q"])],
@@ -49,13 +49,21 @@ MEMORY_TOOLS = [
             ],
             QueryPlan(tool="search_docs", argument="text"),
         ),
-        # Then the argument name's rank, then the tool name.
+        # Then the argument name's rank (a question-like name before a weak one such as
+        # prompt), then the tool name.
         (
             [
                 tool("search_b", {"topic": STRING}, ["topic"]),
                 tool("search_a", {"prompt": STRING}, ["prompt"]),
             ],
-            QueryPlan(tool="search_a", argument="prompt"),
+            QueryPlan(tool="search_b", argument="topic"),
+        ),
+        (
+            [
+                tool("search_b", {"question": STRING}, ["question"]),
+                tool("search_a", {"topic": STRING}, ["topic"]),
+            ],
+            QueryPlan(tool="search_b", argument="question"),
         ),
         (
             [tool("search_b", {"query": STRING}, ["query"]), tool("search_a", {"query": STRING}, ["query"])],
@@ -64,7 +72,7 @@ MEMORY_TOOLS = [
         # Other required properties cannot be filled, so the tool is unusable.
         (
             [tool("search", {"query": STRING, "index": STRING}, ["query", "index"])],
-            NoQueryTool("no query tool"),
+            NoQueryTool("no usable query tool"),
         ),
         # Optional extras are fine.
         (
@@ -72,13 +80,13 @@ MEMORY_TOOLS = [
             QueryPlan("search", "query"),
         ),
         # The property must take a string.
-        ([tool("search", {"query": {"type": "integer"}}, ["query"])], NoQueryTool("no query tool")),
+        ([tool("search", {"query": {"type": "integer"}}, ["query"])], NoQueryTool("no usable query tool")),
         ([tool("search", {"query": {"type": ["string", "null"]}})], QueryPlan("search", "query")),
         ([tool("search", {"query": {"anyOf": [STRING, {"type": "null"}]}})], QueryPlan("search", "query")),
         # Destructive tools are never called with a user's question.
         (
             [tool("search_and_delete", {"query": STRING}, ["query"], annotations={"destructiveHint": True})],
-            NoQueryTool("no query tool"),
+            NoQueryTool("no usable query tool (skipped search_and_delete: destructive)"),
         ),
     ],
 )
