@@ -14,7 +14,6 @@ heuristic mode answers instead.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -140,7 +139,7 @@ class LlmAgent:
             limit = self._settings.request_timeout_secs
             raise LlmAgentError(f"Messages API request timed out after {limit:g}s") from exc
         except anthropic.APIStatusError as exc:
-            raise LlmAgentError(f"Messages API error {exc.status_code}: {_short(exc.message)}") from exc
+            raise LlmAgentError(f"Messages API error {exc.status_code}: {_api_message(exc)}") from exc
         except anthropic.AnthropicError as exc:
             raise LlmAgentError(f"Messages API failure: {_short(str(exc))}") from exc
         if not outcome.asked:
@@ -261,11 +260,13 @@ def _excerpt(content: str) -> str:
     return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
 
 
+def _api_message(exc: anthropic.APIStatusError) -> str:
+    """The API's own error message (``{"error": {"message": ...}}``), else the SDK's."""
+    body = exc.body
+    error = body.get("error") if isinstance(body, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return _short(message if isinstance(message, str) else exc.message)
+
+
 def _short(message: str) -> str:
-    try:
-        parsed = json.loads(message)
-    except ValueError:
-        parsed = None
-    text = parsed.get("error", {}).get("message", message) if isinstance(parsed, dict) else message
-    flat = " ".join(str(text).split())
-    return flat[:200]
+    return " ".join(message.split())[:200]
