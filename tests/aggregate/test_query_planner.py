@@ -8,17 +8,17 @@ from mcp_aggregator.aggregate.query_planner import keyword_queries, singular
     [
         (
             "How do I implement React hooks for state management?",
-            ("React hook", "state management", "React", "management", "hook", "state"),
+            ("react hook", "state management", "react", "management", "hook", "state"),
         ),
-        # Identifiers first, then names; the user's own case is kept.
+        # Identifiers first (as written), then names (lowercased, never made singular).
         (
             "why does useState reset after a Redux dispatch",
-            ("useState reset", "Redux dispatch", "useState", "Redux", "dispatch", "reset"),
+            ("useState reset", "redux dispatch", "useState", "redux", "dispatch", "reset"),
         ),
         # A quoted phrase comes first; names are not made singular.
         (
             'configure "connection pooling" in Postgres',
-            ("connection pooling", "Postgres", "configure", "connection", "pooling"),
+            ("connection pooling", "postgres", "configure", "connection", "pooling"),
         ),
         # Hyphenated words stay one phrase; punctuation breaks a phrase.
         ("redux-toolkit, slices", ("redux-toolkit", "toolkit", "redux", "slice")),

@@ -12,7 +12,8 @@ module derives those sub-queries, purely and deterministically:
   (``useState``, ``http2``), then capitalised names (``React``), then long words;
 - the last word of each, when lowercase, is made singular (``hooks`` → ``hook``), because the singular is
   a substring of the plural and literal matching then finds both;
-- the user's own letter case is kept, for case-sensitive tools.
+- words are lowercased, except identifiers (``useState``): literal tools are mostly
+  case-insensitive, and the case-sensitive ones (file name globs) mostly hold lowercase.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def keyword_queries(question: str, limit: int) -> tuple[str, ...]:
     (case-insensitively); empty when the question has no content words.
     """
     words = _words(question)
-    candidates = [match.group(1).strip() for match in _QUOTED.finditer(question)]
+    candidates = [_lowered(match.group(1).strip()) for match in _QUOTED.finditer(question)]
     candidates.extend(_pairs(question, words))
     candidates.extend(_by_salience(question, [w for w in words if w.content]))
     seen = {" ".join(question.lower().split())}
@@ -152,7 +153,7 @@ def _pairs(question: str, words: list[_Word]) -> list[str]:
     pairs = []
     for left, right in itertools.pairwise(words):
         if left.content and right.content and _PHRASE_GAP.fullmatch(question[left.end : right.start]):
-            pairs.append(question[left.start : right.start] + singular(right.text))
+            pairs.append(_lowered(question[left.start : right.start] + singular(right.text)))
     return pairs
 
 
@@ -169,7 +170,12 @@ def _by_salience(question: str, words: list[_Word]) -> list[str]:
             rank = 3
         return rank, index
 
-    return [singular(word.text) for _, word in sorted(enumerate(words), key=key)]
+    return [_lowered(singular(word.text)) for _, word in sorted(enumerate(words), key=key)]
+
+
+def _lowered(text: str) -> str:
+    """Lowercase, but identifiers such as ``useState`` or ``http2`` as written."""
+    return _TOKEN.sub(lambda m: m.group() if _IDENTIFIER.search(m.group()) else m.group().lower(), text)
 
 
 def _starts_sentence(question: str, word: _Word) -> bool:
