@@ -15,9 +15,11 @@ from mcp.server import MCPServer
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in"]
-    + ["is", "it", "my", "of", "on", "or", "should", "the", "to", "what", "when", "which", "why", "with"]
-    + ["you", "your", "our"]
+    {
+        *("a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i"),
+        *("in", "is", "it", "my", "of", "on", "or", "should", "the", "to", "what", "when", "which", "why"),
+        *("with", "you", "your", "our"),
+    }
 )
 DOCS_RETURNED = 5
 
