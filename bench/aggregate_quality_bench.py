@@ -11,7 +11,11 @@ question; the aggregator would skip it as "no usable query tool".)
 
 For each of the 52 questions (phrased as users ask them, relevant items labelled) both
 strategies return 10 results:
-- ``aggregator``: ``AggregatorEngine`` with default settings (plus the files template);
+- ``aggregator``: ``AggregatorEngine`` with default settings (plus the files template),
+  every server asked;
+- ``aggregator+toolsearch``: the same, with the servers chosen by the gateway's tool search
+  index (bundled embedding model, the servers' tools and descriptions), forced on (by
+  default the gateway narrows only past ``toolSearchMinServers`` = 8 servers);
 - ``naive``: the whole question to every server's query tool, results concatenated in
   server order, the first 10 kept.
 
@@ -46,7 +50,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_aggregator.aggregate import AggregatorEngine, AggregatorSettings, QueryRequest
 from mcp_aggregator.aggregate.query_tool_detection import QueryPlan, plan_query
 from mcp_aggregator.aggregate.result_extraction import extract_results
+from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.errors import UpstreamCallError
+from mcp_aggregator.search import SearchSettings, ToolSearch, build_embedder
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "aggregate_quality"
@@ -54,6 +60,14 @@ RESULTS_PATH = HERE / "results" / "aggregate_quality.json"
 BIN = HERE.parent / "upstreams" / "node_modules" / ".bin"
 FIXTURES = HERE / "aggregate_quality_fixtures.py"
 K = 10
+# What an operator would write as each server's description (the tool index reads it).
+DESCRIPTIONS = {
+    "memory": "Knowledge graph memory of the team's engineering notes",
+    "files": "The team's engineering notes as markdown files",
+    "issues": "Issue tracker of the team's software projects",
+    "docs": "The engineering handbook",
+}
+STRATEGIES = ("aggregator", "aggregator+toolsearch", "naive")
 
 
 class BenchTarget:
@@ -93,6 +107,13 @@ async def upstreams(corpus: dict[str, Any], workdir: Path) -> AsyncIterator[list
         created = await targets[0].client.call_tool("create_entities", {"entities": corpus["memory"]})
         assert not created.is_error, created
         yield targets
+
+
+async def tool_index(targets: Sequence[BenchTarget], workdir: Path) -> ToolSearch:
+    """The gateway's tool search index (bundled embedding model) over the servers' tools."""
+    search = ToolSearch(SearchSettings(cache_path=workdir / "embeddings.db"), build_embedder(SearchSettings()))
+    await search.upsert([doc for t in targets for doc in tool_docs(t.name, DESCRIPTIONS[t.name], t.tools)])
+    return search
 
 
 def settings_for(workdir: Path) -> AggregatorSettings:
@@ -179,33 +200,40 @@ async def main(rounds: int) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="aggregate-quality-"))
     try:
         settings = settings_for(workdir)
-        engine = AggregatorEngine(settings)
-        runs = {name: Run(name, [], [], []) for name in ("aggregator", "naive")}
+        runs = {name: Run(name, [], [], []) for name in STRATEGIES}
         per_question: list[dict[str, Any]] = []
         async with upstreams(corpus, workdir) as targets:
+            search = await tool_index(targets, workdir)
+            engines = {
+                "aggregator": AggregatorEngine(settings.model_copy(update={"tool_search_selection": False})),
+                # Forced on: by default (toolSearchMinServers 8) four servers are all asked.
+                "aggregator+toolsearch": AggregatorEngine(
+                    settings.model_copy(update={"tool_search_min_servers": 1}),
+                    tool_search=lambda query, k: [hit.server for hit in search.search(query, k)],
+                ),
+            }
             for round_index in range(rounds):
                 for entry in questions:
                     relevant = set(entry["relevant"])
+                    ranked: dict[str, list[str | None]] = {}
+                    for name, engine in engines.items():
+                        started = time.perf_counter()
+                        response = await engine.query(QueryRequest(entry["question"], K), targets)
+                        runs[name].latencies_ms.append((time.perf_counter() - started) * 1000)
+                        ranked[name] = [item_id(r.server, r.content) for r in response.results]
                     started = time.perf_counter()
-                    response = await engine.query(QueryRequest(entry["question"], K), targets)
-                    agg_ms = (time.perf_counter() - started) * 1000
-                    agg = [item_id(r.server, r.content) for r in response.results]
-                    started = time.perf_counter()
-                    base = await naive(entry["question"], targets, settings)
-                    naive_ms = (time.perf_counter() - started) * 1000
-                    for run, ranked, ms in ((runs["aggregator"], agg, agg_ms), (runs["naive"], base, naive_ms)):
-                        run.recalls.append(recall(ranked, relevant))
-                        run.ndcgs.append(ndcg(ranked, relevant))
-                        run.latencies_ms.append(ms)
+                    ranked["naive"] = await naive(entry["question"], targets, settings)
+                    runs["naive"].latencies_ms.append((time.perf_counter() - started) * 1000)
+                    for name, run in runs.items():
+                        run.recalls.append(recall(ranked[name], relevant))
+                        run.ndcgs.append(ndcg(ranked[name], relevant))
                     if round_index == 0:
                         per_question.append(
-                            {
-                                "question": entry["question"],
-                                "aggregator_recall": round(recall(agg, relevant), 3),
-                                "naive_recall": round(recall(base, relevant), 3),
-                                "sent": response.to_json()["metadata"].get("queriesSent"),
-                            }
+                            {"question": entry["question"]}
+                            | {f"{name}_recall": round(recall(ranked[name], relevant), 3) for name in runs}
+                            | {"sent": response.to_json()["metadata"].get("queriesSent")}
                         )
+            search.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     rows = {name: run.row() for name, run in runs.items()}

@@ -50,6 +50,7 @@ def test_empty_section_gives_the_documented_defaults() -> None:
     assert (settings.llm.model, settings.llm.max_turns, settings.llm.timeout_secs) == ("claude-haiku-4-5", 4, 30.0)
     assert settings.llm.api_key_env == "ANTHROPIC_API_KEY"
     assert (settings.max_keyword_queries, settings.tool_search_selection, settings.tool_search_k) == (6, True, 10)
+    assert settings.tool_search_min_servers == 8
 
 
 def test_seed_example_parses_with_its_camel_case_keys() -> None:
@@ -179,6 +180,10 @@ def test_weights_are_normalised_so_any_positive_sum_works() -> None:
         ({"llm": {"apiKey": "sk-..."}}, "aggregator.llm.apiKey: unknown field"),
         ({"maxKeywordQueries": 0}, "aggregator.maxKeywordQueries: Input should be greater than or equal to 1"),
         ({"toolSearchK": 0}, "aggregator.toolSearchK: Input should be greater than or equal to 1"),
+        (
+            {"toolSearchMinServers": 0},
+            "aggregator.toolSearchMinServers: Input should be greater than or equal to 1",
+        ),
     ],
 )
 def test_invalid_settings_raise_config_error_naming_the_field(raw: dict[str, Any], message: str) -> None:

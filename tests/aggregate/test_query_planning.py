@@ -85,12 +85,15 @@ async def test_without_a_rule_the_tool_search_index_picks_the_servers() -> None:
     calls: list[str] = []
     servers = {"a": list_server("a", ["react a"]), "b": list_server("b", ["react b"])}
     aggregator = AggregatorEngine(
-        AggregatorSettings.from_mapping({"toolSearchK": 7}), tool_search=finder(["b", "unknown", "b"], calls)
+        AggregatorSettings.from_mapping({"toolSearchK": 7, "toolSearchMinServers": 1}),
+        tool_search=finder(["b", "unknown", "b"], calls),
     )
     async with connect_targets(servers) as targets:
         response = await aggregator.query(QueryRequest("react", 10), targets)
         ruled = await AggregatorEngine(
-            AggregatorSettings.from_mapping({"serverRules": [{"pattern": "react", "servers": ["a"]}]}),
+            AggregatorSettings.from_mapping(
+                {"serverRules": [{"pattern": "react", "servers": ["a"]}], "toolSearchMinServers": 1}
+            ),
             tool_search=finder(["b"], calls),
         ).query(QueryRequest("react", 10), targets)
     assert calls == ["react|7"]
@@ -105,7 +108,10 @@ async def test_tool_search_failing_or_disabled_means_every_server_is_asked(caplo
 
     servers = {"a": list_server("a", ["react a"]), "b": list_server("b", ["react b"])}
     async with connect_targets(servers) as targets:
-        failing = await AggregatorEngine(AggregatorSettings(), tool_search=broken).query(
+        failing = await AggregatorEngine(
+            AggregatorSettings.from_mapping({"toolSearchMinServers": 1}), tool_search=broken
+        ).query(QueryRequest("react", 10), targets)
+        few = await AggregatorEngine(AggregatorSettings(), tool_search=finder(["b"], [])).query(
             QueryRequest("react", 10), targets
         )
         disabled = await AggregatorEngine(
@@ -113,4 +119,6 @@ async def test_tool_search_failing_or_disabled_means_every_server_is_asked(caplo
         ).query(QueryRequest("react", 10), targets)
     assert (failing.metadata.selection, failing.metadata.servers_queried) == ("all", 2)
     assert (disabled.metadata.selection, disabled.metadata.servers_queried) == ("all", 2)
+    # Two servers are not more than the default toolSearchMinServers (8): all are asked.
+    assert (few.metadata.selection, few.metadata.servers_queried) == ("all", 2)
     assert "tool search failed" in caplog.text

@@ -148,7 +148,10 @@ class AggregatorSettings(BaseModel):
     ``mode`` picks the heuristic engine (default) or the LLM agent (``llm``).
     ``maxKeywordQueries`` bounds the keyword sub-queries sent to one literal search tool.
     With ``toolSearchSelection``, a query no rule matches goes to the servers whose tools
-    the tool search index finds for it (the ``toolSearchK`` best tools), not to all.
+    the tool search index finds for it (the ``toolSearchK`` best tools), not to all, once
+    more than ``toolSearchMinServers`` servers could be asked: tool descriptions say what a
+    server can do, not what it holds, so with a few servers asking all finds more (see the
+    quality benchmark) and costs little, the calls being concurrent.
 
     ``totalTimeoutSecs`` may be below ``serverTimeoutSecs``: it then caps the whole query's
     latency and whatever arrived in time is used. ``enabled`` is for the MCP layer (publish
@@ -174,6 +177,7 @@ class AggregatorSettings(BaseModel):
     max_keyword_queries: int = Field(default=6, ge=1, le=20)
     tool_search_selection: bool = True
     tool_search_k: int = Field(default=10, ge=1, le=100)
+    tool_search_min_servers: int = Field(default=8, ge=1)
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None, *, path: str = "aggregator") -> AggregatorSettings:

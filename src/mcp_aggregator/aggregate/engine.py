@@ -129,7 +129,7 @@ class AggregatorEngine:
             rules=self._settings.server_rules,
             explicit=request.servers,
             available=list(by_name),
-            found=(lambda: self._fitting(request.query, usable)) if self._tool_search is not None else None,
+            found=(lambda: self._fitting(request.query, usable)) if self._narrows(usable) else None,
         )
         asked: list[tuple[QueryTarget, QueryPlan]] = []
         skipped: list[ServerFailure] = []
@@ -142,6 +142,9 @@ class AggregatorEngine:
             else:
                 skipped.append(ServerFailure(name, plan.reason))
         return _Plan(selection.selected, tuple(asked), tuple(skipped), selection.how)
+
+    def _narrows(self, usable: Sequence[str]) -> bool:
+        return self._tool_search is not None and len(usable) > self._settings.tool_search_min_servers
 
     def _fitting(self, query: str, usable: Sequence[str]) -> list[str]:
         assert self._tool_search is not None
