@@ -193,3 +193,21 @@ async def test_a_model_that_queries_nothing_hands_over_to_the_heuristic_mode() -
         response = await llm_engine(url, KEY_ENV).query(QueryRequest(QUESTION, 10), targets)
     assert response.metadata.llm_fallback == "the model queried no server"
     assert json.loads(response.to_text())["metadata"]["mode"] == "heuristic"
+
+
+async def test_a_tool_learned_to_match_literally_is_described_so_to_the_model() -> None:
+    api = ScriptedMessagesApi(
+        [HttpError(529, "overloaded"), tool_use(("notes__search", {"query": "hook"})), text("done")]
+    )
+    async with (
+        serve_messages_api(api) as url,
+        connect_targets({"notes": literal_server("notes", NOTES, [])}) as targets,
+    ):
+        aggregator = llm_engine(url, KEY_ENV)
+        # The API fails: the heuristic mode answers, finds nothing for the whole question and
+        # something for its keywords, and so learns that the tool matches literally.
+        first = await aggregator.query(QueryRequest(QUESTION, 10), targets)
+        second = await aggregator.query(QueryRequest(QUESTION, 10), targets)
+    assert first.metadata.llm_fallback == "Messages API error 529: overloaded"
+    assert "matches text literally" in api.requests[1]["tools"][0]["description"]
+    assert second.metadata.mode == "llm"

@@ -10,7 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import anyio
@@ -109,7 +109,7 @@ class AggregatorEngine:
         fallback: str | None = None
         if self._settings.mode == "llm":
             try:
-                outcome = await self._agent.run(request.query, request.max_results, plan.asked)
+                outcome = await self._agent.run(request.query, request.max_results, self._with_learned(plan.asked))
             except LlmAgentError as exc:
                 fallback = str(exc)
                 logger.warning("aggregator query: LLM mode failed, heuristic mode answers: %s", fallback)
@@ -142,6 +142,15 @@ class AggregatorEngine:
             else:
                 skipped.append(ServerFailure(name, plan.reason))
         return _Plan(selection.selected, tuple(asked), tuple(skipped), selection.how)
+
+    def _with_learned(
+        self, asked: Sequence[tuple[QueryTarget, QueryPlan]]
+    ) -> list[tuple[QueryTarget, QueryPlan]]:
+        """The plans, with tools learned to match literally marked so (the model is told)."""
+        return [
+            (target, replace(plan, style="literal") if (target.name, plan.tool) in self._literal else plan)
+            for target, plan in asked
+        ]
 
     def _narrows(self, usable: Sequence[str]) -> bool:
         return self._tool_search is not None and len(usable) > self._settings.tool_search_min_servers
