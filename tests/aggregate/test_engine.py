@@ -5,7 +5,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 import jsonschema
@@ -26,6 +26,7 @@ from mcp_aggregator.aggregate.dedup import normalise
 from mcp_aggregator.errors import AggregationFailedError
 
 from .upstreams import (
+    ExplodingTarget,
     UpstreamServer,
     calculator_server,
     connect_targets,
@@ -330,20 +331,6 @@ async def test_response_becomes_a_tool_result_with_text_and_structured_content()
     assert isinstance(block, mcp_types.TextContent)
     assert json.loads(block.text) == response.to_json() == result.structured_content
     assert '"results":[{"content":' in block.text
-
-
-class ExplodingTarget:
-    """A target whose adapter has a bug: it raises something that is not an UpstreamError."""
-
-    name = "buggy"
-    tools: ClassVar[list[mcp_types.Tool]] = [
-        mcp_types.Tool(
-            name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
-        )
-    ]
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        raise RuntimeError("adapter bug")
 
 
 async def test_unexpected_error_in_one_target_is_logged_and_does_not_sink_the_query(

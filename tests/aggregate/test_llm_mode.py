@@ -7,10 +7,17 @@ from typing import Any
 import anyio
 import jsonschema
 
-from mcp_aggregator.aggregate import QUERY_TOOL_OUTPUT_SCHEMA, AggregatorEngine, AggregatorSettings, QueryRequest
+from mcp_aggregator.aggregate import (
+    QUERY_TOOL_OUTPUT_SCHEMA,
+    AggregatorEngine,
+    AggregatorSettings,
+    QueryRequest,
+    QueryTarget,
+    ServerFailure,
+)
 
 from .messages_api import BLOCK, HttpError, ScriptedMessagesApi, serve_messages_api, text, tool_use
-from .upstreams import connect_targets, dangerous_server, literal_server
+from .upstreams import ExplodingTarget, connect_targets, dangerous_server, literal_server
 
 NOTES = [
     "React hooks: useState adds state to function components",
@@ -211,3 +218,25 @@ async def test_a_tool_learned_to_match_literally_is_described_so_to_the_model() 
     assert first.metadata.llm_fallback == "Messages API error 529: overloaded"
     assert "matches text literally" in api.requests[1]["tools"][0]["description"]
     assert second.metadata.mode == "llm"
+
+
+async def test_an_adapter_bug_in_one_call_is_reported_to_the_model_and_the_turn_goes_on() -> None:
+    api = ScriptedMessagesApi(
+        [
+            tool_use(("buggy__search", {"query": "hook"}), ("notes__search", {"query": "hook"})),
+            tool_use(("submit_results", {"result_ids": ["r1"]})),
+        ]
+    )
+    async with (
+        serve_messages_api(api) as url,
+        connect_targets({"notes": literal_server("notes", NOTES, [])}) as targets,
+    ):
+        all_targets: list[QueryTarget] = [ExplodingTarget(), *targets]
+        response = await llm_engine(url, KEY_ENV).query(QueryRequest(QUESTION, 10), all_targets)
+    replies = api.requests[1]["messages"][2]["content"]
+    assert [(block["is_error"], block["content"]) for block in replies] == [
+        (True, "internal error (RuntimeError)"),
+        (False, f"[r1] {NOTES[0]}"),
+    ]
+    assert response.metadata.failed == (ServerFailure("buggy", "internal error (RuntimeError)"),)
+    assert [r.content for r in response.results] == [NOTES[0]]

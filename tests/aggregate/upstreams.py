@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import mcp_types
@@ -223,3 +223,17 @@ def literal_server(name: str, docs: Sequence[str], seen: list[str]) -> MCPServer
         return [doc for doc in docs if query.lower() in doc.lower()]
 
     return app
+
+
+class ExplodingTarget:
+    """A target whose adapter has a bug: it raises something that is not an UpstreamError."""
+
+    name = "buggy"
+    tools: ClassVar[list[mcp_types.Tool]] = [
+        mcp_types.Tool(
+            name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
+        )
+    ]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        raise RuntimeError("adapter bug")

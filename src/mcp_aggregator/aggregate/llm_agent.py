@@ -14,6 +14,7 @@ heuristic mode answers instead.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from mcp_aggregator.aggregate.query_tool_detection import QueryPlan
 from mcp_aggregator.aggregate.result_extraction import RawResult
 from mcp_aggregator.aggregate.server_query import ServerQuery
 from mcp_aggregator.errors import LlmAgentError
+
+logger = logging.getLogger(__name__)
 
 SUBMIT_TOOL = "submit_results"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -209,7 +212,14 @@ class LlmAgent:
             server = outcome.asked[tool.target.name] = ServerQuery(
                 tool.target, tool.plan, clock=self._clock, max_chars=self._max_chars, max_results=max_results
             )
-        found, error = await server.ask_within(query, self._server_timeout)
+        # Like the heuristic fan-out's per-server guard: one adapter's bug must not sink the
+        # other calls of the turn, and the model is told the call failed.
+        try:
+            found, error = await server.ask_within(query, self._server_timeout)
+        except Exception as exc:
+            logger.exception("aggregator LLM mode: unexpected error from server %s", tool.target.name)
+            found, error = [], f"internal error ({type(exc).__name__})"
+            server.errors.append(error)
         if error is not None:
             replies[use_id] = _tool_result(use_id, error, is_error=True)
             return
