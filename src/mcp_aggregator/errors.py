@@ -27,7 +27,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── UpstreamCallError        the upstream answered with a JSON-RPC error
     ├── QueryError
     │   ├── InvalidQueryError        -32602 "Invalid query parameters" {field, reason}
-    │   └── AggregationFailedError   -32603 all queried servers failed
+    │   ├── AggregationFailedError   -32603 all queried servers failed
+    │   └── LlmAgentError            the LLM mode could not answer (never reaches a client:
+    │                                the heuristic mode answers instead)
     ├── PolicyError                  a security policy refused the request
     │   └── ToolHeldError            the tool's definition changed since it was approved
     │                                (or it is new and held): 409 / JSON-RPC -32006
@@ -198,6 +200,11 @@ class AggregationFailedError(QueryError):
         self.attempted = list(attempted)
         self.errors = list(errors)
         super().__init__("Aggregation failed: all servers unavailable")
+
+
+class LlmAgentError(QueryError):
+    """The LLM-agent mode gave up: no API key, an API error, a timeout, a useless answer.
+    ``str(err)`` is the reason the response's metadata reports as ``llmFallback``."""
 
 
 class PolicyError(AggregatorError):

@@ -81,7 +81,11 @@ class Gateway:
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
-        self.engine = AggregatorEngine(settings.aggregator)
+        self.engine = AggregatorEngine(
+            settings.aggregator,
+            tool_search=lambda query, k: [hit.server for hit in self.search_tools(query, k)],
+            environ=dict(os.environ) if env is None else dict(env),
+        )
         self._search = search
         self._health_clock = health_clock
         health = settings.health

@@ -18,6 +18,21 @@ async def test_query_fans_out_and_answers_with_results_and_metadata(sqlite_db: D
         assert "web results for hello" in body["results"][0]["content"]
 
 
+async def test_query_reports_which_servers_could_not_be_asked_and_why(sqlite_db: Database, upstream_url: str) -> None:
+    settings = admin_settings(
+        sqlite_db, http_server("alpha", upstream_url), http_server("beta", upstream_url, enabled=False)
+    )
+    async with serve_admin(settings) as admin:
+        await admin.settle()
+        answer = await admin.http.post(f"{API}/query", json={"query": "hello", "servers": ["alpha", "beta"]})
+        assert answer.status_code == 200
+        metadata = answer.json()["metadata"]
+        assert (metadata["serversQueried"], metadata["serversSucceeded"]) == (1, 1)
+        assert metadata["failedServers"] == []
+        assert metadata["skippedServers"] == [{"server": "beta", "reason": "unavailable"}]
+        assert metadata["selection"] == "explicit"
+
+
 async def test_invalid_query_is_422_naming_field_and_reason(sqlite_db: Database, upstream_url: str) -> None:
     async with serve_admin(admin_settings(sqlite_db, http_server("alpha", upstream_url))) as admin:
         too_many = await admin.http.post(f"{API}/query", json={"query": "x", "maxResults": 500})

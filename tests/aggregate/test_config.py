@@ -46,6 +46,11 @@ def test_empty_section_gives_the_documented_defaults() -> None:
     assert settings.length_penalty_start_chars == 2000
     assert settings.max_result_chars == 10_000
     assert settings.servers == {}
+    assert settings.mode == "heuristic"
+    assert (settings.llm.model, settings.llm.max_turns, settings.llm.timeout_secs) == ("claude-haiku-4-5", 4, 30.0)
+    assert settings.llm.api_key_env == "ANTHROPIC_API_KEY"
+    assert (settings.max_keyword_queries, settings.tool_search_selection, settings.tool_search_k) == (6, True, 10)
+    assert settings.tool_search_min_servers == 8
 
 
 def test_seed_example_parses_with_its_camel_case_keys() -> None:
@@ -160,6 +165,25 @@ def test_weights_are_normalised_so_any_positive_sum_works() -> None:
             "aggregator.servers.m: argumentsTemplate must contain the placeholder {query}",
         ),
         ({"servers": {"m": {"reputation": 2}}}, "aggregator.servers.m.reputation: Input should be less than"),
+        (
+            {"servers": {"m": {"queryStyle": "fuzzy"}}},
+            "aggregator.servers.m.queryStyle: Input should be 'auto', 'semantic' or 'literal'",
+        ),
+        ({"mode": "agent"}, "aggregator.mode: Input should be 'heuristic' or 'llm'"),
+        ({"llm": {"model": ""}}, "aggregator.llm.model: String should have at least 1 character"),
+        ({"llm": {"maxTurns": 0}}, "aggregator.llm.maxTurns: Input should be greater than or equal to 1"),
+        ({"llm": {"maxTurns": 50}}, "aggregator.llm.maxTurns: Input should be less than or equal to 20"),
+        ({"llm": {"timeoutSecs": 0}}, "aggregator.llm.timeoutSecs: Input should be greater than 0"),
+        ({"llm": {"requestTimeoutSecs": "soon"}}, "aggregator.llm.requestTimeoutSecs: Input should be a valid number"),
+        ({"llm": {"baseUrl": "localhost:8080"}}, "aggregator.llm.baseUrl: String should match pattern"),
+        ({"llm": {"apiKeyEnv": "MY-KEY"}}, "aggregator.llm.apiKeyEnv: String should match pattern"),
+        ({"llm": {"apiKey": "sk-..."}}, "aggregator.llm.apiKey: unknown field"),
+        ({"maxKeywordQueries": 0}, "aggregator.maxKeywordQueries: Input should be greater than or equal to 1"),
+        ({"toolSearchK": 0}, "aggregator.toolSearchK: Input should be greater than or equal to 1"),
+        (
+            {"toolSearchMinServers": 0},
+            "aggregator.toolSearchMinServers: Input should be greater than or equal to 1",
+        ),
     ],
 )
 def test_invalid_settings_raise_config_error_naming_the_field(raw: dict[str, Any], message: str) -> None:

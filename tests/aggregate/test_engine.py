@@ -5,7 +5,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 import jsonschema
@@ -20,11 +20,13 @@ from mcp_aggregator.aggregate import (
     QueryRequest,
     QueryResponse,
     QueryTarget,
+    ServerFailure,
 )
 from mcp_aggregator.aggregate.dedup import normalise
 from mcp_aggregator.errors import AggregationFailedError
 
 from .upstreams import (
+    ExplodingTarget,
     UpstreamServer,
     calculator_server,
     connect_targets,
@@ -118,6 +120,15 @@ async def test_results_from_several_servers_are_ranked_deduplicated_and_counted(
         "resultsReturned": len(results),
         "processingTimeMs": payload["metadata"]["processingTimeMs"],
         "serverDiversity": round(len({r["server"] for r in results}) / 3, 4),
+        "mode": "heuristic",
+        "selection": "all",
+        "failedServers": [],
+        "skippedServers": [],
+        "queriesSent": {
+            "alpha": {"tool": "search", "queries": ["react hooks state"]},
+            "beta": {"tool": "search", "queries": ["react hooks state"]},
+            "gamma": {"tool": "find_documents", "queries": ["react hooks state"]},
+        },
     }
     assert isinstance(payload["metadata"]["processingTimeMs"], int)
     assert response.failures == ()
@@ -207,7 +218,7 @@ async def test_every_server_failing_raises_aggregation_failed_with_each_reason()
         "context7: timeout after 0.2s",
         "serena: connection refused",
         "broken: Error executing tool search: index offline",
-        "calc: no query tool",
+        "calc: no usable query tool",
         "crashy: connection closed",
         "offline: unavailable",
     ]
@@ -222,9 +233,15 @@ async def test_one_success_among_failures_is_a_partial_answer() -> None:
     async with connect_targets(servers) as targets:
         response = await engine().query(request(), targets)
     assert [r.content for r in response.results] == ["react hooks"]
-    assert response.failures == ("broken: Error executing tool search: index offline", "calc: no query tool")
-    assert (response.metadata.servers_queried, response.metadata.servers_succeeded) == (3, 1)
-    assert response.metadata.server_diversity == pytest.approx(0.3333)
+    assert response.failures == ("broken: Error executing tool search: index offline", "calc: no usable query tool")
+    # calc has no query tool: it is not asked, so not counted (seed 000, metadata accuracy).
+    assert (response.metadata.servers_queried, response.metadata.servers_succeeded) == (2, 1)
+    assert response.metadata.server_diversity == 0.5
+    metadata = response.to_json()["metadata"]
+    assert metadata["failedServers"] == [
+        {"server": "broken", "reason": "Error executing tool search: index offline"}
+    ]
+    assert metadata["skippedServers"] == [{"server": "calc", "reason": "no usable query tool"}]
 
 
 async def test_no_available_server_at_all_is_an_aggregation_failure() -> None:
@@ -240,8 +257,8 @@ async def test_rule_named_servers_that_are_not_connected_are_not_counted_as_quer
         response = await engine(serverRules=rules).query(request(), targets)
     assert response.metadata.servers_queried == 1
     assert response.metadata.server_diversity == 1.0
-    assert response.unavailable == ("offline",)
-    assert response.failures == ()
+    assert response.metadata.skipped == (ServerFailure("offline", "unavailable"),)
+    assert response.metadata.failed == ()
 
 
 async def test_rules_pick_servers_and_explicit_servers_override_them() -> None:
@@ -314,20 +331,6 @@ async def test_response_becomes_a_tool_result_with_text_and_structured_content()
     assert isinstance(block, mcp_types.TextContent)
     assert json.loads(block.text) == response.to_json() == result.structured_content
     assert '"results":[{"content":' in block.text
-
-
-class ExplodingTarget:
-    """A target whose adapter has a bug: it raises something that is not an UpstreamError."""
-
-    name = "buggy"
-    tools: ClassVar[list[mcp_types.Tool]] = [
-        mcp_types.Tool(
-            name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
-        )
-    ]
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        raise RuntimeError("adapter bug")
 
 
 async def test_unexpected_error_in_one_target_is_logged_and_does_not_sink_the_query(

@@ -58,9 +58,7 @@ def test_text_resources_are_results_and_images_are_not() -> None:
             mcp_types.ImageContent(type="image", data="AAAA", mime_type="image/png"),
             mcp_types.EmbeddedResource(
                 type="resource",
-                resource=mcp_types.TextResourceContents(
-                    uri="file:///a.md", text="# Readme", mime_type="text/markdown"
-                ),
+                resource=mcp_types.TextResourceContents(uri="file:///a.md", text="# Readme", mime_type="text/markdown"),
             ),
         ]
     )
@@ -112,3 +110,23 @@ def test_first_parseable_timestamp_key_wins() -> None:
 def test_error_text_joins_text_blocks_and_collapses_whitespace() -> None:
     assert error_text(text_result("index", "offline\n now")) == "index offline now"
     assert error_text(text_result()) == "tool returned an error"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/srv/notes/a.md\n/srv/notes/b.md\n", ["/srv/notes/a.md", "/srv/notes/b.md"]),
+        ("https://x.org/a\nhttps://x.org/b", ["https://x.org/a", "https://x.org/b"]),
+        ("No matches found", []),
+        ("No results.", []),
+        ("no issues found", []),
+        ("/srv/notes/a.md", ["/srv/notes/a.md"]),
+        # Prose that merely has a path in it stays one result.
+        ("Saved to /srv/a.md\nand /srv/b.md", ["Saved to /srv/a.md\nand /srv/b.md"]),
+        ("No matches found in the first pass, but see below", ["No matches found in the first pass, but see below"]),
+    ],
+)
+def test_path_lists_split_per_line_and_nothing_found_is_no_result(text: str, expected: list[str]) -> None:
+    assert contents(text_result(text)) == expected
+    # server-filesystem's structured output wraps the same text as {"content": ...}.
+    assert contents(text_result(text, structured={"content": text})) == expected

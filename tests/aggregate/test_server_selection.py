@@ -14,16 +14,24 @@ AVAILABLE = ("context7", "serena", "memory")
 @pytest.mark.parametrize(
     ("query", "explicit", "expected"),
     [
-        ("Which LIBRARY for dates?", (), ServerSelection(("context7",), ("context7",), (), 0)),
-        ("library function docs", (), ServerSelection(("context7",), ("context7",), (), 0)),
-        ("show the Class Foo", (), ServerSelection(("serena", "context7"), ("serena", "context7"), (), 1)),
-        ("what do you remember", (), ServerSelection(("memory", "offline"), ("memory",), ("offline",), 2)),
-        ("weather tomorrow", (), ServerSelection(AVAILABLE, AVAILABLE, (), None)),
-        ("library", ("memory",), ServerSelection(("memory",), ("memory",), (), None)),
+        ("Which LIBRARY for dates?", (), ServerSelection(("context7",), ("context7",), (), 0, "rule")),
+        ("library function docs", (), ServerSelection(("context7",), ("context7",), (), 0, "rule")),
+        (
+            "show the Class Foo",
+            (),
+            ServerSelection(("serena", "context7"), ("serena", "context7"), (), 1, "rule"),
+        ),
+        (
+            "what do you remember",
+            (),
+            ServerSelection(("memory", "offline"), ("memory",), ("offline",), 2, "rule"),
+        ),
+        ("weather tomorrow", (), ServerSelection(AVAILABLE, AVAILABLE, (), None, "all")),
+        ("library", ("memory",), ServerSelection(("memory",), ("memory",), (), None, "explicit")),
         (
             "anything",
             ("offline", "serena"),
-            ServerSelection(("offline", "serena"), ("serena",), ("offline",), None),
+            ServerSelection(("offline", "serena"), ("serena",), ("offline",), None, "explicit"),
         ),
     ],
 )
@@ -46,3 +54,28 @@ def test_no_rules_and_no_servers_selects_nothing() -> None:
 def test_names_repeated_in_a_rule_are_asked_once() -> None:
     rules = (ServerRule(pattern=".*", servers=("memory", "memory", "serena")),)
     assert select_servers("q", rules=rules, explicit=(), available=AVAILABLE).queried == ("memory", "serena")
+
+
+def test_without_a_matching_rule_the_servers_whose_tools_fit_are_asked() -> None:
+    asked: list[str] = []
+
+    def found() -> list[str]:
+        asked.append("weather")
+        return ["memory", "offline", "serena", "memory"]
+
+    selection = select_servers("weather tomorrow", rules=RULES, explicit=(), available=AVAILABLE, found=found)
+    assert selection == ServerSelection(("memory", "serena"), ("memory", "serena"), (), None, "toolSearch")
+    assert asked == ["weather"]
+
+
+def test_tool_search_is_not_consulted_when_a_rule_or_the_caller_decides() -> None:
+    def found() -> list[str]:
+        raise AssertionError("tool search must not run")
+
+    assert select_servers("library", rules=RULES, explicit=(), available=AVAILABLE, found=found).how == "rule"
+    assert select_servers("x", rules=RULES, explicit=("serena",), available=AVAILABLE, found=found).how == "explicit"
+
+
+def test_tool_search_finding_no_available_server_falls_back_to_all() -> None:
+    selection = select_servers("weather", rules=(), explicit=(), available=AVAILABLE, found=lambda: ["offline"])
+    assert (selection.queried, selection.how) == (AVAILABLE, "all")

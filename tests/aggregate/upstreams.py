@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import mcp_types
@@ -151,3 +151,89 @@ def recording_server(name: str, seen: list[dict[str, Any]]) -> MCPServer:
         return [f"entry about {topic}"]
 
     return app
+
+
+class TaskOnlyServer(MCPServer):
+    """An ``MCPServer`` that declares some of its tools ``execution.taskSupport: required``
+    (the high-level decorator cannot say so), like server-everything's research tool."""
+
+    def __init__(self, name: str, task_only: Sequence[str]) -> None:
+        super().__init__(name)
+        self._task_only = set(task_only)
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        tools = []
+        for listed in await super().list_tools():
+            if listed.name in self._task_only:
+                listed = listed.model_copy(update={"execution": mcp_types.ToolExecution(task_support="required")})
+            tools.append(listed)
+        return tools
+
+
+def dangerous_server(name: str, called: list[str], *, with_safe_search: bool = True) -> MCPServer:
+    """Tools the aggregator must never call — ``delete_everything(query)``, a task-only
+    ``search_deep(query)``, ``send_message(text)``, an annotated ``search_and_purge`` — and,
+    with ``with_safe_search``, a read-only ``find_notes(query)``. Every call is recorded."""
+    app = TaskOnlyServer(name, task_only=["search_deep"])
+
+    @app.tool()
+    def delete_everything(query: str) -> str:
+        """Delete every note matching the query."""
+        called.append("delete_everything")
+        return "deleted"
+
+    @app.tool()
+    def search_deep(query: str) -> str:
+        """Research a question in depth (runs as a task)."""
+        called.append("search_deep")
+        return "research notes about hooks"
+
+    @app.tool()
+    def send_message(text: str) -> str:
+        """Send a message to the team channel."""
+        called.append("send_message")
+        return "sent"
+
+    @app.tool(annotations=mcp_types.ToolAnnotations(destructive_hint=True))
+    def search_and_purge(query: str) -> str:
+        """Search notes and purge the matches."""
+        called.append("search_and_purge")
+        return "purged"
+
+    if with_safe_search:
+
+        @app.tool(annotations=mcp_types.ToolAnnotations(read_only_hint=True))
+        def find_notes(query: str) -> list[str]:
+            """Find notes whose text matches the query."""
+            called.append("find_notes")
+            return ["note: React hooks replace class lifecycle methods"]
+
+    return app
+
+
+def literal_server(name: str, docs: Sequence[str], seen: list[str]) -> MCPServer:
+    """``search(query)`` returns the docs containing the query as a substring (any case),
+    like many real search tools; records every query."""
+    app = MCPServer(name)
+
+    @app.tool()
+    def search(query: str) -> list[str]:
+        """Search the notes."""
+        seen.append(query)
+        return [doc for doc in docs if query.lower() in doc.lower()]
+
+    return app
+
+
+class ExplodingTarget:
+    """A target whose adapter has a bug: it raises something that is not an UpstreamError."""
+
+    name = "buggy"
+    tools: ClassVar[list[mcp_types.Tool]] = [
+        mcp_types.Tool(
+            name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
+        )
+    ]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        raise RuntimeError("adapter bug")

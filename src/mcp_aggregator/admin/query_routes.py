@@ -25,7 +25,12 @@ router = APIRouter(prefix="/api/v1/aggregator", tags=["query"])
         }
     },
     responses={
-        200: {"content": {"application/json": {"schema": QUERY_TOOL_OUTPUT_SCHEMA}}},
+        200: {
+            "description": "Ranked results. Beyond the contract's fields, metadata reports "
+            "failedServers and skippedServers ([{server, reason}]: timeout, connection refused, "
+            "no usable query tool, unavailable), queriesSent, mode, selection and llmFallback.",
+            "content": {"application/json": {"schema": QUERY_TOOL_OUTPUT_SCHEMA}},
+        },
         422: {
             "description": 'Invalid query parameters: {"detail": {"field", "reason"}}',
             "content": {"application/json": {"schema": _ERROR_SCHEMA}},
@@ -40,6 +45,7 @@ async def query(gateway: GatewayDep, arguments: Annotated[dict[str, Any], Body()
     """Fan the query out to the selected servers; ranked, deduplicated results.
 
     The body is the MCP tool's arguments, validated by the gateway itself so that a
-    refusal reads the same as over MCP.
+    refusal reads the same as over MCP. Servers that failed or could not be asked are
+    listed, with the reason, in ``metadata.failedServers`` / ``metadata.skippedServers``.
     """
     return JSONResponse(await gateway.query(arguments))

@@ -3,13 +3,20 @@ deduplicated results (the ``mcp__proxy__aggregator__query`` tool)."""
 
 from mcp_aggregator.aggregate.config import (
     AggregatorSettings,
+    LlmSettings,
     RankingWeights,
     ServerQuerySettings,
     ServerRule,
 )
-from mcp_aggregator.aggregate.engine import AggregatorEngine
+from mcp_aggregator.aggregate.engine import AggregatorEngine, ToolSearch
 from mcp_aggregator.aggregate.query_request import QueryRequest, parse_query_arguments
-from mcp_aggregator.aggregate.query_response import QueryMetadata, QueryResponse, RankedResult
+from mcp_aggregator.aggregate.query_response import (
+    QueryMetadata,
+    QueryResponse,
+    RankedResult,
+    SentQueries,
+    ServerFailure,
+)
 from mcp_aggregator.aggregate.query_target import QueryTarget
 from mcp_aggregator.aggregate.ranking import ScoreBreakdown
 from mcp_aggregator.aggregate.tool_contract import (
@@ -32,6 +39,7 @@ __all__ = [
     "QUERY_TOOL_OUTPUT_SCHEMA",
     "AggregatorEngine",
     "AggregatorSettings",
+    "LlmSettings",
     "QueryMetadata",
     "QueryRequest",
     "QueryResponse",
@@ -39,8 +47,11 @@ __all__ = [
     "RankedResult",
     "RankingWeights",
     "ScoreBreakdown",
+    "SentQueries",
+    "ServerFailure",
     "ServerQuerySettings",
     "ServerRule",
+    "ToolSearch",
     "jsonrpc_error_of",
     "parse_query_arguments",
     "query_tool",

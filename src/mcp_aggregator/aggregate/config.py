@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -109,22 +109,49 @@ class ServerQuerySettings(BaseModel):
     query_argument: str | None = Field(default=None, min_length=1)
     arguments_template: dict[str, Any] | None = None
     reputation: float | None = Field(default=None, ge=0.0, le=1.0)
+    query_style: Literal["auto", "semantic", "literal"] = "auto"
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         if self.query_argument is not None and self.arguments_template is not None:
             raise ValueError("give either queryArgument or argumentsTemplate, not both")
-        if self.query_tool is None and (
-            self.query_argument is not None or self.arguments_template is not None
-        ):
+        if self.query_tool is None and (self.query_argument is not None or self.arguments_template is not None):
             raise ValueError("queryArgument and argumentsTemplate need queryTool")
         if self.arguments_template is not None and not _mentions_query(self.arguments_template):
             raise ValueError(f"argumentsTemplate must contain the placeholder {QUERY_PLACEHOLDER}")
         return self
 
 
+class LlmSettings(BaseModel):
+    """The LLM-agent mode (seed 002): a model that calls the servers' query tools itself.
+
+    The key is read from the environment variable ``apiKeyEnv`` when a query runs, never
+    stored; ``baseUrl`` (else ``ANTHROPIC_BASE_URL``) points at another Messages API.
+    ``timeoutSecs`` bounds the whole agent (every turn and tool call); past it, or on any
+    API error, the heuristic engine answers instead.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    model: str = Field(default="claude-haiku-4-5", min_length=1)
+    max_turns: int = Field(default=4, ge=1, le=20)
+    max_tokens: int = Field(default=1024, ge=64, le=64_000)
+    timeout_secs: float = Field(default=30.0, gt=0.0, le=600.0)
+    request_timeout_secs: float = Field(default=20.0, gt=0.0, le=600.0)
+    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    api_key_env: str = Field(default="ANTHROPIC_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 class AggregatorSettings(BaseModel):
     """Validated ``aggregator:`` section. Durations are seconds; ranges are inclusive.
+
+    ``mode`` picks the heuristic engine (default) or the LLM agent (``llm``).
+    ``maxKeywordQueries`` bounds the keyword sub-queries sent to one literal search tool.
+    With ``toolSearchSelection``, a query no rule matches goes to the servers whose tools
+    the tool search index finds for it (the ``toolSearchK`` best tools), not to all, once
+    more than ``toolSearchMinServers`` servers could be asked: tool descriptions say what a
+    server can do, not what it holds, so with a few servers asking all finds more (see the
+    quality benchmark) and costs little, the calls being concurrent.
 
     ``totalTimeoutSecs`` may be below ``serverTimeoutSecs``: it then caps the whole query's
     latency and whatever arrived in time is used. ``enabled`` is for the MCP layer (publish
@@ -145,6 +172,12 @@ class AggregatorSettings(BaseModel):
     length_penalty_start_chars: int = Field(default=2000, ge=1)
     max_result_chars: int = Field(default=10_000, ge=100)
     servers: dict[str, ServerQuerySettings] = Field(default_factory=dict)
+    mode: Literal["heuristic", "llm"] = "heuristic"
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    max_keyword_queries: int = Field(default=6, ge=1, le=20)
+    tool_search_selection: bool = True
+    tool_search_k: int = Field(default=10, ge=1, le=100)
+    tool_search_min_servers: int = Field(default=8, ge=1)
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None, *, path: str = "aggregator") -> AggregatorSettings:

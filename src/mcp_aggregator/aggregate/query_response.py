@@ -51,13 +51,47 @@ class RankedResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerFailure:
+    """A server that failed (``reason``: "timeout after 3s", "connection refused", ...) or
+    was selected but not asked ("no usable query tool", "not connected")."""
+
+    server: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"server": self.server, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return f"{self.server}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class SentQueries:
+    """What one server was actually sent: its query tool and each query text, in order."""
+
+    tool: str
+    queries: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "queries": list(self.queries)}
+
+
+@dataclass(frozen=True, slots=True)
 class QueryMetadata:
     """What actually happened.
 
-    ``servers_queried`` counts servers actually asked (selected and available);
+    ``servers_queried`` counts servers actually asked (selected, available, and with a
+    usable query tool);
     ``servers_succeeded`` those that answered without error, even with no results;
     ``total_results_dedup`` is raw minus recognised duplicates (see ``dedup``);
     ``server_diversity`` is the share of queried servers with at least one returned result.
+
+    Beyond the contract's fields (all optional in its schema, so the output stays valid):
+    ``mode`` that answered (``heuristic`` / ``llm``), ``selection`` (how servers were
+    chosen: ``explicit``, ``rule``, ``toolSearch``, ``all``, or ``agent`` when the model
+    chose), ``failed`` (queried servers that failed, and why), ``skipped`` (selected but
+    not asked, and why), ``sent`` (per queried server, what was sent) and
+    ``llm_fallback`` (why the LLM mode gave way to the heuristic one).
     """
 
     servers_queried: int
@@ -67,9 +101,15 @@ class QueryMetadata:
     results_returned: int
     processing_time_ms: int
     server_diversity: float
+    mode: str = "heuristic"
+    selection: str = "all"
+    failed: tuple[ServerFailure, ...] = ()
+    skipped: tuple[ServerFailure, ...] = ()
+    sent: tuple[tuple[str, SentQueries], ...] = ()
+    llm_fallback: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "serversQueried": self.servers_queried,
             "serversSucceeded": self.servers_succeeded,
             "totalResultsRaw": self.total_results_raw,
@@ -77,21 +117,32 @@ class QueryMetadata:
             "resultsReturned": self.results_returned,
             "processingTimeMs": self.processing_time_ms,
             "serverDiversity": self.server_diversity,
+            "mode": self.mode,
+            "selection": self.selection,
+            "failedServers": [failure.to_json() for failure in self.failed],
+            "skippedServers": [skip.to_json() for skip in self.skipped],
         }
+        if self.sent:
+            out["queriesSent"] = {server: sent.to_json() for server, sent in self.sent}
+        if self.llm_fallback is not None:
+            out["llmFallback"] = self.llm_fallback
+        return out
 
 
 @dataclass(frozen=True, slots=True)
 class QueryResponse:
     """Ranked, deduplicated results plus metadata.
 
-    ``failures`` ("server: reason", in selection order) and ``unavailable`` (selected but
-    not connected) are for logs and the admin API; they are not part of the tool output.
+    ``failures`` ("server: reason", in selection order: the failed, then the skipped) is
+    the same information as the metadata's for logs.
     """
 
     results: tuple[RankedResult, ...]
     metadata: QueryMetadata
-    failures: tuple[str, ...] = ()
-    unavailable: tuple[str, ...] = ()
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(str(failure) for failure in (*self.metadata.failed, *self.metadata.skipped))
 
     def to_json(self) -> dict[str, Any]:
         """``{"results": [...], "metadata": {...}}`` with the contract's camelCase keys."""

@@ -8,7 +8,10 @@ Rules, in order:
 - a JSON array gives one result per element; an object holding an array under a known key
   (``results``, ``items``, ``entities``, ...) gives one per element of the first such key;
   the SDK's ``{"result": ...}`` wrapper is unwrapped; any other value is one result;
-- a string element is the content as-is, anything else its compact JSON;
+- a string element is the content as-is, anything else its compact JSON; a text made only
+  of paths or URLs, one per line (what file search tools print), is one result per line;
+  a text that only says nothing was found ("No matches found") is no result, and so is
+  ``{"content": <such text>}``, the shape of server-filesystem's structured output;
 - a timestamp inside an object element (``timestamp``, ``updated_at``, ``date``, ...)
   becomes the result's source time for freshness.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -51,6 +55,12 @@ TIMESTAMP_KEYS: tuple[str, ...] = (
     "time",
 )
 _EPOCH_MILLIS_THRESHOLD = 1e11
+_NOTHING_FOUND = re.compile(
+    r"\s*(?:no (?:matches|results|matching \w+|\w+ found|entries|items|documents)(?: found)?|nothing found|"
+    r"0 results(?: found)?)\.?\s*$",
+    re.IGNORECASE,
+)
+_PATH_LINE = re.compile(r"(?:/|\./|~/|[A-Za-z]:\\|[a-z][a-z0-9+.-]*://)\S")
 
 
 class RawResult(NamedTuple):
@@ -79,7 +89,7 @@ def extract_results(
             parsed = _parse_json(text) if _looks_like_json(text) else _NOT_JSON
             items.extend([text] if parsed is _NOT_JSON else _items_of(parsed))
     out: list[RawResult] = []
-    for item in items:
+    for item in _split_texts(items):
         content = item.strip() if isinstance(item, str) else _compact_json(item)
         if not content:
             continue
@@ -126,6 +136,21 @@ def _parse_json(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return _NOT_JSON
+
+
+def _split_texts(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, dict) and set(item) == {"content"} and isinstance(item["content"], str):
+            item = item["content"]
+        if not isinstance(item, str):
+            out.append(item)
+        elif _NOTHING_FOUND.match(item):
+            continue
+        else:
+            lines = [line.strip() for line in item.splitlines() if line.strip()]
+            out.extend(lines if len(lines) > 1 and all(_PATH_LINE.match(line) for line in lines) else [item])
+    return out
 
 
 def _items_of(value: object) -> list[Any]:

@@ -1,8 +1,9 @@
-"""Which servers a query goes to: explicit list, else the first matching rule, else all."""
+"""Which servers a query goes to: explicit list, else the first matching rule, else the
+servers the tool search index finds for the question, else all."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_aggregator.aggregate.config import ServerRule
@@ -16,12 +17,14 @@ class ServerSelection:
     and available, in selection order; ``unavailable`` were selected (by the caller or a
     rule) but are not among the available servers.
     ``rule_index`` is the matching rule, ``None`` for an explicit list or the fallback.
+    ``how`` is ``explicit``, ``rule``, ``toolSearch`` or ``all``.
     """
 
     selected: tuple[str, ...]
     queried: tuple[str, ...]
     unavailable: tuple[str, ...]
     rule_index: int | None
+    how: str = "all"
 
 
 def select_servers(
@@ -30,19 +33,28 @@ def select_servers(
     rules: Sequence[ServerRule],
     explicit: Sequence[str],
     available: Sequence[str],
+    found: Callable[[], Sequence[str]] | None = None,
 ) -> ServerSelection:
     """Pick servers for ``query``.
 
     An explicit, non-empty ``explicit`` list wins over the rules. Otherwise rules are tried
     in order and the first whose pattern is found in the query (case-insensitive) decides.
-    With no match every available server is asked, in the order given. Names repeat once.
+    With no match, ``found()`` (called only then) names the servers whose tools fit the
+    question; those among ``available`` are asked, in its order. When it finds none, or
+    there is no ``found``, every available server is asked, in the order given. Names
+    repeat once.
     """
     rule_index: int | None = None
+    how = "explicit"
     if explicit:
         chosen: Sequence[str] = explicit
     else:
         rule_index = next((i for i, rule in enumerate(rules) if rule.regex.search(query)), None)
-        chosen = rules[rule_index].servers if rule_index is not None else available
+        if rule_index is not None:
+            chosen, how = rules[rule_index].servers, "rule"
+        else:
+            fitting = [name for name in (found() if found is not None else ()) if name in set(available)]
+            chosen, how = (fitting, "toolSearch") if fitting else (available, "all")
     ordered = tuple(dict.fromkeys(chosen))
     available_set = set(available)
     return ServerSelection(
@@ -50,4 +62,5 @@ def select_servers(
         queried=tuple(name for name in ordered if name in available_set),
         unavailable=tuple(name for name in ordered if name not in available_set),
         rule_index=rule_index,
+        how=how,
     )
