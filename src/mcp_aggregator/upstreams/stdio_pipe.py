@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
@@ -71,8 +72,16 @@ def message_id(head: bytes) -> str | int | None:
 class StdioPipe:
     """One upstream process; ``open()`` it once (in the connection's task), then ``call`` raw."""
 
-    def __init__(self, params: StdioServerParameters, *, name: str, max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        params: StdioServerParameters,
+        *,
+        name: str,
+        max_message_bytes: int,
+        scrub: Callable[[str], str] = lambda text: text,
+    ) -> None:
         self.params = params
+        self._scrub = scrub
         self.name = name
         self.max_message_bytes = max_message_bytes
         self._ids = itertools.count(1)
@@ -88,7 +97,7 @@ class StdioPipe:
         process = await anyio.open_process(
             [self.params.command, *self.params.args],
             env=get_default_environment() | (self.params.env or {}),
-            stderr=errlog,
+            stderr=subprocess.PIPE,
             cwd=self.params.cwd,
             start_new_session=True,
         )
@@ -100,6 +109,8 @@ class StdioPipe:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read, process.stdout, inbox_send)
+                if process.stderr is not None:
+                    tg.start_soon(self._relay_stderr, process.stderr, errlog)
                 tg.start_soon(self._write_sdk, outbox_receive, inbox_send)
                 try:
                     yield inbox, outbox
@@ -114,6 +125,18 @@ class StdioPipe:
                 await stream.aclose()
 
     # -- reading ------------------------------------------------------------------------
+
+    async def _relay_stderr(self, stderr: ByteReceiveStream, errlog: TextIO) -> None:
+        """The server's stderr, line by line, with expanded secrets scrubbed, onto ours."""
+        pending = b""
+        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            while True:
+                chunk = await stderr.receive()
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()[-_HEAD_BYTES:]  # a runaway line keeps only its tail
+                for line in lines:
+                    text = self._scrub(line.decode(errors="replace"))
+                    print(f"[{self.name}] {text}", file=errlog, flush=True)
 
     async def _read(
         self, stdout: ByteReceiveStream, inbox: MemoryObjectSendStream[SessionMessage | Exception]

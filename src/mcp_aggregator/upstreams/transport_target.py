@@ -13,6 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_aggregator.settings import ServerConfig, Transport, expand_mapping
+from mcp_aggregator.settings.env_expansion import SecretScrubber, secret_values
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 
 ClientTarget = StdioServerParameters | AbstractAsyncContextManager[Any]
@@ -44,7 +45,8 @@ async def enter_target(
             env=expand_mapping(config.env, env, server=config.name, field="env") or None,
             cwd=config.cwd,
         )
-        pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes)
+        scrub = SecretScrubber(secret_values(config.connection_config(), env))
+        pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub)
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if config.transport is Transport.SSE:
