@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from types import TracebackType
@@ -20,6 +21,7 @@ from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
+from mcp_aggregator.errors import StateError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -31,6 +33,7 @@ from mcp_aggregator.registry import (
     ToolSpec,
     check_server_limit,
 )
+from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
@@ -89,6 +92,9 @@ class Gateway:
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._registry: Registry | None = None
+        self._reconcile_lock = anyio.Lock()
+        self.change_feed: ChangeFeed | None = None
+        """Set while the gateway follows a shared (PostgreSQL) registry's changes."""
         self._resource_listeners: list[ResourceListener] = []
         self.backchannel = CallerBackchannel(on_resource_updated=self._resource_updated)
         self.upstreams = UpstreamSet(
@@ -112,7 +118,10 @@ class Gateway:
             if self._search is None:
                 self._search = build_tool_search(self.settings.search)
             stack.callback(self._search.close)
-            await self._registry.reset_after_restart()
+            if not self._registry.shared:
+                # One process owns an embedded registry: nothing it stored is live any more.
+                # A shared one holds other replicas' reports, which a start must not wipe.
+                await self._registry.reset_after_restart()
             await self._registry.upsert_config_servers([spec_from_config(c) for c in self.settings.servers])
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
@@ -124,6 +133,14 @@ class Gateway:
             await self._tg.start(self._health_monitor().run)
             self.upstreams.bind(self._tg)
             await self.reconcile()
+            if self._registry.shared and self.settings.registry.change_feed:
+                self.change_feed = ChangeFeed(
+                    self.settings.registry.database_url,
+                    self.settings.registry.pg_schema,
+                    self.reconcile,
+                    reconcile_interval_secs=self.settings.registry.reconcile_interval_secs,
+                )
+                await self._tg.start(self.change_feed.run)
             self._stack = stack.pop_all()
         self.state = GatewayState.RUNNING
         return self
@@ -180,13 +197,24 @@ class Gateway:
     async def reconcile(self) -> Reconciled:
         """Supervise exactly the servers the registry holds (config-file servers as configured).
 
-        The seam through which a registry change made elsewhere takes effect here.
+        The seam through which a registry change made elsewhere takes effect here: the
+        change feed calls it. Connect intent is the record's ``enabled`` (admin connect /
+        disconnect, shared by all replicas) and the config's ``enabled``. Never runs
+        concurrently with itself or with a registration or removal made here.
         """
+        async with self._reconcile_lock:
+            return await self._reconcile()
+
+    async def _reconcile(self) -> Reconciled:
         configured = {c.name: c for c in self.settings.servers}
         desired = {}
         for record in await self.registry.list_servers():
             config = configured.get(record.name) or config_from_record(record)
-            desired[record.name] = DesiredServer(record.id, config, connect=config.enabled)
+            current = self.upstreams.supervisors.get(record.name)
+            if current is not None and _same_spec(current.config, config):
+                # Fields the registry does not store (timeouts, protocol) came with the live config.
+                config = current.config
+            desired[record.name] = DesiredServer(record.id, config, connect=config.enabled and record.enabled)
         gone = [name for name in self.upstreams.supervisors if name not in desired]
         result = await self.upstreams.reconcile(desired, drain_timeout=self.settings.serve.drain_timeout_secs)
         for name in gone:
@@ -198,10 +226,17 @@ class Gateway:
         server_id = self.upstreams.ids[sup.name]
         if event is not None and persist:
             error = sup.error_message
-            self._mirror.submit(
-                f"{sup.name}: {event.value}",
-                lambda: self.registry.apply_event(server_id, event, error_message=error),
-            )
+            if self.registry.shared:
+                status = sup.status
+                self._mirror.submit(
+                    f"{sup.name}: {event.value}",
+                    lambda: self.registry.record_status(server_id, status, error_message=error),
+                )
+            else:
+                self._mirror.submit(
+                    f"{sup.name}: {event.value}",
+                    lambda: self.registry.apply_event(server_id, event, error_message=error),
+                )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
             if self.catalogue.discovered(sup.name, sup.connection):
                 self._store_tools(sup.name, server_id, sup.connection.tools)
@@ -322,31 +357,44 @@ class Gateway:
     async def register_server(self, config: ServerConfig, *, auto_connect: bool = True) -> ServerRecord:
         """BR-001: persist, then supervise. Raises ``ServerExistsError``/``LimitExceededError``."""
         check_server_limit(self.settings.registry.limits, len(self.upstreams.supervisors) + 1)
-        record = await self.registry.register_server(spec_from_config(config), source=ServerSource.API)
-        await self.upstreams.start(record.id, config, connect=auto_connect)
+        spec = replace(spec_from_config(config), enabled=auto_connect)
+        async with self._reconcile_lock:
+            record = await self.registry.register_server(spec, source=ServerSource.API)
+            if config.name not in self.upstreams:
+                await self.upstreams.start(record.id, config, connect=auto_connect)
         self._invalidate()
         return record
 
     async def connect_server(self, server_id: str) -> ServerStatus:
-        """BR-002: idempotent for a connected server; otherwise starts connecting."""
+        """BR-002: idempotent for a connected server; otherwise starts connecting.
+
+        The intent is stored, so every replica connects (and a replica that starts later does).
+        """
         sup = self.supervisor_by_id(server_id)
+        await self.registry.set_enabled(server_id, True)
         if sup.status not in (ServerStatus.CONNECTED, ServerStatus.DEGRADED, ServerStatus.CONNECTING):
             sup.request_connect()
             await anyio.lowlevel.checkpoint()
         return sup.status
 
     async def disconnect_server(self, server_id: str, *, force: bool = False) -> int:
-        """BR-007; raises ``StateError`` unless CONNECTED."""
+        """BR-007; raises ``StateError`` unless CONNECTED. Every replica disconnects (stored intent)."""
         sup = self.supervisor_by_id(server_id)
+        if sup.status is not ServerStatus.CONNECTED:
+            raise StateError(f"Server {sup.name} cannot be disconnected in status {sup.status.value}")
+        await self.registry.set_enabled(server_id, False)
+        # No checkpoint between the write and the move to DISCONNECTED inside ``disconnect``:
+        # a reconcile woken by our own notification finds the server already disconnected.
         return await sup.disconnect(force=force, drain_timeout=self.settings.serve.drain_timeout_secs)
 
     async def remove_server_by_id(self, server_id: str) -> None:
         """BR-008: disconnect (draining), drop tools from the index, delete the record."""
-        name = self.supervisor_by_id(server_id).name
-        await self.upstreams.remove(name, drain_timeout=self.settings.serve.drain_timeout_secs)
-        self._forget(name)
-        await self.flush()
-        await self.registry.delete_server(server_id)
+        async with self._reconcile_lock:
+            name = self.supervisor_by_id(server_id).name
+            await self.upstreams.remove(name, drain_timeout=self.settings.serve.drain_timeout_secs)
+            self._forget(name)
+            await self.flush()
+            await self.registry.delete_server(server_id)
         self._invalidate()
 
     def _forget(self, name: str) -> None:
@@ -453,3 +501,8 @@ class Gateway:
                 checked_at=checked_at, response_time_ms=response_time_ms, last_error=last_error,
             ),
         )
+
+
+def _same_spec(a: ServerConfig, b: ServerConfig) -> bool:
+    """Whether two configs agree on everything the registry stores (connect intent aside)."""
+    return replace(spec_from_config(a), enabled=True) == replace(spec_from_config(b), enabled=True)
