@@ -139,6 +139,7 @@ class Gateway:
                     self.settings.registry.pg_schema,
                     self.reconcile,
                     reconcile_interval_secs=self.settings.registry.reconcile_interval_secs,
+                    on_reconciled=self._poke,
                 )
                 await self._tg.start(self.change_feed.run)
             self._stack = stack.pop_all()

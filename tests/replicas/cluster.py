@@ -13,12 +13,14 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 import asyncpg
 import httpx
 import mcp_types as types
@@ -161,13 +163,12 @@ class Spawned:
             return None
         self.process = None
         _signal_group(process.pid, sig)
-        with anyio.move_on_after(grace):
-            while process.poll() is None:
-                await anyio.sleep(0.05)
-        _signal_group(process.pid, signal.SIGKILL)
         with anyio.CancelScope(shield=True):
-            while process.poll() is None:
-                await anyio.sleep(0.02)
+            try:
+                await anyio.to_thread.run_sync(partial(process.wait, grace))
+            except subprocess.TimeoutExpired:
+                _signal_group(process.pid, signal.SIGKILL)
+                await anyio.to_thread.run_sync(process.wait)
         return process.returncode
 
     def tail(self, lines: int = 40) -> str:
@@ -178,10 +179,8 @@ class Spawned:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -195,9 +194,9 @@ class Replica:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self, *, timeout: float = 60.0) -> None:
+    async def start(self, *, within: float = 60.0) -> None:
         self.proc.start()
-        await wait_healthy(self.base, timeout=timeout, proc=self.proc)
+        await wait_healthy(self.base, within=within, proc=self.proc)
 
     async def kill(self) -> None:
         await self.proc.stop(signal.SIGKILL)
@@ -210,9 +209,9 @@ def make_replica(directory: Path, schema: str, name: str, **config: Any) -> Repl
     return Replica(name, path, port, Spawned(argv, directory / f"{name}.log"))
 
 
-async def wait_healthy(base: str, *, timeout: float, proc: Spawned | None = None) -> None:
+async def wait_healthy(base: str, *, within: float, proc: Spawned | None = None) -> None:
     async with httpx.AsyncClient(timeout=2) as http:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(within):
             while True:
                 if proc is not None and not proc.running():
                     raise RuntimeError(f"{proc.argv} exited early:\n{proc.tail()}")
@@ -224,11 +223,11 @@ async def wait_healthy(base: str, *, timeout: float, proc: Spawned | None = None
                 await anyio.sleep(0.05)
 
 
-async def poll(check: Callable[[], Awaitable[T | None]], *, timeout: float, what: str) -> T:
-    """Re-run ``check`` until it returns something, failing with ``what`` after ``timeout``."""
+async def poll(check: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:
+    """Re-run ``check`` until it returns something, failing with ``what`` after ``within`` seconds."""
     last: BaseException | None = None
     try:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(within):
             while True:
                 try:
                     result = await check()
@@ -238,7 +237,7 @@ async def poll(check: Callable[[], Awaitable[T | None]], *, timeout: float, what
                     return result
                 await anyio.sleep(0.05)
     except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what} (last error: {last})") from None
+        raise AssertionError(f"timed out after {within}s waiting for {what} (last error: {last})") from None
 
 
 async def tool_names(base: str) -> set[str]:

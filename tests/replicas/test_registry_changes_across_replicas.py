@@ -41,23 +41,23 @@ async def test_register_disconnect_connect_remove_through_one_replica_take_effec
         assert response.status_code == 201, response.text
         server_id = response.json()["id"]
 
-        await poll(lambda: _has_tool(b.base, "alpha__echo"), timeout=DEADLINE, what="alpha's tools on replica b")
+        await poll(lambda: _has_tool(b.base, "alpha__echo"), within=DEADLINE, what="alpha's tools on replica b")
         async with Client(f"{b.base}/mcp", mode="auto", cache=None) as client:
             assert await call_text(client, "alpha__echo", {"text": "via b"}) == "via b"
 
-        await poll(lambda: _status_on(http_a, server_id, "CONNECTED"), timeout=DEADLINE, what="alpha connected on a")
+        await poll(lambda: _status_on(http_a, server_id, "CONNECTED"), within=DEADLINE, what="alpha connected on a")
         response = await http_a.post(f"{SERVERS}/{server_id}/disconnect")
         assert response.status_code == 200, response.text
-        await poll(lambda: _status_on(http_b, server_id, "DISCONNECTED"), timeout=DEADLINE, what="b disconnecting")
-        await poll(lambda: _lacks_tool(b.base, "alpha__echo"), timeout=DEADLINE, what="alpha gone from b's tools")
+        await poll(lambda: _status_on(http_b, server_id, "DISCONNECTED"), within=DEADLINE, what="b disconnecting")
+        await poll(lambda: _lacks_tool(b.base, "alpha__echo"), within=DEADLINE, what="alpha gone from b's tools")
 
         response = await http_b.post(f"{SERVERS}/{server_id}/connect")
         assert response.status_code == 200, response.text
-        await poll(lambda: _has_tool(a.base, "alpha__echo"), timeout=DEADLINE, what="alpha back on replica a")
+        await poll(lambda: _has_tool(a.base, "alpha__echo"), within=DEADLINE, what="alpha back on replica a")
 
         response = await http_b.delete(f"{SERVERS}/{server_id}")
         assert response.status_code == 204, response.text
-        await poll(lambda: _unsupervised(http_a, "alpha"), timeout=DEADLINE, what="alpha no longer supervised on a")
+        await poll(lambda: _unsupervised(http_a, "alpha"), within=DEADLINE, what="alpha no longer supervised on a")
         assert "alpha__echo" not in await tool_names(a.base)
         assert (await http_a.get(f"{SERVERS}/{server_id}")).status_code == 404
 
@@ -65,7 +65,7 @@ async def test_register_disconnect_connect_remove_through_one_replica_take_effec
 async def test_a_replica_killed_mid_run_converges_on_restart(tmp_path: Path, pg_schema: str) -> None:
     async with replicas(tmp_path, pg_schema, ["a", "b"]) as (a, b), admin(a.base) as http_a:
         alpha = (await http_a.post(SERVERS, json=fixture_upstream("alpha"))).json()["id"]
-        await poll(lambda: _has_tool(b.base, "alpha__echo"), timeout=DEADLINE, what="alpha on b")
+        await poll(lambda: _has_tool(b.base, "alpha__echo"), within=DEADLINE, what="alpha on b")
 
         await b.kill()
         # While b is down: alpha goes, beta comes. b misses both notifications.
@@ -73,7 +73,7 @@ async def test_a_replica_killed_mid_run_converges_on_restart(tmp_path: Path, pg_
         assert (await http_a.post(SERVERS, json=fixture_upstream("beta"))).status_code == 201
 
         await b.start()
-        await poll(lambda: _has_tool(b.base, "beta__echo"), timeout=DEADLINE, what="beta on the restarted b")
+        await poll(lambda: _has_tool(b.base, "beta__echo"), within=DEADLINE, what="beta on the restarted b")
         names = await tool_names(b.base)
         assert not any(name.startswith("alpha__") for name in names), names
         async with Client(f"{b.base}/mcp", mode="legacy", cache=None) as client:
@@ -85,14 +85,14 @@ async def test_a_replica_starting_keeps_the_connect_intent_and_the_other_replica
 ) -> None:
     async with replicas(tmp_path, pg_schema, ["a"]) as (a,), admin(a.base) as http_a:
         server_id = (await http_a.post(SERVERS, json=fixture_upstream("alpha"))).json()["id"]
-        await poll(lambda: _status_on(http_a, server_id, "CONNECTED"), timeout=DEADLINE, what="alpha connected on a")
+        await poll(lambda: _status_on(http_a, server_id, "CONNECTED"), within=DEADLINE, what="alpha connected on a")
         assert (await http_a.post(f"{SERVERS}/{server_id}/disconnect")).status_code == 200
         gamma = (await http_a.post(SERVERS, json=fixture_upstream("gamma"))).json()["id"]
-        await poll(lambda: _status_on(http_a, gamma, "CONNECTED"), timeout=DEADLINE, what="gamma connected on a")
+        await poll(lambda: _status_on(http_a, gamma, "CONNECTED"), within=DEADLINE, what="gamma connected on a")
 
         async with replicas(tmp_path, pg_schema, ["late"]) as (late,), admin(late.base) as http_late:
             # The newcomer honours the stored intent: alpha stays disconnected, gamma connects.
-            await poll(lambda: _status_on(http_late, gamma, "CONNECTED"), timeout=DEADLINE, what="gamma on late")
+            await poll(lambda: _status_on(http_late, gamma, "CONNECTED"), within=DEADLINE, what="gamma on late")
             assert (await http_late.get(f"{SERVERS}/{server_id}")).json()["status"] == "DISCONNECTED"
             # ...and its start did not knock a's live session over.
             async with Client(f"{a.base}/mcp", mode="auto", cache=None) as client:

@@ -104,12 +104,14 @@ class ChangeFeed:
         *,
         reconcile_interval_secs: float = 30.0,
         debounce_secs: float = 0.05,
+        on_reconciled: Callable[[], None] = lambda: None,
     ) -> None:
         self._dsn = asyncpg_dsn(database_url)
         self._schema = schema
         self._reconcile = reconcile
         self._interval = reconcile_interval_secs
         self._debounce = debounce_secs
+        self._on_reconciled = on_reconciled
         self._wake = anyio.Event()
         self.connected = False
         self.reconciles = 0
@@ -194,3 +196,4 @@ class ChangeFeed:
                 # Top-level guard of a background loop: one bad reconcile must not end the feed.
                 logger.exception("reconcile after a registry change failed")
             self.reconciles += 1
+            self._on_reconciled()
