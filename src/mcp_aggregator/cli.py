@@ -21,6 +21,7 @@ import typer
 from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
+from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
 from mcp_aggregator.search import SearchHit
 from mcp_aggregator.serve.runner import serve_http, serve_stdio
 from mcp_aggregator.settings import Exposure, Settings, load_settings
@@ -115,8 +116,10 @@ def serve(
         if transport is TransportChoice.STDIO:
             anyio.run(serve_stdio, settings, backend_options={"use_uvloop": True})
         else:
+            # A replica of ``--workers`` says one line; the pool announced the whole set.
+            announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport)
             anyio.run(
-                partial(serve_http, settings, announce=_announce(config, transport)),
+                partial(serve_http, settings, announce=announce),
                 backend_options={"use_uvloop": True},
             )
     except ConfigError as exc:

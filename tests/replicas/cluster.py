@@ -6,6 +6,7 @@ replica's own children (stdio upstreams) end with it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -27,6 +28,7 @@ import mcp_types as types
 import pytest
 import yaml
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import REPO
 
@@ -96,11 +98,29 @@ def fixture_upstream(name: str) -> dict[str, Any]:
     }
 
 
+def config_upstream(name: str) -> dict[str, Any]:
+    """The stdio fixture upstream as a config file lists it."""
+    return {
+        "name": name,
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-m", "tests.upstream.fixture_server", "stdio", "--name", name],
+        "cwd": str(REPO),
+    }
+
+
 def replica_config(
-    directory: Path, schema: str, port: int, *, reconcile_interval_secs: float = 30.0, **serve: Any
+    directory: Path,
+    schema: str,
+    port: int,
+    *,
+    reconcile_interval_secs: float = 30.0,
+    servers: Sequence[dict[str, Any]] = (),
+    **serve: Any,
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     config = {
+        "servers": list(servers),
         "registry": {
             "database_url": PG_URL,
             "pg_schema": schema,
@@ -229,10 +249,13 @@ async def poll(check: Callable[[], Awaitable[T | None]], *, within: float, what:
     try:
         with anyio.fail_after(within):
             while True:
+                result = None
                 try:
                     result = await check()
-                except (httpx.TransportError, OSError) as exc:
-                    last, result = exc, None
+                except* (httpx.TransportError, OSError, MCPError) as group:
+                    # A replica still starting refuses connections; its upstream may not be up yet.
+                    # (Raised inside ``async with Client`` these arrive grouped.)
+                    last = group
                 if result is not None:
                     return result
                 await anyio.sleep(0.05)
@@ -271,3 +294,43 @@ async def replicas(directory: Path, schema: str, names: Sequence[str], **config:
         with anyio.CancelScope(shield=True):
             for replica in started:
                 await replica.proc.stop()
+
+
+LEGACY_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def raw_legacy_session(http: httpx.AsyncClient, url: str) -> str:
+    """Open a 2025-11-25 session with plain HTTP; returns its ``Mcp-Session-Id``."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    response = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=LEGACY_HEADERS
+    )
+    response.raise_for_status()
+    session = response.headers["mcp-session-id"]
+    headers = {**LEGACY_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return session
+
+
+async def raw_legacy_call(
+    http: httpx.AsyncClient, url: str, session: str, name: str, arguments: dict[str, Any]
+) -> tuple[int, dict[str, Any] | None]:
+    """One ``tools/call`` on a raw session: the HTTP status and the JSON-RPC reply, if any."""
+    headers = {**LEGACY_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    response = await http.post(url, json=body, headers=headers)
+    if response.status_code != 200:
+        return response.status_code, None
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return 200, response.json()
+    for line in response.text.splitlines():
+        if line.startswith("data:"):
+            message = json.loads(line[5:])
+            if message.get("id") == 7:
+                return 200, message
+    return 200, None
+
+
+def reply_text(reply: dict[str, Any] | None) -> str:
+    assert reply is not None and "result" in reply, reply
+    return str(reply["result"]["content"][0]["text"])

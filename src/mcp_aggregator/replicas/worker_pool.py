@@ -30,6 +30,8 @@ from mcp_aggregator.settings import Settings
 
 logger = logging.getLogger(__name__)
 
+REPLICA_ENV = "MCP_AGGREGATOR_REPLICA"
+"""Set in each replica's environment to its index (0..N-1)."""
 STOP_GRACE_SECS = 15.0
 _RESTART_BACKOFF_SECS = (0.5, 1.0, 2.0, 5.0, 10.0)
 _STABLE_SECS = 30.0
@@ -123,7 +125,7 @@ class WorkerPool:
         failures = 0
         started = False
         while True:
-            env = {**self._env, "MCP_AGGREGATOR_REPLICA": str(replica.index)}
+            env = {**self._env, REPLICA_ENV: str(replica.index)}
             process = await anyio.open_process(list(replica.argv), stdin=None, stdout=None, stderr=None, env=env)
             self.processes[replica.index] = process
             if not started:
