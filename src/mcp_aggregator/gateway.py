@@ -40,6 +40,8 @@ from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
+from mcp_aggregator.search.embedding_cache import EmbeddingStore
+from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
@@ -116,7 +118,7 @@ class Gateway:
             stack.callback(self._mirror.close)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             if self._search is None:
-                self._search = build_tool_search(self.settings.search)
+                self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
             if not self._registry.shared:
                 # One process owns an embedded registry: nothing it stored is live any more.
@@ -158,6 +160,12 @@ class Gateway:
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _shared_embedding_cache(self) -> EmbeddingStore | None:
+        """With a shared registry, replicas share embeddings too: a new one embeds nothing known."""
+        if self._registry is None or not self._registry.shared or self.settings.search.embedder == "none":
+            return None
+        return PostgresEmbeddingCache(self.settings.registry.database_url, self.settings.registry.pg_schema)
 
     @property
     def registry(self) -> Registry:
