@@ -156,6 +156,8 @@ class Gateway:
         # Close the sessions and let the registry mirror finish its writes before the task
         # group is cancelled: a database write cancelled half-way leaves the driver's
         # clean-up running past the event loop's end.
+        if self.change_feed is not None:
+            self.change_feed.stop()
         with anyio.move_on_after(_SHUTDOWN_GRACE_SECS, shield=True):
             await self.upstreams.stop_all()
             await self._mirror.flush()

@@ -113,6 +113,7 @@ class ChangeFeed:
         self._debounce = debounce_secs
         self._on_reconciled = on_reconciled
         self._wake = anyio.Event()
+        self._scope = anyio.CancelScope()
         self.connected = False
         self.reconciles = 0
         """Completed reconciles (for tests and metrics)."""
@@ -122,10 +123,15 @@ class ChangeFeed:
     def request_reconcile(self) -> None:
         self._wake.set()
 
+    def stop(self) -> None:
+        """End ``run`` (idempotent): a stopping gateway must not start upstreams any more."""
+        self._scope.cancel()
+
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._reconcile_loop)
-            await self._listen_forever(task_status)
+        with self._scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._reconcile_loop)
+                await self._listen_forever(task_status)
 
     async def _listen_forever(self, task_status: TaskStatus[None]) -> None:
         started = False
