@@ -26,3 +26,17 @@ if [ ! -f "$npm_stamp" ]; then
     (cd upstreams && npm ci --no-audit --no-fund --loglevel=error)
     touch "$npm_stamp"
 fi
+
+# HAProxy: the load balancer of deploy/ and of the replica tests (tests/replicas). Installed
+# when missing and we may (root with apt, as on CI); otherwise those tests skip, outside CI.
+if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "bootstrap: installing haproxy" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq haproxy >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null && apt-get install -y -qq haproxy >/dev/null; } \
+            || echo "bootstrap: could not install haproxy; the balancer tests will skip" >&2
+    else
+        echo "bootstrap: haproxy is not installed (apt-get install haproxy as root); the balancer tests skip" >&2
+    fi
+fi

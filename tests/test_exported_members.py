@@ -13,6 +13,7 @@ PACKAGES = [
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
     "mcp_aggregator.registry",
+    "mcp_aggregator.replicas",
     "mcp_aggregator.search",
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -21,6 +22,8 @@ import typer
 from mcp_aggregator.admin.admin_token import ADMIN_TOKEN_FILE, read_admin_token
 from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
+from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
 from mcp_aggregator.search import SearchHit
 from mcp_aggregator.serve.runner import local_name, serve_http, serve_stdio
 from mcp_aggregator.settings import Exposure, Settings, load_settings
@@ -98,6 +101,10 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (HTTP).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (HTTP); 0 picks a free one.")] = None,
     exposure: Annotated[Exposure | None, typer.Option(help="What clients see as tools.")] = None,
+    workers: Annotated[
+        int,
+        typer.Option(help="Replicas on this host, on ports port..port+N-1 (HTTP; N > 1 needs a PostgreSQL registry)."),
+    ] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run the gateway."""
@@ -106,12 +113,17 @@ def serve(
     if updates:
         settings = settings.model_copy(update={"serve": settings.serve.model_copy(update=updates)})
     _setup_logging(verbose)
+    if workers != 1:
+        _serve_workers(settings, workers, config, transport, exposure, verbose)
+        return
     try:
         if transport is TransportChoice.STDIO:
             anyio.run(serve_stdio, settings, backend_options={"use_uvloop": True})
         else:
+            # A replica of ``--workers`` says one line; the pool announced the whole set.
+            announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport)
             anyio.run(
-                partial(serve_http, settings, announce=_announce(config, transport)),
+                partial(serve_http, settings, announce=announce),
                 backend_options={"use_uvloop": True},
             )
     except ConfigError as exc:
@@ -120,6 +132,38 @@ def serve(
         raise _fail(f"cannot serve on {settings.serve.host}:{settings.serve.port}: {exc.strerror}") from None
     except KeyboardInterrupt:
         pass
+
+
+def _serve_workers(
+    settings: Settings,
+    workers: int,
+    config: Path | None,
+    transport: TransportChoice,
+    exposure: Exposure | None,
+    verbose: bool,
+) -> None:
+    if transport is not TransportChoice.HTTP:
+        raise _fail("--workers: replicas serve HTTP; stdio has one client and one process")
+    try:
+        check_workers(settings, workers)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    args = ["--host", settings.serve.host]
+    if config is not None:
+        args += ["--config", str(config.resolve())]
+    if exposure is not None:
+        args += ["--exposure", exposure.value]
+    if verbose:
+        args.append("--verbose")
+    replicas = replica_commands(workers, settings.serve.port, args)
+    first, last = replicas[0].port, replicas[-1].port
+    typer.echo(
+        f"mcp-aggregator: {workers} replicas on http://{settings.serve.host}:{first}..{last}/mcp "
+        "(put a load balancer in front: deploy/haproxy.cfg); Ctrl-C stops them",
+        err=True,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(WorkerPool(replicas).run)
 
 
 @app.command("check-config")

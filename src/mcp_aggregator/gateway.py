@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from types import TracebackType
@@ -22,6 +23,7 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
+from mcp_aggregator.errors import StateError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -33,6 +35,7 @@ from mcp_aggregator.registry import (
     ToolSpec,
     check_server_limit,
 )
+from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
@@ -40,6 +43,8 @@ from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
+from mcp_aggregator.search.embedding_cache import EmbeddingStore
+from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
@@ -96,6 +101,10 @@ class Gateway:
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._registry: Registry | None = None
+        self._reconcile_lock = anyio.Lock()
+        self._pin_snapshot: frozenset[tuple[str, str, str | None, str | None]] = frozenset()
+        self.change_feed: ChangeFeed | None = None
+        """Set while the gateway follows a shared (PostgreSQL) registry's changes."""
         self._resource_listeners: list[ResourceListener] = []
         self.backchannel = CallerBackchannel(on_resource_updated=self._resource_updated)
         self._env = dict(os.environ) if env is None else dict(env)
@@ -120,9 +129,12 @@ class Gateway:
             stack.callback(self._mirror.close)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             if self._search is None:
-                self._search = build_tool_search(self.settings.search)
+                self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
-            await self._registry.reset_after_restart()
+            if not self._registry.shared:
+                # One process owns an embedded registry: nothing it stored is live any more.
+                # A shared one holds other replicas' reports, which a start must not wipe.
+                await self._registry.reset_after_restart()
             await self._registry.upsert_config_servers([spec_from_config(c) for c in self.settings.servers])
             self.catalogue.pins = await self._open_tool_pins()
             self._tg = await stack.enter_async_context(anyio.create_task_group())
@@ -135,6 +147,15 @@ class Gateway:
             await self._tg.start(self._health_monitor().run)
             self.upstreams.bind(self._tg)
             await self.reconcile()
+            if self._registry.shared and self.settings.registry.change_feed:
+                self.change_feed = ChangeFeed(
+                    self.settings.registry.database_url,
+                    self.settings.registry.pg_schema,
+                    self.reconcile,
+                    reconcile_interval_secs=self.settings.registry.reconcile_interval_secs,
+                    on_reconciled=self._poke,
+                )
+                await self._tg.start(self.change_feed.run)
             self._stack = stack.pop_all()
         self.state = GatewayState.RUNNING
         return self
@@ -147,10 +168,18 @@ class Gateway:
         # Close the sessions and let the registry mirror finish its writes before the task
         # group is cancelled: a database write cancelled half-way leaves the driver's
         # clean-up running past the event loop's end.
+        if self.change_feed is not None:
+            self.change_feed.stop()
         with anyio.move_on_after(_SHUTDOWN_GRACE_SECS, shield=True):
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _shared_embedding_cache(self) -> EmbeddingStore | None:
+        """With a shared registry, replicas share embeddings too: a new one embeds nothing known."""
+        if self._registry is None or not self._registry.shared or self.settings.search.embedder == "none":
+            return None
+        return PostgresEmbeddingCache(self.settings.registry.database_url, self.settings.registry.pg_schema)
 
     @property
     def registry(self) -> Registry:
@@ -214,28 +243,64 @@ class Gateway:
     async def reconcile(self) -> Reconciled:
         """Supervise exactly the servers the registry holds (config-file servers as configured).
 
-        The seam through which a registry change made elsewhere takes effect here.
+        The seam through which a registry change made elsewhere takes effect here: the
+        change feed calls it. Connect intent is the record's ``enabled`` (admin connect /
+        disconnect, shared by all replicas) and the config's ``enabled``. Never runs
+        concurrently with itself or with a registration or removal made here.
         """
+        async with self._reconcile_lock:
+            return await self._reconcile()
+
+    async def _reconcile(self) -> Reconciled:
         configured = {c.name: c for c in self.settings.servers}
         desired = {}
         for record in await self.registry.list_servers():
             config = configured.get(record.name) or config_from_record(record)
-            desired[record.name] = DesiredServer(record.id, config, connect=config.enabled)
+            current = self.upstreams.supervisors.get(record.name)
+            if current is not None and _same_spec(current.config, config):
+                # Fields the registry does not store (timeouts, protocol) came with the live config.
+                config = current.config
+            desired[record.name] = DesiredServer(record.id, config, connect=config.enabled and record.enabled)
         gone = [name for name in self.upstreams.supervisors if name not in desired]
         result = await self.upstreams.reconcile(desired, drain_timeout=self.settings.serve.drain_timeout_secs)
         for name in gone:
             self._forget(name)
+        if self.registry.shared and self.catalogue.pins is not None:
+            await self._reload_pins()
         self._invalidate()
         return result
+
+    async def _reload_pins(self) -> None:
+        """Take pins another replica approved or made: re-read them, re-review what is connected.
+
+        A review persists only what it changes, so replicas converge instead of echoing.
+        """
+        await self.flush()
+        records = await self.registry.list_tool_pins()
+        snapshot = frozenset((r.server_id, r.tool_name, r.fingerprint, r.pending_fingerprint) for r in records)
+        if snapshot == self._pin_snapshot:
+            return
+        self._pin_snapshot = snapshot
+        self.catalogue.pins = await self._open_tool_pins()
+        for sup in list(self.upstreams.supervisors.values()):
+            if sup.connection is not None and sup.name in self.upstreams.ids:
+                self._supervisor_changed(sup, None, False)
 
     def _supervisor_changed(self, sup: ServerSupervisor, event: ServerEvent | None, persist: bool) -> None:
         server_id = self.upstreams.ids[sup.name]
         if event is not None and persist:
             error = sup.error_message
-            self._mirror.submit(
-                f"{sup.name}: {event.value}",
-                lambda: self.registry.apply_event(server_id, event, error_message=error),
-            )
+            if self.registry.shared:
+                status = sup.status
+                self._mirror.submit(
+                    f"{sup.name}: {event.value}",
+                    lambda: self.registry.record_status(server_id, status, error_message=error),
+                )
+            else:
+                self._mirror.submit(
+                    f"{sup.name}: {event.value}",
+                    lambda: self.registry.apply_event(server_id, event, error_message=error),
+                )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
             if self.catalogue.discovered(sup.name, sup.connection):
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
@@ -356,8 +421,11 @@ class Gateway:
     async def register_server(self, config: ServerConfig, *, auto_connect: bool = True) -> ServerRecord:
         """BR-001: persist, then supervise. Raises ``ServerExistsError``/``LimitExceededError``."""
         check_server_limit(self.settings.registry.limits, len(self.upstreams.supervisors) + 1)
-        record = await self.registry.register_server(spec_from_config(config), source=ServerSource.API)
-        await self.upstreams.start(record.id, config, connect=auto_connect)
+        spec = replace(spec_from_config(config), enabled=auto_connect)
+        async with self._reconcile_lock:
+            record = await self.registry.register_server(spec, source=ServerSource.API)
+            if config.name not in self.upstreams:
+                await self.upstreams.start(record.id, config, connect=auto_connect)
         self._invalidate()
         return record
 
@@ -389,25 +457,35 @@ class Gateway:
         )
 
     async def connect_server(self, server_id: str) -> ServerStatus:
-        """BR-002: idempotent for a connected server; otherwise starts connecting."""
+        """BR-002: idempotent for a connected server; otherwise starts connecting.
+
+        The intent is stored, so every replica connects (and a replica that starts later does).
+        """
         sup = self.supervisor_by_id(server_id)
+        await self.registry.set_enabled(server_id, True)
         if sup.status not in (ServerStatus.CONNECTED, ServerStatus.DEGRADED, ServerStatus.CONNECTING):
             sup.request_connect()
             await anyio.lowlevel.checkpoint()
         return sup.status
 
     async def disconnect_server(self, server_id: str, *, force: bool = False) -> int:
-        """BR-007; raises ``StateError`` unless CONNECTED."""
+        """BR-007; raises ``StateError`` unless CONNECTED. Every replica disconnects (stored intent)."""
         sup = self.supervisor_by_id(server_id)
+        if sup.status is not ServerStatus.CONNECTED:
+            raise StateError(f"Server {sup.name} cannot be disconnected in status {sup.status.value}")
+        await self.registry.set_enabled(server_id, False)
+        # No checkpoint between the write and the move to DISCONNECTED inside ``disconnect``:
+        # a reconcile woken by our own notification finds the server already disconnected.
         return await sup.disconnect(force=force, drain_timeout=self.settings.serve.drain_timeout_secs)
 
     async def remove_server_by_id(self, server_id: str) -> None:
         """BR-008: disconnect (draining), drop tools from the index, delete the record."""
-        name = self.supervisor_by_id(server_id).name
-        await self.upstreams.remove(name, drain_timeout=self.settings.serve.drain_timeout_secs)
-        self._forget(name)
-        await self.flush()
-        await self.registry.delete_server(server_id)
+        async with self._reconcile_lock:
+            name = self.supervisor_by_id(server_id).name
+            await self.upstreams.remove(name, drain_timeout=self.settings.serve.drain_timeout_secs)
+            self._forget(name)
+            await self.flush()
+            await self.registry.delete_server(server_id)
         self._invalidate()
 
     def _forget(self, name: str) -> None:
@@ -515,3 +593,8 @@ class Gateway:
                 checked_at=checked_at, response_time_ms=response_time_ms, last_error=last_error,
             ),
         )
+
+
+def _same_spec(a: ServerConfig, b: ServerConfig) -> bool:
+    """Whether two configs agree on everything the registry stores (connect intent aside)."""
+    return replace(spec_from_config(a), enabled=True) == replace(spec_from_config(b), enabled=True)

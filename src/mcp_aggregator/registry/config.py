@@ -14,6 +14,10 @@ class RegistrySettings(BaseModel):
     one embedded file; its folder is created) or ``postgresql+asyncpg://user@host/db``.
     On PostgreSQL the tables live in ``pg_schema`` (created by the migrations); SQLite
     has no schemas and ignores it.
+
+    Several replicas share one PostgreSQL registry: each follows the others' changes
+    through ``LISTEN/NOTIFY`` (``change_feed``) and reconciles from the tables every
+    ``reconcile_interval_secs`` in case a notification was missed.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -21,3 +25,7 @@ class RegistrySettings(BaseModel):
     database_url: str = "sqlite+aiosqlite:///./.aggregator/registry.db"
     pg_schema: str = Field("mcp", pattern=r"^[a-z_][a-z0-9_]*$", max_length=63)
     limits: Limits = Limits()
+    change_feed: bool = True
+    """On PostgreSQL, follow other replicas' registry changes (LISTEN/NOTIFY); SQLite never does."""
+    reconcile_interval_secs: float = Field(30.0, gt=0, le=3600)
+    """The safety net: reconcile from the tables this often even without a notification."""

@@ -107,4 +107,6 @@ def _upgrade(connection: Connection, schema: str | None) -> None:
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
     config.attributes["schema"] = schema
-    command.upgrade(config, "head")
+    # "heads": migrations written on parallel branches (each revising the same parent) all
+    # apply, whatever order they were merged in.
+    command.upgrade(config, "heads")

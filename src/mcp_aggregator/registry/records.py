@@ -36,6 +36,7 @@ class ServerSpec:
     connection_config: JsonObject
     description: str | None = None
     health_check_url: str | None = None
+    enabled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ class ServerRecord:
     last_error: str | None
     response_time_ms: float | None
     source: ServerSource
+    enabled: bool = True
+    """The connect intent every replica reconciles to (admin connect/disconnect, config ``enabled``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from mcp_aggregator.errors import RegistryError, ServerExistsError, ServerNotFoundError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, transition
+from mcp_aggregator.registry.change_feed import ChangeKind, notify_change
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.registry.engine import create_engine, is_sqlite, migrate_engine
 from mcp_aggregator.registry.limits import Limits, check_server_limit
@@ -57,6 +58,10 @@ class Registry:
     hold under concurrent writers, several replicas included. The unique constraint on
     the server name is the guard against duplicates; its violation becomes
     ``ServerExistsError``.
+
+    On PostgreSQL (``shared``) every write that changes what should run (register,
+    config upsert, delete, connect intent) also sends a ``ChangeFeed`` notification in
+    its transaction, so other replicas reconcile to it.
     """
 
     def __init__(self, settings: RegistrySettings, *, clock: Callable[[], datetime] = utc_now) -> None:
@@ -69,6 +74,16 @@ class Registry:
     @property
     def limits(self) -> Limits:
         return self._settings.limits
+
+    @property
+    def shared(self) -> bool:
+        """True when several replicas can share this registry (PostgreSQL, not an embedded SQLite file)."""
+        return not is_sqlite(self._settings.database_url)
+
+    async def notify(self, session: AsyncSession, kind: ChangeKind | str, server_id: str | None) -> None:
+        """Tell the other replicas (at commit of ``session``) that what should run changed."""
+        if self.shared:
+            await notify_change(session, self._settings.pg_schema, kind, server_id)
 
     async def __aenter__(self) -> Self:
         if self._state is not RegistryState.UNOPENED:
@@ -137,6 +152,7 @@ class Registry:
                 raise
             if tools:
                 await write_tools(session, row, tools, self.limits, self._clock())
+            await self.notify(session, ChangeKind.REGISTERED, row.id)
             return row.to_record()
 
     async def upsert_config_servers(
@@ -178,6 +194,7 @@ class Registry:
                         kept -= 1
             check_server_limit(self.limits, kept)
             await session.flush()
+            await self.notify(session, ChangeKind.CONFIG, None)
             result = await session.scalars(
                 select(ExternalServerRow)
                 .where(ExternalServerRow.name.in_(wanted))
@@ -213,6 +230,40 @@ class Registry:
         """
         async with self._transaction(structural=True) as session:
             await session.delete(await _server_row(session, server_id))
+            await self.notify(session, ChangeKind.REMOVED, server_id)
+
+    async def set_enabled(self, server_id: str, enabled: bool) -> ServerRecord:
+        """Store the connect intent every replica reconciles to (admin connect / disconnect).
+
+        Raises: ServerNotFoundError.
+        """
+        async with self._transaction() as session:
+            row = await _server_row(session, server_id, for_update=True)
+            changed = row.enabled != enabled
+            row.enabled = enabled
+            if changed:
+                await self.notify(session, ChangeKind.CONNECT if enabled else ChangeKind.DISCONNECT, server_id)
+            return row.to_record()
+
+    async def record_status(self, server_id: str, status: ServerStatus, *, error_message: str | None) -> None:
+        """Store the status a replica's supervisor reached, without replaying the state machine.
+
+        With several replicas the stored status is the last one any replica reported (each
+        replica's own is its supervisor's, which the admin API shows); replaying transitions
+        against another replica's writes would refuse legal local moves. No-op for a gone server.
+        """
+        async with self._transaction() as session:
+            row = await session.get(ExternalServerRow, server_id, with_for_update=True)
+            if row is None:
+                return
+            if status is ServerStatus.CONNECTED and row.status != ServerStatus.CONNECTED.value:
+                row.connected_at = self._clock()
+                row.consecutive_failures = 0
+            row.status = status.value
+            if status is ServerStatus.ERROR and error_message is not None:
+                row.error_message = error_message
+            elif status is ServerStatus.CONNECTED:
+                row.error_message = None
 
     async def apply_event(
         self, server_id: str, event: ServerEvent, *, error_message: str | None = None
@@ -361,6 +412,8 @@ class Registry:
                 row.pending_definition = pin.pending_definition
                 row.updated_at = now
                 session.add(row)
+            # An approval (or a first pin) made on one replica must hold on all of them.
+            await self.notify(session, ChangeKind.PINS, server_id)
 
     def _new_server_row(self, spec: ServerSpec, source: ServerSource) -> ExternalServerRow:
         return ExternalServerRow(
@@ -375,6 +428,7 @@ class Registry:
             registered_at=self._clock(),
             consecutive_failures=0,
             source=source.value,
+            enabled=spec.enabled,
         )
 
 

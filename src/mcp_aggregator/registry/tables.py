@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -99,6 +100,7 @@ class ExternalServerRow(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     response_time_ms: Mapped[float | None] = mapped_column(Float)
     source: Mapped[str] = mapped_column(String(16))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
     def to_record(self) -> ServerRecord:
         return ServerRecord(
@@ -118,6 +120,7 @@ class ExternalServerRow(Base):
             last_error=self.last_error,
             response_time_ms=self.response_time_ms,
             source=ServerSource(self.source),
+            enabled=self.enabled,
         )
 
 

@@ -8,6 +8,7 @@ from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.search.classifier import Classifier, EmbeddingClassifier, LlmClassifier
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, NoneEmbedder
+from mcp_aggregator.search.embedding_cache import EmbeddingStore
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.openai_embedder import OpenAIEmbedder
 from mcp_aggregator.search.skills import SkillIndex, skills_of
@@ -56,10 +57,13 @@ def build_vector_index(settings: SearchSettings, dimension: int) -> VectorIndex:
     return NumpyVectorIndex(dimension)
 
 
-def build_tool_search(settings: SearchSettings, embedder: Embedder | None = None) -> ToolSearch:
-    """A ``ToolSearch`` wired as ``settings`` say; ``embedder`` overrides the configured one."""
+def build_tool_search(
+    settings: SearchSettings, embedder: Embedder | None = None, *, cache: EmbeddingStore | None = None
+) -> ToolSearch:
+    """A ``ToolSearch`` wired as ``settings`` say; ``embedder`` overrides the configured one,
+    ``cache`` the SQLite embedding cache at ``settings.cache_path``."""
     emb = embedder if embedder is not None else build_embedder(settings)
-    return ToolSearch(settings, emb, vector_index=build_vector_index(settings, emb.dimension))
+    return ToolSearch(settings, emb, vector_index=build_vector_index(settings, emb.dimension), cache=cache)
 
 
 def build_skill_index(settings: SearchSettings, search: ToolSearch) -> SkillIndex:

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -29,6 +30,22 @@ _SQLITE_MAX_VARS = 900
 
 def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingStore(Protocol):
+    """A map from (model id, text digest) to a vector; thread-safe, since embedding runs in threads.
+
+    ``EmbeddingCache`` (SQLite, one host) and ``PostgresEmbeddingCache`` (shared by replicas)
+    implement it.
+    """
+
+    def get_many(self, model_id: str, digests: Sequence[str], dimension: int) -> dict[str, Vectors]: ...
+
+    def put_many(self, model_id: str, items: Sequence[tuple[str, Vectors]]) -> None: ...
+
+    def count(self, model_id: str) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class EmbeddingCache:
@@ -87,7 +104,7 @@ class EmbeddingCache:
 
 def embed_cached(
     embedder: Embedder,
-    cache: EmbeddingCache,
+    cache: EmbeddingStore,
     texts: Sequence[str],
     *,
     batch_size: int = 64,

@@ -10,7 +10,7 @@ import numpy as np
 
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, Vectors
-from mcp_aggregator.search.embedding_cache import EmbeddingCache, ProgressCallback, embed_cached
+from mcp_aggregator.search.embedding_cache import EmbeddingCache, EmbeddingStore, ProgressCallback, embed_cached
 from mcp_aggregator.search.hit_order import HEAD, after_best, with_alternatives
 from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
 from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
@@ -49,7 +49,7 @@ class ToolSearch:
         embedder: Embedder,
         *,
         vector_index: VectorIndex | None = None,
-        cache: EmbeddingCache | None = None,
+        cache: EmbeddingStore | None = None,
     ) -> None:
         self._settings = settings
         self._embedder = embedder
@@ -58,7 +58,7 @@ class ToolSearch:
         self._lexical = LexicalIndex()
         self._servers = ServerIndex(embedder.dimension)
         self._server_texts: dict[str, str] = {}
-        self._cache = cache if cache is not None else EmbeddingCache(settings.cache_path)
+        self._cache: EmbeddingStore = cache if cache is not None else EmbeddingCache(settings.cache_path)
         self._docs: dict[str, ToolDoc] = {}
         self._keys_by_name: dict[str, dict[str, None]] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()

@@ -13,6 +13,7 @@ def spec_from_config(config: ServerConfig) -> ServerSpec:
         connection_config=config.connection_config(),
         description=config.description,
         health_check_url=config.health_check_url,
+        enabled=config.enabled,
     )
 
 

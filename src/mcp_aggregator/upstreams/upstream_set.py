@@ -8,6 +8,7 @@ runs in the task group the set is bound to and owns its upstream session.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_aggregator.errors import ServerNotFoundError
+from mcp_aggregator.errors import ServerNotFoundError, StateError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
@@ -40,6 +41,10 @@ class Reconciled:
     started: tuple[str, ...] = ()
     stopped: tuple[str, ...] = ()
     restarted: tuple[str, ...] = ()
+    connected: tuple[str, ...] = ()
+    """Kept servers asked to connect because their connect intent became true."""
+    disconnected: tuple[str, ...] = ()
+    """Kept servers disconnected (drained) because their connect intent became false."""
 
 
 class UpstreamSet:
@@ -130,9 +135,38 @@ class UpstreamSet:
         for name in [*restarted, *started]:
             want = desired[name]
             await self.start(want.server_id, want.config, connect=want.connect)
-        if stopped or restarted or started:
-            logger.info("reconciled upstreams: started %s, stopped %s, restarted %s", started, stopped, restarted)
-        return Reconciled(tuple(started), tuple(stopped), tuple(restarted))
+        connected, disconnected = await self._apply_intents(desired, set(restarted) | set(started), drain_timeout)
+        if stopped or restarted or started or connected or disconnected:
+            logger.info(
+                "reconciled upstreams: started %s, stopped %s, restarted %s, connected %s, disconnected %s",
+                started, stopped, restarted, connected, disconnected,
+            )
+        return Reconciled(tuple(started), tuple(stopped), tuple(restarted), tuple(connected), tuple(disconnected))
+
+    async def _apply_intents(
+        self, desired: Mapping[str, DesiredServer], fresh: set[str], drain_timeout: float
+    ) -> tuple[list[str], list[str]]:
+        """Connect or disconnect kept servers whose connect intent changed (set elsewhere)."""
+        connect = [
+            name for name, want in desired.items()
+            if name not in fresh and want.connect and self.supervisors[name].status is ServerStatus.DISCONNECTED
+        ]
+        disconnect = [
+            name for name, want in desired.items()
+            if name not in fresh and not want.connect and self.supervisors[name].status is ServerStatus.CONNECTED
+        ]
+        for name in connect:
+            self.supervisors[name].request_connect()
+
+        async def drain(sup: ServerSupervisor) -> None:
+            # It may have left CONNECTED meanwhile (lost, or disconnected by an admin call here).
+            with contextlib.suppress(StateError):
+                await sup.disconnect(drain_timeout=drain_timeout)
+
+        async with anyio.create_task_group() as tg:
+            for name in disconnect:
+                tg.start_soon(drain, self.supervisors[name])
+        return connect, disconnect
 
     async def stop_all(self) -> None:
         for supervisor in list(self.supervisors.values()):
