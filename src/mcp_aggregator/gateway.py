@@ -106,7 +106,13 @@ class Gateway:
         self.change_feed: ChangeFeed | None = None
         """Set while the gateway follows a shared (PostgreSQL) registry's changes."""
         self._resource_listeners: list[ResourceListener] = []
-        self.backchannel = CallerBackchannel(on_resource_updated=self._resource_updated)
+        self.backchannel = CallerBackchannel(
+            on_resource_updated=self._resource_updated,
+            own_roots=[
+                types.Root(uri=path.resolve().as_uri(), name=path.name or str(path))
+                for path in settings.serve.workspace_roots
+            ],
+        )
         self._env = dict(os.environ) if env is None else dict(env)
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.upstreams = UpstreamSet(

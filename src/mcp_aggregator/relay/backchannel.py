@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import mcp_types as types
 
@@ -37,13 +37,21 @@ def owning_caller(connection: UpstreamConnection, request: types.InputRequest | 
 class CallerBackchannel:
     """The ``Backchannel`` every upstream connection of the gateway reports to."""
 
-    def __init__(self, on_resource_updated: ResourceUpdated | None = None) -> None:
+    def __init__(
+        self, on_resource_updated: ResourceUpdated | None = None, *, own_roots: Sequence[types.Root] = ()
+    ) -> None:
         self._on_resource_updated = on_resource_updated
+        self._own_roots = list(own_roots)
 
     async def server_request(
         self, connection: UpstreamConnection, request: types.InputRequest
     ) -> types.InputResponse | types.ErrorData:
-        caller = owning_caller(connection, request) or NO_CALLER
+        caller = owning_caller(connection, request)
+        if caller is None and isinstance(request, types.ListRootsRequest):
+            # Asked outside any call (many servers ask right after connecting): the gateway
+            # is the client then, and its roots are its own workspace roots.
+            return types.ListRootsResult(roots=self._own_roots)
+        caller = caller or NO_CALLER
         answer = await caller.answer(request)
         if isinstance(answer, types.ErrorData):
             logger.info("upstream %s: %s answered with error %s", connection.name, request.method, answer.message)
