@@ -27,9 +27,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.errors import AggregatorError
-from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.relay import NO_CALLER, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
+from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.settings import Exposure
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ _JSON_HEADERS: Final = [(b"content-type", b"application/json")]
 class FastPath:
     """Wraps the SDK's ``/mcp`` ASGI app; see the module docstring for what it takes."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+    def __init__(self, app: ASGIApp, gateway: ServeGateway) -> None:
         self.app = app
         self.gateway = gateway
         serve = gateway.settings.serve

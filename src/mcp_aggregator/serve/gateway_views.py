@@ -15,11 +15,11 @@ import mcp_types as types
 from mcp_aggregator.catalog import CatalogEntry
 from mcp_aggregator.errors import ToolNotFoundError
 from mcp_aggregator.facades import ScoredTool, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
-from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
 
-def primary_skill(gateway: Gateway, canonical: str) -> str | None:
+def primary_skill(gateway: ServeGateway, canonical: str) -> str | None:
     """The first skill search classified the tool into, or None (not classified or not indexed yet)."""
     doc = gateway.search.get(canonical)
     return doc.skill_ids[0] if doc is not None and doc.skill_ids else None
@@ -46,7 +46,7 @@ def tool_record(entry: CatalogEntry, skill: str | None) -> ToolRecord:
 class GatewayToolCatalog:
     """``ToolCatalogView`` over the gateway's live catalog (CONNECTED and DEGRADED servers only)."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: ServeGateway) -> None:
         self.gateway = gateway
 
     async def search(self, query: str, k: int, server: str | None, skill: str | None) -> Sequence[ScoredTool]:
@@ -97,7 +97,7 @@ class GatewayToolCatalog:
 class GatewayServers:
     """``ServerView`` over the gateway's supervisors: every registered server, sorted by name."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: ServeGateway) -> None:
         self.gateway = gateway
 
     async def list(self) -> Sequence[ServerRecord]:
@@ -156,7 +156,7 @@ def _health(sup: ServerSupervisor, scrub: Callable[[str], str]) -> dict[str, Any
 class GatewayQueryRunner:
     """``QueryRunner``: the aggregator query of the gateway, errors untouched."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: ServeGateway) -> None:
         self.gateway = gateway
 
     async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,10 +27,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator import __version__
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError, UpstreamError
-from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_state
 from mcp_aggregator.relay.caller import Ask
 from mcp_aggregator.serve.error_mapping import to_mcp_error
+from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.connection import check_encodable
@@ -81,7 +81,7 @@ def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
 class GatewayServer:
     """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
-    def __init__(self, gateway: Gateway, surface: ToolSurface, *, name: str = "mcp-aggregator") -> None:
+    def __init__(self, gateway: ServeGateway, surface: ToolSurface, *, name: str = "mcp-aggregator") -> None:
         self.gateway = gateway
         self.surface = surface
         self.bus = InMemorySubscriptionBus()

@@ -35,13 +35,13 @@ from mcp_aggregator.facades import (
     build_upstream_domain,
     to_call_tool_result,
 )
-from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.gateway_views import (
     GatewayQueryRunner,
     GatewayServers,
     GatewayToolCatalog,
     primary_skill,
 )
+from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import (
     CallRequest,
     CombinedSurface,
@@ -65,7 +65,7 @@ MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def build_surface(gateway: Gateway) -> ToolSurface:
+def build_surface(gateway: ServeGateway) -> ToolSurface:
     """The tools clients see under ``gateway.settings.serve``."""
     serve = gateway.settings.serve
     query = query_tool_surface(gateway)
@@ -89,7 +89,7 @@ def build_surface(gateway: Gateway) -> ToolSurface:
 # -- the aggregator contract tool (seed 000) --------------------------------------------------
 
 
-def query_tool_surface(gateway: Gateway) -> StaticSurface:
+def query_tool_surface(gateway: ServeGateway) -> StaticSurface:
     """The contract tool. ``InvalidQueryError`` / ``AggregationFailedError`` propagate, so
     ``GatewayServer`` answers them with JSON-RPC -32602 / -32603 and their ``data``."""
 
@@ -156,7 +156,7 @@ class UpstreamDomains:
     """One domain per exposed server (commands = original tool names) or per skill
     (commands = canonical ``server.tool`` names, tools without a skill in ``general``)."""
 
-    def __init__(self, gateway: Gateway, grouping: FacadeGrouping) -> None:
+    def __init__(self, gateway: ServeGateway, grouping: FacadeGrouping) -> None:
         self.gateway = gateway
         self.grouping = grouping
         self._catalog: Catalog | None = None

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError
-from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.relay import NO_CALLER, Caller
+from mcp_aggregator.serve.serve_gateway import ServeGateway
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class ToolSurface(Protocol):
 class PassthroughSurface:
     """Every upstream tool under its exposed name, definition otherwise untouched."""
 
-    gateway: Gateway
+    gateway: ServeGateway
 
     def list_tools(self) -> Sequence[types.Tool]:
         return [entry.tool.model_copy(update={"name": entry.exposed}) for entry in self.gateway.catalog.entries]

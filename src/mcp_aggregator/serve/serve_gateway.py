@@ -1,0 +1,80 @@
+"""``ServeGateway``: the part of the gateway the MCP face uses, as a structural type.
+
+``serve/`` depends on this surface only (``runner.py``, which builds the concrete
+``Gateway``, is the one exception), so the MCP face can be read and type-checked without
+the composition root, and a test can stand a smaller gateway in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from mcp_aggregator.catalog import Catalog, Route
+from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
+from mcp_aggregator.relay import CallPipeline
+from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.settings import Settings
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+
+class ServeGateway(Protocol):
+    """What the MCP server, the surfaces, the facade views and the fast path call."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def pipeline(self) -> CallPipeline: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def features(self) -> FeatureCatalog: ...
+
+    @property
+    def search(self) -> ToolSearch: ...
+
+    @property
+    def supervisors(self) -> Mapping[str, ServerSupervisor]: ...
+
+    @property
+    def discovery_refusals(self) -> Mapping[str, str]: ...
+
+    def supervisor(self, name: str) -> ServerSupervisor: ...
+
+    def connection(self, server: str) -> UpstreamConnection: ...
+
+    def exposed_servers(self) -> list[str]: ...
+
+    def servers_with(self, capability: str) -> list[str]: ...
+
+    def resolve(self, name: str, server: str | None = None) -> Route: ...
+
+    def search_tools(
+        self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
+    ) -> list[SearchHit]: ...
+
+    def scrub(self, text: str) -> str: ...
+
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]: ...
+
+    def on_resource_updated(self, listener: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]: ...
+
+    async def wait_settled(self, timeout_secs: float) -> None: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        server: str | None = None,
+        progress: ProgressRelay | None = None,
+        meta: types.RequestParamsMeta | None = None,
+    ) -> types.CallToolResult: ...
+
+    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
