@@ -39,6 +39,11 @@ class ParamIssue:
         return f"{self.field}: {self.message}"
 
 
+_COMPILED_MAX = 4096
+_COMPILED: dict[tuple[int, bool], tuple[Mapping[str, Any], ParamSchema]] = {}
+"""Keyed by the schema object's id; the entry keeps the object alive so the id stays its own."""
+
+
 class ParamSchema:
     """A compiled JSON schema for one command's params.
 
@@ -61,6 +66,24 @@ class ParamSchema:
             self._validator: Validator | None = None
         else:
             self._validator = cls(dict(schema))
+
+    @classmethod
+    def of(cls, schema: Mapping[str, Any], *, lenient: bool = False) -> ParamSchema:
+        """The compiled schema for ``schema``, compiled once per schema object.
+
+        Tool schemas live in the catalogue and stay the same objects until the next
+        discovery, so a facade ``execute`` validates without checking and compiling the
+        schema again on every call.
+        """
+        key = (id(schema), lenient)
+        cached = _COMPILED.get(key)
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.clear()
+        compiled = cls(schema, lenient=lenient)
+        _COMPILED[key] = (schema, compiled)
+        return compiled
 
     def issues(self, instance: Any, prefix: str = "params") -> list[ParamIssue]:
         """Every failure, sorted by field so the first one is deterministic."""

@@ -72,14 +72,14 @@ def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
 
     async def execute(params: dict[str, Any], detail: Detail) -> Any:
         name, arguments = params["name"], params.get("arguments", {})
-        ParamSchema(await view.input_schema(name), lenient=True).check(arguments, "params.arguments")
+        ParamSchema.of(await view.input_schema(name), lenient=True).check(arguments, "params.arguments")
         result = await view.execute(name, arguments)
         if result.is_error:
             raise FacadeError(content_text(result) or f"{name} failed")
         return render_call_result(result, full=detail is Detail.FULL)
 
     async def validate(params: dict[str, Any], detail: Detail) -> Any:
-        schema = ParamSchema(await view.input_schema(params["name"]), lenient=True)
+        schema = ParamSchema.of(await view.input_schema(params["name"]), lenient=True)
         issues = schema.issues(params.get("arguments", {}), "arguments")
         return {"valid": not issues, "errors": [{"field": i.field, "message": i.message} for i in issues]}
 
