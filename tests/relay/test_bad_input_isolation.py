@@ -14,23 +14,16 @@ import json
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 import anyio
 import httpx
 import mcp_types as types
-import uvicorn
 from mcp import Client
-from starlette.routing import Mount
 
-from mcp_aggregator.admin.app import build_admin_app
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.http_app import build_http_app
-from mcp_aggregator.serve.mcp_server import GatewayServer
-from mcp_aggregator.serve.runner import bind_socket
-from mcp_aggregator.serve.surfaces import build_surface
 from tests.conftest import settings_for, stdio_fixture
+from tests.http_serving import served_over_http
 
 SURROGATES = ["\ud800", "\udfff", "a\udc00b", "\ud83d"]
 
@@ -118,24 +111,8 @@ ADMIN_TOKEN = "isolation-test-admin-token-0123"
 
 @asynccontextmanager
 async def http_gateway_with_admin() -> AsyncIterator[tuple[Gateway, str]]:
-    async with Gateway(settings_for(stdio_fixture("alpha"))) as gateway:
-        await gateway.wait_settled(30)
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        admin = build_admin_app(gateway, token=ADMIN_TOKEN)
-        app = build_http_app(gateway_server, extra_routes=[Mount("/", app=admin)])
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        sock = bind_socket("127.0.0.1", 0)
-        port = sock.getsockname()[1]
-        async with anyio.create_task_group() as background:
-            await background.start(gateway_server.run)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(partial(server.serve, sockets=[sock]))
-                try:
-                    yield gateway, f"http://127.0.0.1:{port}"
-                finally:
-                    server.should_exit = True
-            sock.close()
-            background.cancel_scope.cancel()
+    async with served_over_http(settings_for(stdio_fixture("alpha")), admin_token=ADMIN_TOKEN) as served:
+        yield served.gateway, served.base
 
 
 async def test_malformed_requests_of_every_kind_leave_other_clients_calls_untouched() -> None:

@@ -6,47 +6,27 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from starlette.routing import Route
 
-from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.fast_path import FastPath
-from mcp_aggregator.serve.http_app import build_http_app
-from mcp_aggregator.serve.mcp_server import GatewayServer
-from mcp_aggregator.serve.runner import bind_socket
-from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import settings_for, start_http_upstream, stdio_fixture
+from tests.http_serving import served_over_http
 
 
 @asynccontextmanager
 async def http_gateway(*, upstream: ServerConfig | None = None, **serve: Any) -> AsyncIterator[tuple[FastPath, str]]:
-    async with Gateway(settings_for(upstream or stdio_fixture("alpha"), **serve)) as gateway:
-        await gateway.wait_settled(30)
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        app = build_http_app(gateway_server)
-        [fast] = [r.endpoint for r in app.routes if isinstance(r, Route) and r.path == "/mcp"]
+    settings = settings_for(upstream or stdio_fixture("alpha"), **serve)
+    async with served_over_http(settings) as served:
+        [fast] = [r.endpoint for r in served.app.routes if isinstance(r, Route) and r.path == "/mcp"]
         assert isinstance(fast, FastPath)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        sock = bind_socket("127.0.0.1", 0)
-        async with anyio.create_task_group() as background:
-            await background.start(gateway_server.run)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(partial(server.serve, sockets=[sock]))
-                try:
-                    yield fast, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-                finally:
-                    server.should_exit = True
-            sock.close()
-            background.cancel_scope.cancel()
+        yield fast, served.mcp_url
 
 
 CALLS: list[tuple[str, dict[str, Any]]] = [

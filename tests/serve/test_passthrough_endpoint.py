@@ -2,24 +2,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 
 import anyio
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.catalog import CLIENT_SAFE
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.http_app import build_http_app
-from mcp_aggregator.serve.mcp_server import GatewayServer
-from mcp_aggregator.serve.runner import bind_socket
-from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 from tests.conftest import npm_server, pypi_server, running_gateway, settings_for, stdio_fixture
+from tests.http_serving import served_over_http
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -139,26 +134,8 @@ async def test_real_pypi_and_npm_upstreams_behind_one_endpoint(tmp_path: Path) -
 
 @asynccontextmanager
 async def http_gateway(settings: Settings, *, stateless: bool = False) -> AsyncIterator[tuple[Gateway, str]]:
-    """The gateway served over real streamable HTTP on 127.0.0.1 (port picked by the OS)."""
-    async with Gateway(settings) as gateway:
-        await gateway.wait_settled(30)
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        app = build_http_app(gateway_server, stateless=stateless)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        # A socket listening before uvicorn starts: clients queue on it, nothing to poll.
-        sock = bind_socket("127.0.0.1", 0)
-        port = sock.getsockname()[1]
-        async with anyio.create_task_group() as notifier:
-            await notifier.start(gateway_server.run)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(partial(server.serve, sockets=[sock]))
-                try:
-                    yield gateway, f"http://127.0.0.1:{port}/mcp"
-                finally:
-                    # Let uvicorn shut down on its own so it closes its sockets.
-                    server.should_exit = True
-            sock.close()
-            notifier.cancel_scope.cancel()
+    async with served_over_http(settings, stateless=stateless) as served:
+        yield served.gateway, served.mcp_url
 
 
 @pytest.mark.parametrize("stateless", [False, True])
