@@ -51,8 +51,11 @@ def format_main(rows: Sequence[Row]) -> str:
         previous = r.pair
         label = f"{r.pair:11} {PEER_TITLES.get(r.peer, r.peer):23} {r.concurrency:>4}"
         if r.failure or not r.calls:
-            reason = r.failure or r.note or "no calls completed"
-            lines.append(f"{label} {'':>4} {'n/a' if not r.failure else 'FAILED'}: {reason[:150]}")
+            if r.failure or r.note:
+                kind, reason = ("FAILED", r.failure) if r.failure else ("n/a", r.note)
+            else:
+                kind, reason = "too slow", f"no call finished within twice the row cap ({r.abandoned} abandoned)"
+            lines.append(f"{label} {r.sessions or '':>4} {kind}: {str(reason)[:150]}")
             continue
         base_p50 = r.p50_ms - r.added_p50_ms if r.added_p50_ms is not None else None
         ratio = r.p50_ms / base_p50 if base_p50 else None

@@ -41,9 +41,15 @@ def profile_log(out: Path) -> Path:
 
 
 def sessions_for(peer: str, pair: Pair, concurrency: int, options: Options) -> int:
-    """HTTP: one session per worker. stdio: a session is a process, so at most the cap."""
-    client_side = pair.upstream if peer == "direct" else pair.client
-    return concurrency if client_side == "http" else min(concurrency, options.stdio_sessions)
+    """HTTP: one session per worker. stdio: a session is a process, so at most the cap.
+
+    Direct gets as many sessions as the proxies it is compared with, where its transport
+    allows: one Python client process carrying 256 HTTP sessions is slower than the same
+    process carrying 8, and that must not read as a proxy beating direct."""
+    capped = min(concurrency, options.stdio_sessions)
+    if peer == "direct":
+        return capped if "stdio" in (pair.client, pair.upstream) else concurrency
+    return concurrency if pair.client == "http" else capped
 
 
 async def measure_path(
@@ -76,22 +82,22 @@ async def measure_path(
 
 def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
     results: list[Row] = []
-    direct_runs: dict[str, list[Row]] = {}
+    direct_runs: dict[tuple[str, tuple[int, ...]], list[Row]] = {}
     for pair_text in options.pairs:
         pair = Pair.parse(pair_text)
         upstream = http_upstream if pair.upstream == "http" else Upstream("stdio")
         for peer in options.peers:
             rows = [Row(pair_text, peer, c) for c in options.concurrency]
             reason = unsupported(peer, pair)
-            if peer == "direct" and pair.upstream in direct_runs:
-                # Direct does not depend on the client side of the pair: show the one run.
+            sessions = [sessions_for(peer, pair, c, options) for c in options.concurrency]
+            direct_key = (pair.upstream, tuple(sessions))
+            if peer == "direct" and direct_key in direct_runs:
+                # The same upstream and sessions as another pair's direct: show that one run.
                 rows = [
                     dataclasses.replace(done, pair=pair_text, note=f"same run as {done.pair}")
-                    for done in direct_runs[pair.upstream]
+                    for done in direct_runs[direct_key]
                 ]
-                reason = None
             elif reason is None:
-                sessions = [sessions_for(peer, pair, c, options) for c in options.concurrency]
                 try:
                     with start_path(peer, pair, upstream, env) as endpoint:
                         anyio.run(measure_path, endpoint, rows, sessions, options, profile_lines)
@@ -103,7 +109,7 @@ def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_li
                         if not row.calls:
                             row.failure = describe(exc)[:300]
                 if peer == "direct":
-                    direct_runs[pair.upstream] = rows
+                    direct_runs[direct_key] = rows
             if reason is not None:
                 print(f"  {pair_text:11} {peer:12} n/a: {reason}", flush=True)
                 for row in rows:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from bench.proxy.idle import IdleRow
 from bench.proxy.large import LargeRow
 from bench.proxy.measure import Row, percentile, resolve_tool, summarize_latencies
@@ -56,6 +55,8 @@ def test_stdio_sessions_are_capped_because_each_is_a_process() -> None:
     assert sessions_for("gateway", Pair.parse("stdio-http"), 32, options) == 4
     assert sessions_for("gateway", Pair.parse("http-stdio"), 32, options) == 32
     assert sessions_for("direct", Pair.parse("http-stdio"), 32, options) == 4
+    assert sessions_for("direct", Pair.parse("stdio-http"), 32, options) == 4
+    assert sessions_for("direct", Pair.parse("http-http"), 32, options) == 32
 
 
 def test_table_shows_ratios_against_direct_and_na_reasons() -> None:
@@ -86,10 +87,15 @@ def test_large_and_idle_tables_report_timeouts_and_errors() -> None:
 
 
 def test_profile_summary_separates_self_time_from_time_on_stack() -> None:
-    collapsed = "main;loop;encode 6\nmain;loop;decode 3\nmain;idle 1\n"
-    own, inclusive = summarize_collapsed(collapsed)
-    assert own[0] == (60.0, "encode")
-    assert (90.0, "loop") in inclusive
+    collapsed = (
+        "main (cli.py:1);loop (asyncio/runners.py:118);encode (json/encoder.py:5) 6\n"
+        "main (cli.py:1);loop (asyncio/runners.py:118);send (mcp/server/runner.py:9) 3\n"
+        "main (cli.py:1);idle (asyncio/runners.py:120) 1\n"
+    )
+    packages, own, inclusive = summarize_collapsed(collapsed)
+    assert packages == [(60.0, "json"), (30.0, "mcp/server"), (10.0, "asyncio")]
+    assert own[0] == (60.0, "encode (json/encoder.py:5)")
+    assert inclusive[0] == (60.0, "encode (json/encoder.py:5)")
 
 
 def test_bad_pair_is_refused_naming_the_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,10 +105,8 @@ def test_bad_pair_is_refused_naming_the_option(capsys: pytest.CaptureFixture[str
 
 
 def test_direct_and_gateway_over_http_complete_without_errors(tmp_path: Path) -> None:
-    options = parse_options(
-        ["--only", "http-http", "--peers", "direct,gateway", "--concurrency", "1", "--calls", "20", "--warmup", "2"]
-        + ["--row-seconds", "60", "--parts", "main", "--json", str(tmp_path / "proxy.json")]
-    )
+    argv = "--only http-http --peers direct,gateway --concurrency 1 --calls 20 --warmup 2 --row-seconds 60"
+    options = parse_options([*argv.split(), "--parts", "main", "--json", str(tmp_path / "proxy.json")])
     with (tmp_path / "stdio.log").open("w") as errlog:
         env = PathEnv(tmp_path, errlog, serve_fields_known())
         with http_echo(tmp_path) as upstream:
