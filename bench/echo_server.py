@@ -30,7 +30,8 @@ def echo(text: str) -> str:
 
 @app.tool()
 def blob(size: int) -> str:
-    """Return ``size`` bytes of text, for timing large results through a proxy."""
+    """Return ``size`` bytes of text, for timing large results through a proxy (the SDK sends
+    a str result twice, as text content and as structuredContent: ~2x ``size`` on the wire)."""
     return "x" * size
 
 

@@ -165,21 +165,21 @@ async def run_calls(
     errors = 0
     remaining = calls
     deadline = time.perf_counter() + max_seconds
-    in_flight = 0
+    started = finished = 0
 
     async def worker(client: Client) -> None:
-        nonlocal remaining, errors, in_flight
+        nonlocal remaining, errors, started, finished
         while remaining > 0 and time.perf_counter() < deadline:
             remaining -= 1
             start = time.perf_counter()
-            in_flight += 1
+            started += 1
             try:
                 result = await client.call_tool(tool, {"text": "ping"})
             except Exception:  # an error is a measured outcome, not the end of the row
+                finished += 1
                 errors += 1
                 continue
-            finally:
-                in_flight -= 1
+            finished += 1
             latencies.append(time.perf_counter() - start)
             if result.is_error:
                 errors += 1
@@ -188,7 +188,7 @@ async def run_calls(
         async with anyio.create_task_group() as tg:
             for index in range(concurrency):
                 tg.start_soon(worker, clients[index % len(clients)])
-    return latencies, errors, in_flight
+    return latencies, errors, started - finished
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def summarize_collapsed(
     text: str, top: int = 20
 ) -> tuple[list[tuple[float, str]], list[tuple[float, str]], list[tuple[float, str]]]:
     """(self by package, self by frame, inclusive by frame): percent of samples, from py-spy's
-    collapsed stacks; the inclusive list leaves out the trunk every sample shares (>= 90 %)."""
+    collapsed stacks; the inclusive list leaves out the trunk (frames on nearly every sampled stack)."""
     total = 0
     packages: dict[str, int] = {}
     own: dict[str, int] = {}
@@ -60,7 +60,8 @@ def summarize_collapsed(
         shares = [(round(100 * n / total, 1), frame) for frame, n in counts.items()]
         return sorted((s for s in shares if s[0] < below), key=lambda s: -s[0])[:top]
 
-    return ranked(packages), ranked(own), ranked(inclusive, below=90.0)
+    trunk = 0.98 * max(inclusive.values()) * 100 / total
+    return ranked(packages), ranked(own), ranked(inclusive, below=trunk)
 
 
 @contextlib.contextmanager
