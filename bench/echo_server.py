@@ -1,4 +1,4 @@
-"""Echo MCP server, the upstream for ``proxy_bench.py``.
+"""Echo MCP server (``echo`` and ``blob``), the upstream for ``proxy_bench.py``.
 
 Usage::
 
@@ -26,6 +26,13 @@ app: MCPServer = MCPServer("echo", log_level="WARNING")
 def echo(text: str) -> str:
     """Return ``text`` unchanged."""
     return text
+
+
+@app.tool()
+def blob(size: int) -> str:
+    """Return ``size`` bytes of text, for timing large results through a proxy (the SDK sends
+    a str result twice, as text content and as structuredContent: ~2x ``size`` on the wire)."""
+    return "x" * size
 
 
 async def serve_http(port: int, *, stateless: bool, json_response: bool) -> None:

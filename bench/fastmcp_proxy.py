@@ -5,8 +5,10 @@ must never share a process with the gateway or the bench client)::
 
     python bench/fastmcp_proxy.py --port P --url http://127.0.0.1:U/mcp
     python bench/fastmcp_proxy.py --port P --stdio -- /path/to/python bench/echo_server.py stdio
+    python bench/fastmcp_proxy.py --front stdio --url http://127.0.0.1:U/mcp
 
-Serves streamable HTTP at ``http://127.0.0.1:P/mcp``; readiness is ``GET /healthz`` -> 200.
+With ``--front http`` (the default) it serves streamable HTTP at ``http://127.0.0.1:P/mcp``
+and readiness is ``GET /healthz`` -> 200; with ``--front stdio`` it serves its stdin/stdout.
 The proxy is ``create_proxy(target, mode="auto")``, FastMCP's recommended entry point,
 with its defaults otherwise (a fresh backend client per request; a kept-alive
 subprocess for stdio).
@@ -33,7 +35,8 @@ def build_target(args: argparse.Namespace) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--front", choices=("http", "stdio"), default="http", help="how clients connect")
+    parser.add_argument("--port", type=int, help="HTTP port (front http)")
     parser.add_argument("--url", help="streamable HTTP upstream")
     parser.add_argument("--stdio", action="store_true", help="stdio upstream: command follows '--'")
     parser.add_argument("--stateful", action="store_true", help="front: keep sessions (default: stateless)")
@@ -42,6 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     if bool(args.url) == bool(args.stdio) or (args.stdio and not args.command):
         parser.error("give exactly one of --url URL or --stdio -- COMMAND ...")
+    if args.front == "http" and args.port is None:
+        parser.error("--front http needs --port")
 
     proxy = create_proxy(build_target(args), mode="auto", name="fastmcp-proxy")
 
@@ -49,6 +54,9 @@ def main() -> None:
     async def healthz(_request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
+    if args.front == "stdio":
+        anyio.run(lambda: proxy.run_stdio_async(show_banner=False, log_level="WARNING"))
+        return
     anyio.run(
         lambda: proxy.run_http_async(
             show_banner=False,

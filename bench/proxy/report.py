@@ -1,0 +1,180 @@
+"""Ratios against direct, the printed tables, the issue's goals, and the JSON file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .idle import IdleRow
+from .large import LargeRow
+from .measure import Row
+from .paths import PEER_TITLES
+
+GOAL_ADDED_P50_MS = {"http-http": 0.5, "stdio-stdio": 0.3}
+GOAL_THROUGHPUT_PCT_C32 = 90.0
+GOAL_CPU_MS_PER_CALL = 1.0
+
+
+def compare_to_direct(rows: Sequence[Row]) -> None:
+    """Fill added p50 and throughput % for every measured row whose pair has a direct row."""
+    direct = {(r.pair, r.concurrency): r for r in rows if r.peer == "direct" and r.calls}
+    for row in rows:
+        base = direct.get((row.pair, row.concurrency))
+        if row.peer == "direct" or base is None or not row.calls:
+            continue
+        row.added_p50_ms = round(row.p50_ms - base.p50_ms, 3)
+        row.throughput_pct_of_direct = round(100 * row.calls_per_s / base.calls_per_s, 1)
+
+
+def _cell(value: float | None, spec: str, width: int) -> str:
+    return f"{'' if value is None else format(value, spec):>{width}}"
+
+
+def format_main(rows: Sequence[Row]) -> str:
+    head = (
+        f"{'pair':11} {'path':23} {'conc':>4} {'sess':>4} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
+        f"{'calls/s':>8} {'thr %':>6} {'+p50 ms':>8} {'x p50':>6} {'cpu/call':>8} {'RSS MB':>7}  era"
+    )
+    lines = [head, "-" * len(head)]
+    previous = ""
+    for r in rows:
+        if previous and r.pair != previous:
+            lines.append("")
+        previous = r.pair
+        label = f"{r.pair:11} {PEER_TITLES.get(r.peer, r.peer):23} {r.concurrency:>4}"
+        if r.failure or not r.calls:
+            if r.failure or r.note:
+                kind, reason = ("FAILED", r.failure) if r.failure else ("n/a", r.note)
+            else:
+                kind, reason = "too slow", f"no call finished within twice the row cap ({r.abandoned} abandoned)"
+            lines.append(f"{label} {r.sessions or '':>4} {kind}: {str(reason)[:150]}")
+            continue
+        base_p50 = r.p50_ms - r.added_p50_ms if r.added_p50_ms is not None else None
+        ratio = r.p50_ms / base_p50 if base_p50 else None
+        errors = f"  {r.errors} ERRORS" if r.errors else ""
+        errors += f"  ({r.abandoned} calls abandoned at the cap)" if r.abandoned else ""
+        lines.append(
+            f"{label} {r.sessions:>4} {r.p50_ms:7.2f} {r.p95_ms:7.2f} {r.p99_ms:7.2f} {r.calls_per_s:8.0f} "
+            f"{_cell(r.throughput_pct_of_direct, '.0f', 6)} {_cell(r.added_p50_ms, '+.2f', 8)} "
+            f"{_cell(ratio, '.2f', 6)} {_cell(r.cpu_ms_per_call.get('proxy'), '.2f', 8)} "
+            f"{_cell(r.proxy_rss_peak_mb, '.0f', 7)}  {r.protocol_version or ''}{errors}"
+        )
+    return "\n".join(lines)
+
+
+def format_large(rows: Sequence[LargeRow]) -> str:
+    head = (
+        f"{'path':9} {'pair':11} {'MB':>4} {'seconds':>8} {'next call ms':>12} "
+        f"{'RSS before':>10} {'RSS peak':>9}  status"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r.peer:9} {r.pair:11} {r.size_mb:>4} {_cell(r.seconds, '.2f', 8)} {_cell(r.next_call_ms, '.1f', 12)} "
+            f"{_cell(r.proxy_rss_before_mb, '.0f', 10)} {_cell(r.proxy_rss_peak_mb, '.0f', 9)}  {r.status}"
+        )
+    return "\n".join(lines)
+
+
+def format_idle(rows: Sequence[IdleRow]) -> str:
+    head = (
+        f"{'era':10} {'sessions':>8} {'opened':>6} {'open s':>6} {'errors':>6} {'call p50':>8} {'call p99':>8} "
+        f"{'RSS before':>10} {'RSS idle':>8} {'RSS after':>9} {'KB/session':>10}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        if r.failure:
+            lines.append(f"{r.era:10} {r.sessions:>8} FAILED: {r.failure[:150]}")
+            continue
+        lines.append(
+            f"{r.era:10} {r.sessions:>8} {r.opened:>6} {r.open_seconds:6.1f} {r.open_errors + r.call_errors:>6} "
+            f"{r.call_p50_ms:8.1f} {r.call_p99_ms:8.1f} {r.rss_before_mb:10.0f} {r.rss_idle_mb:8.0f} "
+            f"{r.rss_after_calls_mb:9.0f} {r.rss_per_idle_session_kb:10.1f}"
+        )
+        lines.extend(f"    {error}" for error in r.first_errors)
+    return "\n".join(lines)
+
+
+def goal_verdicts(rows: Sequence[Row], idle: Sequence[IdleRow]) -> list[str]:
+    """The issue's goals, for the gateway rows that exist in this run."""
+    verdicts: list[str] = []
+
+    def verdict(ok: bool, text: str) -> None:
+        verdicts.append(f"{'PASS' if ok else 'MISS'} {text}")
+
+    for r in rows:
+        if r.peer != "gateway" or not r.calls:
+            continue
+        if r.concurrency == 1 and r.pair in GOAL_ADDED_P50_MS and r.added_p50_ms is not None:
+            goal = GOAL_ADDED_P50_MS[r.pair]
+            verdict(r.added_p50_ms <= goal, f"{r.pair} c=1: added p50 {r.added_p50_ms:+.2f} ms (goal <= {goal} ms)")
+        if r.concurrency == 32 and r.throughput_pct_of_direct is not None:
+            verdict(
+                r.throughput_pct_of_direct >= GOAL_THROUGHPUT_PCT_C32,
+                f"{r.pair} c=32: throughput {r.throughput_pct_of_direct:.0f} % of direct "
+                f"(goal >= {GOAL_THROUGHPUT_PCT_C32:.0f} %)",
+            )
+        cpu = r.cpu_ms_per_call.get("proxy")
+        if cpu is not None and r.concurrency == 1:
+            verdict(
+                cpu <= GOAL_CPU_MS_PER_CALL,
+                f"{r.pair} c=1: gateway CPU {cpu:.2f} ms per call (goal <= {GOAL_CPU_MS_PER_CALL} ms)",
+            )
+    for i in idle:
+        errors = i.open_errors + i.call_errors
+        ok = not i.failure and errors == 0 and i.opened == i.sessions
+        verdict(ok, f"{i.sessions} sessions {i.era}: {errors} errors, {i.rss_per_idle_session_kb:.0f} KB per session")
+    return verdicts
+
+
+def versions() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for dist in ("mcp", "mcp-aggregator", "uvicorn", "httpx2", "anyio", "orjson", "msgspec"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[dist] = metadata.version(dist)
+    found["fastmcp"] = "4.1.2 (bench/.venv-fastmcp)"
+    found["mcp-proxy"] = "0.13.0 (bench/.venv-mcp-proxy)"
+    return found
+
+
+def write_json(
+    out: Path,
+    options: dict[str, Any],
+    rows: Sequence[Row],
+    large: Sequence[LargeRow],
+    idle: Sequence[IdleRow],
+    verdicts: Sequence[str],
+    started: float,
+    notes: Sequence[str],
+) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload: dict[str, Any] = {
+        "started_unix": round(started),
+        "duration_s": round(time.time() - started, 1),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "versions": versions(),
+        "options": options,
+        "setup": {
+            "client": "mcp.Client(target, cache=None), one session per HTTP worker, closed-loop sequential calls",
+            "echo_http": "MCPServer streamable HTTP, stateless_http=True, json_response=True, uvicorn",
+            "direct": "the client talks to the echo upstream over the pair's upstream-side transport",
+            "stdio_sessions": "a stdio session is one proxy process; concurrency beyond the cap shares sessions",
+            "cpu": "utime+stime from /proc: proxy = every bench descendant but the echo upstream(s) and py-spy",
+            "rss": "peak summed RSS of the proxy processes, sampled every 50 ms",
+            "gateway": "passthrough, search.embedder none, serve defaults otherwise",
+        },
+        "notes": list(notes),
+        "verdicts": list(verdicts),
+        "rows": [asdict(row) for row in rows],
+        "large_results": [asdict(row) for row in large],
+        "idle_sessions": [asdict(row) for row in idle],
+    }
+    out.write_text(json.dumps(payload, indent=2) + "\n")

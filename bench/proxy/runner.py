@@ -1,0 +1,173 @@
+"""One run: the main table (pairs x paths x concurrency), large results, held-open sessions."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import anyio
+
+from .idle import IdleRow, run_idle
+from .large import LargeRow, run_large
+from .measure import Budget, Row, find_tool, measure_row, open_sessions
+from .options import Options, parse_options
+from .paths import (
+    Endpoint,
+    Pair,
+    PathEnv,
+    Unavailable,
+    Upstream,
+    http_echo,
+    serve_fields_known,
+    start_path,
+    unsupported,
+)
+from .procs import ProcessSet, describe, raise_fd_limit
+from .pyspy import profiling
+from .report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts, write_json
+
+PROFILED = ("gateway", "http-http", 1)
+
+
+def profile_log(out: Path) -> Path:
+    return out.with_suffix(".log")
+
+
+def sessions_for(peer: str, pair: Pair, concurrency: int, options: Options) -> int:
+    """HTTP: one session per worker. stdio: a session is a process, so at most the cap.
+
+    Direct gets as many sessions as the proxies it is compared with, where its transport
+    allows: one Python client process carrying 256 HTTP sessions is slower than the same
+    process carrying 8, and that must not read as a proxy beating direct."""
+    capped = min(concurrency, options.stdio_sessions)
+    if peer == "direct":
+        return capped if "stdio" in (pair.client, pair.upstream) else concurrency
+    return concurrency if pair.client == "http" else capped
+
+
+async def measure_path(
+    endpoint: Endpoint, rows: Sequence[Row], sessions: Sequence[int], options: Options, profile_lines: list[str]
+) -> None:
+    budget = Budget(options.calls, options.warmup, options.row_seconds)
+    async with open_sessions(endpoint.make_client, max(sessions)) as pool:
+        if pool.open_errors:
+            raise RuntimeError(f"{len(pool.open_errors)} session(s) failed to open: {pool.open_errors[0]}")
+        tool = await find_tool(pool.clients[0], "echo")
+        for row, count in zip(rows, sessions, strict=True):
+            print(f"  {row.pair:11} {row.peer:12} c={row.concurrency:<3} s={count:<3} ...", end="", flush=True)
+            profiled = options.profile and (row.peer, row.pair, row.concurrency) == PROFILED
+            gateway = ProcessSet.of_bench().proxy
+            sampler: contextlib.AbstractContextManager[list[str]] = contextlib.nullcontext([])
+            if profiled and gateway:
+                out = options.json_path.parent / "profile-gateway-http-http-c1.txt"
+                sampler = profiling(gateway[0], out, profile_log(out))
+            with sampler as lines:
+                await measure_row(pool.clients[:count], tool, row, budget)
+            profile_lines.extend(lines)
+            cpu = row.cpu_ms_per_call.get("proxy")
+            print(
+                f" p50 {row.p50_ms:.2f} ms, {row.calls_per_s:.0f} calls/s"
+                + (f", proxy {cpu:.2f} ms CPU/call" if cpu is not None else "")
+                + (f", {row.errors} ERRORS" if row.errors else ""),
+                flush=True,
+            )
+
+
+def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
+    results: list[Row] = []
+    direct_runs: dict[tuple[str, tuple[int, ...]], list[Row]] = {}
+    for pair_text in options.pairs:
+        pair = Pair.parse(pair_text)
+        upstream = http_upstream if pair.upstream == "http" else Upstream("stdio")
+        for peer in options.peers:
+            rows = [Row(pair_text, peer, c) for c in options.concurrency]
+            reason = unsupported(peer, pair)
+            sessions = [sessions_for(peer, pair, c, options) for c in options.concurrency]
+            direct_key = (pair.upstream, tuple(sessions))
+            if peer == "direct" and direct_key in direct_runs:
+                # The same upstream and sessions as another pair's direct: show that one run.
+                rows = [
+                    dataclasses.replace(done, pair=pair_text, note=f"same run as {done.pair}")
+                    for done in direct_runs[direct_key]
+                ]
+            elif reason is None:
+                try:
+                    with start_path(peer, pair, upstream, env) as endpoint:
+                        anyio.run(measure_path, endpoint, rows, sessions, options, profile_lines)
+                except Unavailable as exc:
+                    reason = str(exc)
+                except Exception as exc:  # one broken path must not hide the others' figures
+                    print(f"\n  {pair_text} {peer} FAILED: {describe(exc)}", flush=True)
+                    for row in rows:
+                        if not row.calls:
+                            row.failure = describe(exc)[:300]
+                if peer == "direct":
+                    direct_runs[direct_key] = rows
+            if reason is not None:
+                print(f"  {pair_text:11} {peer:12} n/a: {reason}", flush=True)
+                for row in rows:
+                    row.note = reason
+            results.extend(rows)
+    compare_to_direct(results)
+    return results
+
+
+def main(argv: Sequence[str] | None = None, description: str = "") -> int:
+    options = parse_options(argv, description)
+    started = time.time()
+    fds = raise_fd_limit()
+    print(
+        f"pairs {','.join(options.pairs)}; concurrency {options.concurrency}; calls/row {options.calls} "
+        f"(cap {options.row_seconds:.0f} s); {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, fds {fds}",
+        flush=True,
+    )
+    rows: list[Row] = []
+    large: list[LargeRow] = []
+    idle: list[IdleRow] = []
+    notes: list[str] = []
+    profile_lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp, open(Path(tmp) / "stdio-errors.log", "w") as errlog:
+        env = PathEnv(Path(tmp), errlog, serve_fields_known())
+        for field in ("fast_path", "max_result_bytes"):
+            if field not in env.serve_fields:
+                notes.append(f"serve.{field} is not a setting of this checkout")
+        with http_echo(Path(tmp)) as http_upstream:
+            if "main" in options.parts:
+                rows = run_main(options, env, http_upstream, profile_lines)
+            if "large" in options.parts:
+                print("large results:", flush=True)
+                large = run_large(options.large_mb, options.large_timeout, http_upstream, env, options.pairs)
+            if "idle" in options.parts:
+                print("held-open sessions:", flush=True)
+                idle = run_idle(options.idle_sessions, http_upstream, env)
+    verdicts = goal_verdicts(rows, idle)
+    sections = [
+        (
+            "tool calls: ratios vs direct; cpu/call (ms) and peak RSS summed over the proxy processes",
+            format_main(rows) if rows else "",
+        ),
+        (f"large results (timeout {options.large_timeout:.0f} s)", format_large(large) if large else ""),
+        ("held-open sessions against the gateway (HTTP)", format_idle(idle) if idle else ""),
+        ("goals (issue 13)", "\n".join(verdicts)),
+        ("notes", "\n".join(notes)),
+        ("gateway profile, http-http c=1", "\n".join(profile_lines)),
+    ]
+    for title, body in sections:
+        if body:
+            print(f"\n== {title}\n{body}")
+    options_json = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()}
+    write_json(options.json_path, options_json, rows, large, idle, verdicts, started, notes + profile_lines)
+    print(f"\nwrote {options.json_path}")
+    failed = any(r.failure for r in rows) or any(i.failure for i in idle)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

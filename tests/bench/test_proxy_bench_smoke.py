@@ -1,0 +1,122 @@
+"""The tool-call benchmark (bench/proxy_bench.py): its pure parts, and one tiny real run.
+
+No timing is asserted here: speed is the benchmark's business, not the tests'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.proxy.idle import IdleRow
+from bench.proxy.large import LargeRow
+from bench.proxy.measure import Row, percentile, resolve_tool, summarize_latencies
+from bench.proxy.options import parse_options
+from bench.proxy.paths import Pair, PathEnv, http_echo, serve_fields_known, unsupported
+from bench.proxy.pyspy import summarize_collapsed
+from bench.proxy.report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts
+from bench.proxy.runner import run_main, sessions_for
+
+
+@pytest.mark.parametrize(
+    ("values", "pct", "expected"),
+    [
+        ([], 50, 0.0),
+        ([1.0], 99, 1.0),
+        ([1.0, 2.0, 3.0, 4.0], 50, 2.0),
+        ([1.0, 2.0, 3.0, 4.0], 75, 3.0),
+        ([float(i) for i in range(1, 101)], 99, 99.0),
+        ([float(i) for i in range(1, 101)], 100, 100.0),
+    ],
+)
+def test_percentile_is_nearest_rank(values: list[float], pct: float, expected: float) -> None:
+    assert percentile(values, pct) == expected
+
+
+def test_latency_summary_is_in_milliseconds_and_ordered() -> None:
+    summary = summarize_latencies([0.004, 0.001, 0.002, 0.003])
+    assert (summary.p50_ms, summary.p99_ms, summary.mean_ms) == (2.0, 4.0, 2.5)
+
+
+def test_gateway_tool_is_found_by_its_namespaced_name() -> None:
+    assert resolve_tool(["echo__blob", "echo__echo"], "echo") == "echo__echo"
+    assert resolve_tool(["echo", "blob"], "echo") == "echo"
+    with pytest.raises(LookupError, match="no tool 'echo'"):
+        resolve_tool(["other"], "echo")
+
+
+def test_mcp_proxy_is_not_applicable_to_same_transport_pairs() -> None:
+    assert unsupported("mcp-proxy", Pair.parse("http-http")) is not None
+    assert unsupported("mcp-proxy", Pair.parse("stdio-http")) is None
+    assert unsupported("gateway", Pair.parse("stdio-stdio")) is None
+
+
+def test_stdio_sessions_are_capped_because_each_is_a_process() -> None:
+    options = parse_options(["--stdio-sessions", "4"])
+    assert sessions_for("gateway", Pair.parse("stdio-http"), 32, options) == 4
+    assert sessions_for("gateway", Pair.parse("http-stdio"), 32, options) == 32
+    assert sessions_for("direct", Pair.parse("http-stdio"), 32, options) == 4
+    assert sessions_for("direct", Pair.parse("stdio-http"), 32, options) == 4
+    assert sessions_for("direct", Pair.parse("http-http"), 32, options) == 32
+
+
+def test_table_shows_ratios_against_direct_and_na_reasons() -> None:
+    direct = Row("http-http", "direct", 1, sessions=1, calls=100, p50_ms=4.0, p95_ms=5.0, p99_ms=6.0, calls_per_s=200)
+    gateway = Row(
+        "http-http", "gateway", 1, sessions=1, calls=100, p50_ms=8.0, p95_ms=9.0, p99_ms=12.0, calls_per_s=100
+    )
+    gateway.cpu_ms_per_call = {"client": 1.0, "proxy": 3.5, "upstream": 1.0}
+    gateway.proxy_rss_peak_mb = 180.0
+    absent = Row("http-http", "mcp-proxy", 1, note="mcp-proxy only bridges stdio<->HTTP")
+    rows = [direct, gateway, absent]
+    compare_to_direct(rows)
+    assert (gateway.added_p50_ms, gateway.throughput_pct_of_direct) == (4.0, 50.0)
+    table = format_main(rows)
+    line = next(text for text in table.splitlines() if text.startswith("http-http   gateway"))
+    assert "+4.00" in line and " 2.00 " in line and " 3.50 " in line
+    assert "n/a: mcp-proxy only bridges stdio<->HTTP" in table
+    verdicts = goal_verdicts(rows, [])
+    assert "MISS http-http c=1: added p50 +4.00 ms (goal <= 0.5 ms)" in verdicts
+
+
+def test_large_and_idle_tables_report_timeouts_and_errors() -> None:
+    large = format_large([LargeRow("gateway", "stdio-stdio", 50, status="timeout", proxy_rss_peak_mb=369.0)])
+    assert "timeout" in large and "369" in large
+    idle = IdleRow("2025-11-25", 1000, opened=998, open_errors=2, first_errors=["ConnectError: refused"])
+    assert "ConnectError: refused" in format_idle([idle])
+    assert goal_verdicts([], [idle]) == ["MISS 1000 sessions 2025-11-25: 2 errors, 0 KB per session"]
+
+
+def test_profile_summary_separates_self_time_from_time_on_stack() -> None:
+    collapsed = (
+        "main (cli.py:1);loop (asyncio/runners.py:118);encode (json/encoder.py:5) 6\n"
+        "main (cli.py:1);loop (asyncio/runners.py:118);send (mcp/server/runner.py:9) 3\n"
+        "main (cli.py:1);idle (asyncio/runners.py:120) 1\n"
+    )
+    packages, own, inclusive = summarize_collapsed(collapsed)
+    assert packages == [(60.0, "json"), (30.0, "mcp/server"), (10.0, "asyncio")]
+    assert own[0] == (60.0, "encode (json/encoder.py:5)")
+    assert inclusive[0] == (60.0, "encode (json/encoder.py:5)")
+
+
+def test_bad_pair_is_refused_naming_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_options(["--only", "http-tcp"])
+    assert "--only" in capsys.readouterr().err
+
+
+def test_direct_and_gateway_over_http_complete_without_errors(tmp_path: Path) -> None:
+    argv = "--only http-http --peers direct,gateway --concurrency 1 --calls 20 --warmup 2 --row-seconds 60"
+    options = parse_options([*argv.split(), "--parts", "main", "--json", str(tmp_path / "proxy.json")])
+    with (tmp_path / "stdio.log").open("w") as errlog:
+        env = PathEnv(tmp_path, errlog, serve_fields_known())
+        with http_echo(tmp_path) as upstream:
+            rows = run_main(options, env, upstream, [])
+    assert [(row.peer, row.failure, row.errors, row.calls) for row in rows] == [
+        ("direct", None, 0, 20),
+        ("gateway", None, 0, 20),
+    ]
+    direct, gateway = rows
+    assert 0 < gateway.p50_ms <= gateway.p95_ms <= gateway.p99_ms
+    assert gateway.calls_per_s > 0 and gateway.added_p50_ms is not None
+    assert gateway.cpu_ms_per_call["proxy"] >= 0 and gateway.proxy_rss_peak_mb
+    assert "proxy" not in direct.cpu_ms_per_call
