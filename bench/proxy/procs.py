@@ -174,6 +174,16 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+_FOREIGN: set[int] = set()
+"""Children the host process had before the bench began (a test runner's), other than echo
+upstreams: never counted as the proxy under test."""
+
+
+def ignore_existing_children() -> None:
+    """Call once before measuring: processes already running are not the bench's."""
+    _FOREIGN.update(descendants(os.getpid()))
+
+
 @dataclass(frozen=True)
 class ProcessSet:
     """The bench's descendants, split into the echo upstream(s) and the proxy under test."""
@@ -191,7 +201,7 @@ class ProcessSet:
             argv = _argv(pid)
             if any(arg.endswith(UPSTREAM_SCRIPT) for arg in argv[:2]):
                 upstream.append(pid)
-            elif argv and not argv[0].endswith("py-spy"):
+            elif argv and not argv[0].endswith("py-spy") and pid not in _FOREIGN:
                 proxy.append(pid)
         return cls(tuple(proxy), tuple(upstream))
 

@@ -29,7 +29,7 @@ from .paths import (
     start_path,
     unsupported,
 )
-from .procs import ProcessSet, describe, raise_fd_limit
+from .procs import ProcessSet, describe, ignore_existing_children, raise_fd_limit
 from .pyspy import profiling
 from .report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts, write_json
 
@@ -81,6 +81,7 @@ async def measure_path(
 
 
 def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
+    ignore_existing_children()
     results: list[Row] = []
     direct_runs: dict[tuple[str, tuple[int, ...]], list[Row]] = {}
     for pair_text in options.pairs:
