@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Mount
 
 from mcp_aggregator.admin.app import build_admin_app
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.http_app import build_http_app
+from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.runner import bind_socket
 from mcp_aggregator.serve.surfaces import build_surface
@@ -44,7 +44,7 @@ async def served_over_http(
         if admin_token is not None:
             extra.append(Mount("/", app=build_admin_app(gateway, token=admin_token)))
         app = build_http_app(gateway_server, stateless=stateless, extra_routes=extra)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        server = uvicorn.Server(uvicorn_config(app, log_level="warning"))
         # A socket listening before uvicorn starts: clients queue on it, nothing to poll.
         sock = bind_socket("127.0.0.1", 0)
         async with anyio.create_task_group() as background:

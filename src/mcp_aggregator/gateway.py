@@ -95,6 +95,7 @@ class Gateway:
         self._health_clock = health_clock
         health = settings.health
         self._changed = anyio.Event()
+        self._waiting = 0
         self._mirror = RegistryMirror()
         self._indexer: CatalogIndexer | None = None
         self._tool_ids: dict[str, str] = {}
@@ -333,17 +334,23 @@ class Gateway:
 
     def _poke(self) -> None:
         """Wake everyone in ``wait_until``: some state changed."""
-        self._changed.set()
-        self._changed = anyio.Event()
+        # Every relayed call pokes twice; with nobody waiting that must cost nothing.
+        if self._waiting:
+            self._changed.set()
+            self._changed = anyio.Event()
 
     async def wait_until(self, predicate: Callable[[], bool], *, timeout_secs: float) -> None:
         """Wait for ``predicate`` to hold, re-checking on every state change.
 
         Raises ``TimeoutError`` after ``timeout_secs``.
         """
-        with anyio.fail_after(timeout_secs):
-            while not predicate():
-                await self._changed.wait()
+        self._waiting += 1
+        try:
+            with anyio.fail_after(timeout_secs):
+                while not predicate():
+                    await self._changed.wait()
+        finally:
+            self._waiting -= 1
 
     def _invalidate(self) -> None:
         self._poke()
@@ -595,8 +602,13 @@ class Gateway:
         self._mirror.submit(
             "health",
             lambda: self.registry.record_health(
-                server_id, expected_status=expected, status=status, consecutive_failures=failures,
-                checked_at=checked_at, response_time_ms=response_time_ms, last_error=last_error,
+                server_id,
+                expected_status=expected,
+                status=status,
+                consecutive_failures=failures,
+                checked_at=checked_at,
+                response_time_ms=response_time_ms,
+                last_error=last_error,
             ),
         )
 

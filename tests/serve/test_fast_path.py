@@ -39,7 +39,9 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 def summary(result: types.CallToolResult) -> tuple[Any, ...]:
-    return (result.is_error, [b.model_dump(mode="json") for b in result.content], result.structured_content)
+    # _meta included: the serverInfo stamp must name the gateway on both paths, not the upstream.
+    content = [b.model_dump(mode="json") for b in result.content]
+    return (result.is_error, content, result.structured_content, result.meta)
 
 
 async def calls_through(upstream: ServerConfig, **serve: Any) -> tuple[list[tuple[Any, ...]], int]:
@@ -68,6 +70,7 @@ async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers(tran
     assert not_forwarded == 0
     assert fast[1][2] == {"total": 42}
     assert fast[2][0] is True
+    assert fast[0][3][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"
 
 
 async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline() -> None:

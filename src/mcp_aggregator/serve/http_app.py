@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
+import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -26,6 +28,8 @@ from starlette.types import ASGIApp
 
 from mcp_aggregator.serve.body_limit import BodyLimit
 from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, StaticTokens, protected_resource_endpoint
+from mcp_aggregator.serve.fast_call import FastCalls
+from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
@@ -40,9 +44,13 @@ WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
 _SDK_REBINDING_CHECK_OFF = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+def host_policy(serve: ServeSettings, *, host: str | None = None) -> HostPolicy:
+    return HostPolicy(host if host is not None else serve.host, serve.allowed_hosts, serve.allowed_origins)
+
+
 def security_middleware(serve: ServeSettings, *, host: str | None = None) -> list[Middleware]:
     """The guard, rate limit and body limit, outermost first, as ``serve`` configures them."""
-    policy = HostPolicy(host if host is not None else serve.host, serve.allowed_hosts, serve.allowed_origins)
+    policy = host_policy(serve, host=host)
 
     def limit_for(path: str) -> tuple[int, str]:
         if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
@@ -77,7 +85,8 @@ def build_http_app(
         security_settings=_SDK_REBINDING_CHECK_OFF,
     )
     oauth = serve.oauth
-    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), gateway_server.gateway)
+    fast = FastCalls(gateway_server.gateway, gateway_server.server.server_info_stamp)
+    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), fast)
     if serve.mcp_tokens or oauth is not None:
         # Clients authenticate before anything reads their request, the fast path included.
         mcp_endpoint = McpClientAuth(
@@ -108,4 +117,12 @@ def build_http_app(
             Route(WELL_KNOWN_RESOURCE + MCP_PATH, endpoint=metadata, methods=["GET"]),
         ]
     routes += extra_routes
-    return Starlette(routes=routes, lifespan=lifespan, middleware=security_middleware(serve, host=host))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=security_middleware(serve, host=host))
+    app.state.fast_front = FastFront(fast, serve, host_policy(serve, host=host))
+    return app
+
+
+def uvicorn_config(app: Starlette, **options: Any) -> uvicorn.Config:
+    """uvicorn's settings for ``app``: with the fast HTTP protocol when the app has one."""
+    front = getattr(app.state, "fast_front", None)
+    return uvicorn.Config(app, http=fast_http_protocol(front), **options)

@@ -10,16 +10,17 @@ from typing import TextIO
 
 import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
 from starlette.routing import Mount
 
 from mcp_aggregator.admin.admin_token import admin_token_in, sign_in_link
 from mcp_aggregator.admin.app import build_admin_app
 from mcp_aggregator.admin.auth import check_bind_allowed
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.http_app import build_http_app
+from mcp_aggregator.serve.fast_call import FastCalls
+from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.secret_log_filter import scrubbed_logs
+from mcp_aggregator.serve.stdio_face import stdio_streams
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 
@@ -37,8 +38,9 @@ async def serve_stdio(settings: Settings) -> None:
 async def _serve_stdio(gateway_server: GatewayServer) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(gateway_server.run)
-        async with stdio_server() as (read_stream, write_stream):
-            server = gateway_server.server
+        server = gateway_server.server
+        calls = FastCalls(gateway_server.gateway, server.server_info_stamp)
+        async with stdio_streams(calls) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
 
@@ -77,7 +79,7 @@ async def serve_http(
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
             )
-            config = uvicorn.Config(app, log_level="warning", lifespan="on")
+            config = uvicorn_config(app, log_level="warning", lifespan="on")
             server = uvicorn.Server(config)
             port = sock.getsockname()[1]
             base = f"http://{local_name(serve.host)}:{port}"

@@ -170,8 +170,8 @@ class UpstreamConnection:
         self._watched: set[str] = set()
         self._relisten = anyio.Event()
         self._abort_reason: dict[anyio.CancelScope, str] = {}
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._idle: anyio.Event | None = None
+        """Made only while ``drain`` waits for the in-flight calls to end."""
 
     @property
     def pending_requests(self) -> int:
@@ -285,14 +285,16 @@ class UpstreamConnection:
                     self._pages, client, types.ListResourcesRequest, types.ListResourcesResult, "resources", resources
                 )
                 tg.start_soon(
-                    self._pages, client, types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult,
-                    "resource_templates", templates,
+                    self._pages,
+                    client,
+                    types.ListResourceTemplatesRequest,
+                    types.ListResourceTemplatesResult,
+                    "resource_templates",
+                    templates,
                 )
         self.prompts, self.resources, self.templates = tuple(prompts), tuple(resources), tuple(templates)
 
-    async def _pages(
-        self, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]
-    ) -> None:
+    async def _pages(self, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]) -> None:
         cursor: str | None = None
         try:
             for _ in range(_MAX_PAGES):
@@ -372,7 +374,9 @@ class UpstreamConnection:
                         self._refresh_features.set()
                     elif isinstance(event, ResourceUpdated):
                         await self._forward_notification(
-                            types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=event.uri))
+                            types.ResourceUpdatedNotification(
+                                params=types.ResourceUpdatedNotificationParams(uri=event.uri)
+                            )
                         )
                     else:
                         self._refresh.set()
@@ -478,7 +482,8 @@ class UpstreamConnection:
 
         Returns how many calls were aborted; each gets ``UpstreamClosedError``.
         """
-        if not force:
+        if not force and self._inflight:
+            self._idle = self._idle or anyio.Event()
             with anyio.move_on_after(grace_secs):
                 await self._idle.wait()
         reason = "disconnect forced" if force else f"server disconnected after {grace_secs:g}s drain timeout"
@@ -596,9 +601,7 @@ class UpstreamConnection:
         )
         return result
 
-    async def request(
-        self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0
-    ) -> Any:
+    async def request(self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0) -> Any:
         """Send any other request through the SDK client, with the same error mapping."""
         scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_secs)
         return await self._guarded(what, scope, timeout_secs, send)
@@ -643,14 +646,14 @@ class UpstreamConnection:
         self._inflight[scope] = what
         if tag is not None:
             self._tags[scope] = tag
-        self._idle = anyio.Event() if self._idle.is_set() else self._idle
         self._on_activity()
 
     def _untrack(self, scope: anyio.CancelScope) -> None:
         self._inflight.pop(scope, None)
         self._tags.pop(scope, None)
-        if not self._inflight:
+        if not self._inflight and self._idle is not None:
             self._idle.set()
+            self._idle = None
         self._on_activity()
 
     def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:

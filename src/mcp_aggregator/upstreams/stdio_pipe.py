@@ -8,29 +8,32 @@ is linear, and a line longer than ``max_message_bytes`` is discarded as it strea
 
 One reader task serves both users of the pipe: a line answering a raw call (its id is one
 the fast path minted, ``agw:<n>``) goes to that caller as bytes, untouched; every other
-line is parsed for the SDK session. Writes from both are serialised by one lock, and a
-message that cannot be encoded fails its own request only.
+line is parsed for the SDK session. Each message is one synchronous write, so messages
+from both never interleave, and one that cannot be encoded fails its own request only.
+
+The process and its pipes are asyncio's own (the gateway runs on asyncio): anyio's stream
+wrappers and locks add two trips through the event loop to every write, which on the hot
+path cost more than the write.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
+import os
 import re
-import subprocess
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 import anyio
 import mcp_types as types
 import orjson
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import StdioServerParameters, get_default_environment
-from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
@@ -42,7 +45,8 @@ _ID_IN_HEAD = re.compile(rb'"id"\s*:\s*("agw:\d+"|-?\d+|"(?:[^"\\]|\\.)*")')
 _HEAD_BYTES: Final = 4096
 _STOP_GRACE_SECS: Final = 2.0
 RESULT_TOO_LARGE: Final = -32005
-_PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+_PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError)
+_READ_CHUNK: Final = 1 << 16
 
 
 class ResultTooLargeError(UpstreamCallError):
@@ -51,13 +55,6 @@ class ResultTooLargeError(UpstreamCallError):
 
 SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 Inbox = MemoryObjectSendStream[SessionMessage | Exception]
-
-
-@dataclass
-class _Waiter:
-    done: anyio.Event = field(default_factory=anyio.Event)
-    line: bytes | None = None
-    error: Exception | None = None
 
 
 def message_id(head: bytes) -> str | int | None:
@@ -85,21 +82,24 @@ class StdioPipe:
         self.name = name
         self.max_message_bytes = max_message_bytes
         self._ids = itertools.count(1)
-        self._waiters: dict[str, _Waiter] = {}
-        self._write_lock = anyio.Lock()
-        self._stdin: ByteSendStream | None = None
+        self._waiters: dict[str, asyncio.Future[bytes]] = {}
+        self._stdin: asyncio.StreamWriter | None = None
         self._closed = False
         self._sdk_inbox: MemoryObjectSendStream[SessionMessage | Exception] | None = None
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
         """Start the process; yield the SDK's (read, write) streams; stop it on exit."""
-        process = await anyio.open_process(
-            [self.params.command, *self.params.args],
+        process = await asyncio.create_subprocess_exec(
+            self.params.command,
+            *self.params.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             env=get_default_environment() | (self.params.env or {}),
-            stderr=subprocess.PIPE,
             cwd=self.params.cwd,
             start_new_session=True,
+            limit=_READ_CHUNK,
         )
         assert process.stdin is not None and process.stdout is not None
         self._stdin = process.stdin
@@ -126,12 +126,11 @@ class StdioPipe:
 
     # -- reading ------------------------------------------------------------------------
 
-    async def _relay_stderr(self, stderr: ByteReceiveStream, errlog: TextIO) -> None:
+    async def _relay_stderr(self, stderr: asyncio.StreamReader, errlog: TextIO) -> None:
         """The server's stderr, line by line, with expanded secrets scrubbed, onto ours."""
         pending = b""
-        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            while True:
-                chunk = await stderr.receive()
+        with suppress(OSError):
+            while chunk := await stderr.read(_READ_CHUNK):
                 lines = (pending + chunk).split(b"\n")
                 pending = lines.pop()[-_HEAD_BYTES:]  # a runaway line keeps only its tail
                 for line in lines:
@@ -139,15 +138,14 @@ class StdioPipe:
                     print(f"[{self.name}] {text}", file=errlog, flush=True)
 
     async def _read(
-        self, stdout: ByteReceiveStream, inbox: MemoryObjectSendStream[SessionMessage | Exception]
+        self, stdout: asyncio.StreamReader, inbox: MemoryObjectSendStream[SessionMessage | Exception]
     ) -> None:
         parts: list[bytes] = []
         size = 0
         head = b""
         too_long = False
         try:
-            while True:
-                chunk = await stdout.receive()
+            while chunk := await stdout.read(_READ_CHUNK):
                 start = 0
                 while (end := chunk.find(b"\n", start)) != -1:
                     piece = chunk[start:end]
@@ -168,7 +166,7 @@ class StdioPipe:
                 if size > self.max_message_bytes:
                     head = b"".join(parts)[:_HEAD_BYTES]
                     parts, too_long = [], True
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        except OSError:
             pass
         finally:
             self._fail_waiters(UpstreamClosedError(self.name, "the server closed its output"))
@@ -183,9 +181,8 @@ class StdioPipe:
         ident = message_id(line)
         if isinstance(ident, str) and ident.startswith(RAW_ID_PREFIX):
             waiter = self._waiters.get(ident)
-            if waiter is not None:
-                waiter.line = line
-                waiter.done.set()
+            if waiter is not None and not waiter.done():
+                waiter.set_result(line)
             return
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -201,8 +198,8 @@ class StdioPipe:
         ident = message_id(head)
         if isinstance(ident, str) and ident in self._waiters:
             waiter = self._waiters[ident]
-            waiter.error = ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE)
-            waiter.done.set()
+            if not waiter.done():
+                waiter.set_exception(ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE))
         elif ident is not None:
             data = types.ErrorData(code=RESULT_TOO_LARGE, message=text)
             await inbox.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=data)))
@@ -227,14 +224,16 @@ class StdioPipe:
                 continue
             try:
                 await self._send(data)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            except _PIPE_ERRORS:
                 await inbox.aclose()
                 return
 
     async def _send(self, data: bytes) -> None:
+        """One synchronous write per message (so messages never interleave), then wait only
+        if the pipe's buffer is full."""
         assert self._stdin is not None
-        async with self._write_lock:
-            await self._stdin.send(data)
+        self._stdin.write(data)
+        await self._stdin.drain()
 
     async def call(self, message: dict[str, Any]) -> bytes:
         """Send one JSON-RPC request as it is (its id replaced by a fresh raw id); the answer line, raw.
@@ -247,44 +246,49 @@ class StdioPipe:
         ident = f"{RAW_ID_PREFIX}{next(self._ids)}"
         message["id"] = ident
         data = orjson.dumps(message) + b"\n"
-        waiter = _Waiter()
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._waiters[ident] = waiter
         try:
             try:
                 await self._send(data)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            except _PIPE_ERRORS as exc:
                 raise UpstreamClosedError(self.name, f"writing failed: {exc}") from exc
-            await waiter.done.wait()
-        except anyio.get_cancelled_exc_class():
-            if not waiter.done.is_set() and not self._closed:
+            return await waiter
+        except asyncio.CancelledError:
+            if not self._closed and (not waiter.done() or waiter.cancelled()):
                 cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}
-                with anyio.CancelScope(shield=True), suppress(*_PIPE_ERRORS):
-                    await self._send(orjson.dumps(cancel) + b"\n")
+                with suppress(*_PIPE_ERRORS):
+                    # Synchronous: a cancelled task must not wait on the pipe.
+                    self._stdin.write(orjson.dumps(cancel) + b"\n")
             raise
         finally:
             self._waiters.pop(ident, None)
-        if waiter.error is not None:
-            raise waiter.error
-        assert waiter.line is not None
-        return waiter.line
 
     def _fail_waiters(self, error: Exception) -> None:
         for waiter in list(self._waiters.values()):
-            if not waiter.done.is_set():
-                waiter.error = error
-                waiter.done.set()
+            if not waiter.done():
+                waiter.set_exception(error)
 
-    async def _stop(self, process: Process) -> None:
+    async def _stop(self, process: asyncio.subprocess.Process) -> None:
         """Close stdin, give the server a grace period, then end its process group."""
         if self._stdin is not None:
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self._stdin.aclose()
+            with suppress(*_PIPE_ERRORS):
+                self._stdin.close()
         with anyio.move_on_after(_STOP_GRACE_SECS):
             await process.wait()
         if process.returncode is None:
-            await terminate_posix_process_tree(process, _STOP_GRACE_SECS)
-            with anyio.move_on_after(_STOP_GRACE_SECS):
-                await process.wait()
-        if process.stdout is not None:
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await process.stdout.aclose()
+            await _end_group(process)
+
+    def __repr__(self) -> str:
+        return f"StdioPipe({self.name!r})"
+
+
+async def _end_group(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the server's process group (it leads one: ``start_new_session``), SIGKILL
+    it after the grace period, and reap the leader."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        with anyio.move_on_after(_STOP_GRACE_SECS):
+            await process.wait()
+            return

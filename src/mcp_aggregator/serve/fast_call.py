@@ -1,0 +1,172 @@
+"""A plain passthrough ``tools/call`` planned from raw JSON and answered with raw bytes.
+
+Both faces of the gateway (streamable HTTP in ``fast_path``, stdio in ``stdio_face``) use
+this: it reads only what routing needs (``method``, ``id``, ``params.name`` and the
+``_meta`` flags), forwards the upstream's answer with the client's id put back and the
+gateway's own ``serverInfo`` stamp in place of the upstream's, and says "not mine" for
+everything that needs the full pipeline: a progress token, a log-level opt-in, a client
+that declared sampling, elicitation or roots, a retry carrying ``inputResponses`` or
+``requestState``, a message the fast parser refuses, a tool it cannot route or whose
+upstream session cannot take raw calls. Policy stages run on both paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import mcp_types as types
+import orjson
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_aggregator.catalog import Catalog
+from mcp_aggregator.errors import AggregatorError
+from mcp_aggregator.relay import NO_CALLER, Invocation
+from mcp_aggregator.serve.error_mapping import to_mcp_error
+from mcp_aggregator.serve.serve_gateway import ServeGateway
+from mcp_aggregator.settings import Exposure
+
+logger = logging.getLogger(__name__)
+
+_ASKING_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
+_RESERVED_META: Final = "io.modelcontextprotocol/"
+_RESPONSE_HEAD = re.compile(rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*"agw:\d+"')
+_STAMP_KEY: Final = types.SERVER_INFO_META_KEY.encode()
+# The upstream's serverInfo stamp as the last entry of the result's ``_meta``, which ends
+# the message (how SDK servers write it): replaced in place without parsing a large result.
+# Anything else (braces inside ``_meta``, another order) takes the parsing route.
+_STAMP_AT_END = re.compile(
+    rb'"_meta"\s*:\s*\{[^{}]*"' + re.escape(_STAMP_KEY) + rb'"\s*:\s*(?P<stamp>\{[^{}]*\})\s*\}\s*\}\s*\}\s*\Z'
+)
+_TAIL: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class FastPlan:
+    """A call the fast path takes: the client's id, where it goes, and the upstream message."""
+
+    client_id: Any
+    server: str
+    tool: str
+    upstream: dict[str, Any]
+    headers: dict[str, str]
+
+
+class FastCalls:
+    """Plans and answers fast ``tools/call``s for one gateway; see the module docstring."""
+
+    def __init__(self, gateway: ServeGateway, server_info: Mapping[str, Any]) -> None:
+        self.gateway = gateway
+        serve = gateway.settings.serve
+        self.enabled = serve.fast_path and serve.exposure is Exposure.PASSTHROUGH
+        self._stamp = orjson.dumps(server_info)
+        self._server_info = dict(server_info)
+        self._catalog: Catalog | None = None
+        self._routes: Mapping[str, tuple[str, str]] = {}
+        self.forwarded = 0
+        """Calls answered by the fast path (the rest went to the full pipeline)."""
+
+    def _route(self, name: str) -> tuple[str, str] | None:
+        catalog = self.gateway.catalog
+        if catalog is not self._catalog:
+            # Rebuilt once per catalogue change, never per call.
+            routes = {}
+            for entry in catalog.entries:
+                routes[entry.exposed] = routes[entry.canonical] = (entry.server, entry.original_name)
+            self._routes, self._catalog = routes, catalog
+        return self._routes.get(name)
+
+    def plan(self, body: bytes | str, *, need_envelope: bool) -> FastPlan | None:
+        """The plan for ``body``, or None when the full pipeline must take it.
+
+        ``need_envelope``: only a request carrying the 2026-07-28 ``_meta`` envelope is taken
+        (stdio, where no header says which era a request belongs to).
+        """
+        if not self.enabled:
+            return None
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None  # the SDK answers with the proper parse error
+        if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+            return None
+        params = message.get("params")
+        if not isinstance(params, dict) or "inputResponses" in params or "requestState" in params:
+            return None
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta") or {}
+        if not isinstance(name, str) or not isinstance(meta, dict) or not isinstance(arguments, dict | None):
+            return None
+        if "progressToken" in meta or types.LOG_LEVEL_META_KEY in meta:
+            return None
+        if need_envelope and meta.get(types.PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
+            return None
+        capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}
+        if not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES):
+            return None
+        # The routes come from the current catalogue, which holds exposed servers only.
+        route = self._route(name)
+        if route is None:
+            return None
+        server, tool = route
+        supervisor = self.gateway.supervisors.get(server)
+        connection = supervisor.connection if supervisor is not None else None
+        if connection is None or not connection.raw_capable:
+            return None
+        upstream_params: dict[str, Any] = {"name": tool, "arguments": arguments or {}}
+        kept = {k: v for k, v in meta.items() if not k.startswith(_RESERVED_META)}
+        if kept:
+            upstream_params["_meta"] = kept
+        upstream = {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": upstream_params}
+        headers = connection.stamp(upstream)
+        return FastPlan(message["id"], server, tool, upstream, headers)
+
+    async def answer(self, plan: FastPlan) -> bytes:
+        """The JSON-RPC response to send the client (an error response when the call failed)."""
+        self.forwarded += 1
+        connection = self.gateway.connection(plan.server)
+        invocation = Invocation("tools/call", plan.server, plan.tool, NO_CALLER)
+        try:
+            line: bytes = await self.gateway.pipeline.through(
+                invocation,
+                lambda: connection.call_raw(plan.upstream, plan.headers, what=f"calling tool {plan.tool!r}"),
+            )
+        except AggregatorError as exc:
+            logger.warning("tools/call %s failed: %s", plan.tool, exc)
+            error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
+            return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+        match = _RESPONSE_HEAD.match(line)
+        if match is not None and line[match.end() :].lstrip(b" \t\r\n,").startswith(b'"result"'):
+            restamped = self._restamped(line)
+            if restamped is not None:
+                # Only the id and the stamp change: the result's bytes go through untouched.
+                head = match.group(0)
+                return head[: head.rindex(b'"agw:')] + orjson.dumps(plan.client_id) + restamped[match.end() :]
+        return self._reencoded(line, plan.client_id)
+
+    def _restamped(self, line: bytes) -> bytes | None:
+        """``line`` with the gateway's serverInfo stamp where the upstream's was, or None
+        when the stamp is not where this can replace it without parsing."""
+        tail_start = max(0, len(line) - _TAIL)
+        found = _STAMP_AT_END.search(line, tail_start)
+        if found is None:
+            return None
+        start, end = found.span("stamp")
+        return b"".join((line[:start], self._stamp, line[end:]))
+
+    def _reencoded(self, line: bytes, client_id: Any) -> bytes:
+        answer = orjson.loads(line)
+        answer["id"] = client_id
+        result = answer.get("result")
+        if isinstance(result, dict):
+            meta = result.get("_meta")
+            meta = meta if isinstance(meta, dict) else {}
+            # As the SDK server stamps a 2026-07-28 result: the gateway is the server here.
+            result["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._server_info}
+        error = answer.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            # As on the full pipeline: an upstream's error text may quote its own credentials.
+            error["message"] = self.gateway.scrub(error["message"])
+        return orjson.dumps(answer)

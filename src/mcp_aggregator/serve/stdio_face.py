@@ -1,0 +1,222 @@
+"""MCP over this process's stdin and stdout, with the passthrough fast path in front.
+
+The SDK's ``stdio_server`` parses every line into its models, hands it to the server, and
+serialises every answer back: for a plain passthrough ``tools/call`` that is most of the
+gateway's cost. Here we own the framing (newline-delimited, read as chunks and joined once
+per line, so a large message stays linear) and offer each request line to ``FastCalls``
+first; what it declines is parsed exactly as the SDK would and goes to the SDK server, so
+behaviour is the same either way. A ``notifications/cancelled`` for a call the fast path
+holds cancels that call (which tells the upstream) and goes no further.
+
+As the SDK does, fds 0 and 1 are pointed at the null device and at stderr while we serve
+from private duplicates: a stray ``print`` or a child that inherits them cannot corrupt the
+protocol stream. Where stdin or stdout is not a pipe, socket or terminal (a regular file),
+asyncio cannot watch it, and the SDK's own thread-based transport is used instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import stat
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, BinaryIO, Final
+
+import anyio
+import mcp_types as types
+import orjson
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from mcp_aggregator.serve.fast_call import FastCalls, FastPlan
+
+logger = logging.getLogger(__name__)
+
+Inbox = MemoryObjectSendStream[SessionMessage | Exception]
+SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+_READ_CHUNK: Final = 1 << 16
+_CANCELLED: Final = b"notifications/cancelled"
+
+
+@contextlib.asynccontextmanager
+async def stdio_streams(calls: FastCalls | None) -> AsyncIterator[SdkStreams]:
+    """The SDK server's (read, write) streams over stdin/stdout, with ``calls`` answering
+    what it takes directly. Falls back to the SDK's transport where asyncio cannot watch
+    the descriptors."""
+    if not (_watchable(0) and _watchable(1)):
+        async with stdio_server() as streams:
+            yield streams
+        return
+    with _claimed(0) as stdin, _claimed(1) as stdout:
+        async with pipe_streams(calls, stdin, stdout) as streams:
+            yield streams
+
+
+def pipe_streams(
+    calls: FastCalls | None, stdin: BinaryIO, stdout: BinaryIO
+) -> contextlib.AbstractAsyncContextManager[SdkStreams]:
+    """As ``stdio_streams``, over any pair of pipes (closed on exit)."""
+    return _StdioFace(calls, stdin, stdout).streams()
+
+
+def _watchable(fd: int) -> bool:
+    """A pipe or socket. Not a terminal: asyncio would make it non-blocking, which the
+    shell sharing it would inherit; an interactive session does not need the speed."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@contextlib.contextmanager
+def _claimed(fd: int) -> Iterator[BinaryIO]:
+    """A private duplicate of ``fd`` to serve from, with ``fd`` itself diverted meanwhile
+    (stdin to the null device, stdout to stderr) and restored afterwards, blocking again."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    diversion = os.open(os.devnull, os.O_RDONLY) if fd == 0 else os.dup(2)
+    try:
+        os.dup2(diversion, fd)
+    finally:
+        os.close(diversion)
+    # asyncio closes what it is given; ``private`` must outlive it to restore ``fd``.
+    stream = os.fdopen(fcntl.fcntl(private, fcntl.F_DUPFD_CLOEXEC, 3), "rb" if fd == 0 else "wb", buffering=0)
+    try:
+        yield stream
+    finally:
+        stream.close()
+        with contextlib.suppress(OSError):
+            os.set_blocking(private, True)
+        os.dup2(private, fd)
+        os.close(private)
+
+
+class _StdioFace:
+    def __init__(self, calls: FastCalls | None, stdin: BinaryIO, stdout: BinaryIO) -> None:
+        self._calls = calls if calls is not None and calls.enabled else None
+        self._stdin = stdin
+        self._stdout = stdout
+        self._writer: asyncio.StreamWriter | None = None
+        self._closed = False
+        self._in_flight: dict[Any, asyncio.Task[None]] = {}
+
+    @contextlib.asynccontextmanager
+    async def streams(self) -> AsyncIterator[SdkStreams]:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_READ_CHUNK)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._stdin)
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._stdout)
+        self._writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
+        inbox_send, inbox = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        outbox, outbox_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._read, reader, inbox_send)
+                tg.start_soon(self._write_sdk, outbox_receive)
+                try:
+                    yield inbox, outbox
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            for task in list(self._in_flight.values()):
+                task.cancel()
+            if self._in_flight:
+                await asyncio.wait(list(self._in_flight.values()))
+            read_transport.close()
+            with contextlib.suppress(OSError, RuntimeError):
+                await self._writer.drain()
+            write_transport.close()
+            for stream in (inbox_send, inbox, outbox, outbox_receive):
+                await stream.aclose()
+
+    async def _read(self, reader: asyncio.StreamReader, inbox: Inbox) -> None:
+        parts: list[bytes] = []
+        async with inbox:
+            while chunk := await reader.read(_READ_CHUNK):
+                start = 0
+                while (end := chunk.find(b"\n", start)) != -1:
+                    parts.append(chunk[start:end])
+                    start = end + 1
+                    line = b"".join(parts) if len(parts) > 1 else parts[0]
+                    parts = []
+                    await self._line(line, inbox)
+                if start < len(chunk):
+                    parts.append(chunk[start:])
+            if parts:
+                await self._line(b"".join(parts), inbox)
+        # End of input: the client is gone, and so is whoever waited for these answers.
+        for task in self._in_flight.values():
+            task.cancel()
+
+    async def _line(self, line: bytes, inbox: Inbox) -> None:
+        if not line.strip():
+            return
+        if self._calls is not None:
+            plan = self._calls.plan(line, need_envelope=True)
+            if plan is not None and plan.client_id not in self._in_flight:
+                # A bare asyncio task: an anyio task per call costs five times as much. The
+                # face tracks and cancels these itself, and awaits them when it closes.
+                self._in_flight[plan.client_id] = asyncio.ensure_future(self._fast(plan))
+                return
+            if _CANCELLED in line and self._cancelled_here(line):
+                return
+        text = line.decode("utf-8", errors="replace")  # as the SDK's reader decodes stdin
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        except ValueError as exc:
+            await inbox.send(exc)
+            return
+        await inbox.send(SessionMessage(message))
+
+    def _cancelled_here(self, line: bytes) -> bool:
+        """Whether ``line`` cancels a call the fast path holds (then it has been cancelled)."""
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
+            return False
+        params = message.get("params")
+        ident = params.get("requestId") if isinstance(params, dict) else None
+        task = self._in_flight.get(ident) if isinstance(ident, str | int) else None
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    async def _fast(self, plan: FastPlan) -> None:
+        assert self._calls is not None
+        try:
+            try:
+                answer = await self._calls.answer(plan)
+            except asyncio.CancelledError:
+                return  # the client cancelled it, or left: nobody to answer
+            except Exception:
+                # One call's failure must not end the face and every other client's calls.
+                logger.exception("tools/call %s failed", plan.tool)
+                error = {"code": types.INTERNAL_ERROR, "message": "internal error in the gateway"}
+                answer = orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+            await self._send(answer + b"\n")
+        finally:
+            self._in_flight.pop(plan.client_id, None)
+
+    async def _write_sdk(self, outbox: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        async for session_message in outbox:
+            data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+            await self._send(data.encode() + b"\n")
+
+    async def _send(self, data: bytes) -> None:
+        assert self._writer is not None
+        if self._closed:
+            return
+        # One write per message: lines from the fast path and the SDK never interleave.
+        try:
+            self._writer.write(data)
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError):
+            # The client closed its end; its input ends too, and that stops the face.
+            self._closed = True

@@ -1,0 +1,185 @@
+"""The stdio face: its fast path answers what the full pipeline answers, steps aside for
+what needs more, honours cancellation, and one bad line harms nobody else's calls.
+
+The face runs in-process over two OS pipes (the real ``stdio_streams`` claims fds 0 and 1,
+which a test process cannot give up; ``test_stdio_endpoint.py`` runs it for real in a
+subprocess), with the SDK server behind it as in ``serve --transport stdio``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+import pytest
+
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.fast_call import FastCalls
+from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.stdio_face import pipe_streams
+from mcp_aggregator.serve.surfaces import build_surface
+from tests.conftest import settings_for, stdio_fixture
+
+DEADLINE = 30
+MODERN_META = {
+    types.PROTOCOL_VERSION_META_KEY: "2026-07-28",
+    types.CLIENT_INFO_META_KEY: {"name": "test", "version": "1"},
+    types.CLIENT_CAPABILITIES_META_KEY: {},
+}
+
+
+@dataclass
+class Face:
+    gateway: Gateway
+    calls: FastCalls
+    writer: asyncio.StreamWriter
+    reader: asyncio.StreamReader
+
+    async def send(self, message: dict[str, Any] | bytes) -> None:
+        self.writer.write(message if isinstance(message, bytes) else orjson.dumps(message) + b"\n")
+        await self.writer.drain()
+
+    async def receive(self) -> dict[str, Any]:
+        with anyio.fail_after(DEADLINE):
+            line = await self.reader.readline()
+        assert line, "the face closed its output"
+        answer: dict[str, Any] = orjson.loads(line)
+        return answer
+
+    async def call(self, ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+        await self.send(tool_call(ident, name, arguments, **meta))
+        return await self.receive()
+
+
+def tool_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments, "_meta": {**MODERN_META, **meta}}
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+@asynccontextmanager
+async def stdio_face(*, fast_path: bool = True) -> AsyncIterator[Face]:
+    settings = settings_for(stdio_fixture("alpha"), fast_path=fast_path)
+    to_face_r, to_face_w = os.pipe()
+    from_face_r, from_face_w = os.pipe()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_face_r, "rb", 0))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(to_face_w, "wb", 0))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    async with Gateway(settings) as gateway:
+        await gateway.wait_settled(DEADLINE)
+        gateway_server = GatewayServer(gateway, build_surface(gateway))
+        server = gateway_server.server
+        calls = FastCalls(gateway, server.server_info_stamp)
+        stdin, stdout = os.fdopen(to_face_r, "rb", 0), os.fdopen(from_face_w, "wb", 0)
+        async with anyio.create_task_group() as tg:
+            await tg.start(gateway_server.run)
+            async with pipe_streams(calls, stdin, stdout) as (read_stream, write_stream):
+                tg.start_soon(server.run, read_stream, write_stream, server.create_initialization_options())
+                try:
+                    yield Face(gateway, calls, writer, reader)
+                finally:
+                    writer.close()
+            tg.cancel_scope.cancel()
+
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("alpha__echo", {"text": "héllo ✓"}),
+    ("alpha__add", {"a": 2, "b": 40}),
+    ("alpha__fail", {"message": "nope"}),
+    ("alpha.api.v2.create", {"title": "dots"}),
+    ("alpha__echo", {"text": 7}),
+    ("alpha__nope", {}),
+]
+
+
+async def answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
+    async with stdio_face(fast_path=fast_path) as face:
+        got = [await face.call(i, name, args) for i, (name, args) in enumerate(CALLS)]
+        return got, face.calls.forwarded
+
+
+async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers() -> None:
+    fast, forwarded = await answers(fast_path=True)
+    full, not_forwarded = await answers(fast_path=False)
+    assert fast == full
+    assert (forwarded, not_forwarded) == (len(CALLS) - 1, 0)  # the unknown tool goes the full way
+    assert fast[1]["result"]["structuredContent"] == {"total": 42}
+    assert fast[2]["result"]["isError"] is True
+    assert fast[0]["result"]["_meta"][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"
+    assert "error" in fast[5]
+
+
+async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline() -> None:
+    async with stdio_face() as face:
+        progress = await face.call(1, "alpha__progress", {"steps": 2}, progressToken="p1")
+        notes = []
+        while "id" not in progress:  # progress notifications come first
+            notes.append(progress)
+            progress = await face.receive()
+        assert [n["params"]["progress"] for n in notes] == [1, 2]
+        asking = {types.CLIENT_CAPABILITIES_META_KEY: {"sampling": {}}}
+        sampled = await face.call(2, "alpha__echo", {"text": "x"}, **asking)
+        assert sampled["result"]["content"][0]["text"] == "x"
+        assert face.calls.forwarded == 0
+        plain = await face.call(3, "alpha__echo", {"text": "plain"})
+        assert plain["result"]["content"][0]["text"] == "plain"
+        assert face.calls.forwarded == 1
+
+
+async def test_a_handshake_era_session_is_served_by_the_sdk_behind_the_face() -> None:
+    async with stdio_face() as face:
+        init_params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        await face.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params})
+        assert (await face.receive())["result"]["protocolVersion"] == "2025-11-25"
+        await face.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        params = {"name": "alpha__echo", "arguments": {"text": "old"}}
+        await face.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+        assert (await face.receive())["result"]["content"][0]["text"] == "old"
+        assert face.calls.forwarded == 0
+
+
+async def test_a_cancelled_fast_call_gets_no_answer_and_the_next_call_does() -> None:
+    async with stdio_face() as face:
+        gateway = face.gateway
+        await face.send(tool_call("stuck", "alpha__hang", {}))
+        pending = lambda: gateway.connection("alpha").pending_requests  # noqa: E731
+        await gateway.wait_until(lambda: pending() == 1, timeout_secs=DEADLINE)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "stuck"}}
+        await face.send(cancel)
+        await gateway.wait_until(lambda: pending() == 0, timeout_secs=DEADLINE)
+        answer = await face.call("next", "alpha__echo", {"text": "after"})
+        assert answer["id"] == "next"  # nothing was written for "stuck"
+        assert face.calls.forwarded == 2
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [b"{not json\n", b"\xff\xfe\n", b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[]}\n', b"[]\n"],
+)
+async def test_a_bad_line_harms_no_other_call(junk: bytes) -> None:
+    async with stdio_face() as face:
+        await face.send(tool_call("slow", "alpha__echo", {"text": "before"}))
+        await face.send(junk)
+        got = [await face.receive()]
+        answer = await face.call("after", "alpha__echo", {"text": "after"})
+        got.append(answer)
+        while not any(g.get("id") == "after" for g in got):
+            got.append(await face.receive())
+        by_id = {g.get("id"): g for g in got}
+        assert by_id["slow"]["result"]["content"][0]["text"] == "before"
+        assert by_id["after"]["result"]["content"][0]["text"] == "after"
+
+
+async def test_a_20_mb_result_comes_through_whole() -> None:
+    async with stdio_face() as face:
+        answer = await face.call(1, "alpha__blob", {"size": 20 << 20})
+        assert len(answer["result"]["content"][0]["text"]) == 20 << 20
+        assert answer["result"]["_meta"][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"
