@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import mcp_types as types
+import orjson
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -108,3 +110,56 @@ async def test_a_20_mb_result_comes_through_whole(fast_path: bool) -> None:
         result = await client.call_tool("alpha__blob", {"size": 20 << 20})
         block = result.content[0]
         assert isinstance(block, types.TextContent) and len(block.text) == 20 << 20
+
+
+MODERN_META = {
+    types.PROTOCOL_VERSION_META_KEY: "2026-07-28",
+    types.CLIENT_INFO_META_KEY: {"name": "raw", "version": "1"},
+    types.CLIENT_CAPABILITIES_META_KEY: {},
+}
+MODERN_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "alpha__echo",
+}
+
+
+def echo_call(ident: int, text: str) -> dict[str, Any]:
+    params = {"name": "alpha__echo", "arguments": {"text": text}, "_meta": MODERN_META}
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+async def test_below_asgi_a_plain_call_is_answered_and_the_guards_still_hold() -> None:
+    """The protocol-level fast path (``fast_http_protocol``) takes plain calls only when the
+    Host/Origin guard would let them through; what it declines gets ASGI's answer."""
+    async with http_gateway(fast_path=True) as (fast, url), httpx.AsyncClient() as http:
+        answered = await http.post(url, json=echo_call(1, "raw"), headers=MODERN_HEADERS)
+        assert answered.status_code == 200
+        assert answered.headers["content-type"] == "application/json"
+        assert answered.json()["result"]["content"][0]["text"] == "raw"
+        assert answered.json()["result"]["_meta"][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"
+        assert fast.forwarded == 1
+        foreign = await http.post(url, json=echo_call(2, "x"), headers={**MODERN_HEADERS, "host": "evil.example"})
+        assert foreign.status_code == 421
+        cross = await http.post(
+            url, json=echo_call(3, "x"), headers={**MODERN_HEADERS, "origin": "http://evil.example"}
+        )
+        assert cross.status_code == 403
+        assert fast.forwarded == 1
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield orjson.dumps(echo_call(4, "chunked"))
+
+        # No Content-Length: the protocol leaves it to ASGI, whose fast path still takes it.
+        chunked = await http.post(url, content=chunks(), headers={**MODERN_HEADERS, "content-type": "application/json"})
+        assert chunked.json()["result"]["content"][0]["text"] == "chunked"
+        assert fast.forwarded == 2
+        closing = await http.post(url, json=echo_call(5, "bye"), headers={**MODERN_HEADERS, "connection": "close"})
+        assert closing.headers["connection"] == "close"
+        assert closing.json()["id"] == 5
+        # Many calls on one kept-alive connection, in order.
+        for ident in range(6, 26):
+            again = await http.post(url, json=echo_call(ident, str(ident)), headers=MODERN_HEADERS)
+            assert again.json()["result"]["content"][0]["text"] == str(ident)
+        assert fast.forwarded == 23
