@@ -40,6 +40,7 @@ Inbox = MemoryObjectSendStream[SessionMessage | Exception]
 SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 _READ_CHUNK: Final = 1 << 16
 _CANCELLED: Final = b"notifications/cancelled"
+_TOOLS_CALL: Final = b'"tools/call"'
 
 
 @contextlib.asynccontextmanager
@@ -155,15 +156,15 @@ class _StdioFace:
     async def _line(self, line: bytes, inbox: Inbox) -> None:
         if not line.strip():
             return
-        if self._calls is not None:
+        if self._calls is not None and _TOOLS_CALL in line:
             plan = self._calls.plan(line, need_envelope=True)
             if plan is not None and plan.client_id not in self._in_flight:
                 # A bare asyncio task: an anyio task per call costs five times as much. The
                 # face tracks and cancels these itself, and awaits them when it closes.
                 self._in_flight[plan.client_id] = asyncio.ensure_future(self._fast(plan))
                 return
-            if _CANCELLED in line and self._cancelled_here(line):
-                return
+        if self._in_flight and _CANCELLED in line and self._cancelled_here(line):
+            return
         text = line.decode("utf-8", errors="replace")  # as the SDK's reader decodes stdin
         try:
             message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
