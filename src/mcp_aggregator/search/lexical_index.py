@@ -191,12 +191,23 @@ class LexicalIndex:
         posting = self._postings.get(term)
         return None if posting is None else self._rows.sole_server(posting[0])
 
+    @property
+    def keys(self) -> list[str]:
+        """Keys by row, the rows ``search_rows`` returns; changes with every upsert or removal."""
+        return self._rows.keys
+
     def search(self, query: str, k: int, flt: IndexFilter = NO_FILTER) -> list[tuple[str, float]]:
         """Top ``k`` (key, BM25 score) with a positive score, best first."""
+        top, scores = self.search_rows(query, k, flt)
+        keys = self._rows.keys
+        return [(keys[i], s) for i, s in zip(top.tolist(), scores.tolist(), strict=True)]
+
+    def search_rows(self, query: str, k: int, flt: IndexFilter = NO_FILTER) -> tuple[npt.NDArray[np.intp], Scores]:
+        """Rows (see ``keys``) and BM25 scores of the top ``k`` with a positive score, best first."""
         self.refresh()
         n = len(self._rows)
         if n == 0 or k <= 0:
-            return []
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
         scores = np.zeros(n, dtype=np.float32)
         for term in set(tokenize(query)):
             posting = self._postings.get(term)
@@ -207,5 +218,4 @@ class LexicalIndex:
             scores[~mask] = 0.0
         top = top_k(scores, k)
         top = top[scores[top] > 0.0]
-        keys = self._rows.keys
-        return [(keys[i], s) for i, s in zip(top.tolist(), scores[top].tolist(), strict=True)]
+        return top, scores[top]

@@ -63,6 +63,10 @@ class ToolSearch:
         self._keys_by_name: dict[str, dict[str, None]] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._table: ToolTable | None = None
+        # Rows of the lexical and vector indexes mapped to table rows, per table version:
+        # a search then ranks in arrays, with no key lookups per candidate.
+        self._lexical_rows: Rows = np.zeros(0, dtype=np.intp)
+        self._vector_rows: Rows | None = None
         needs = DEFAULT_NEEDS if settings.implicit_needs is None else settings.implicit_needs
         self._needs = NeedMatcher(needs)
         self._need_tools: dict[tuple[str, IndexFilter], str | None] = {}
@@ -222,12 +226,13 @@ class ToolSearch:
         # A depth independent of k keeps a smaller k's results a prefix of a larger k's.
         n = max(_CANDIDATES, k)
         table = self._tool_table()
-        rankings = [table.rows(key for key, _ in self._lexical.search(query, n, flt))]
+        lexical, _ = self._lexical.search_rows(query, n, flt)
+        rankings = [self._lexical_rows[lexical]]
         dense_server_scores = None
         if self._dense:
             text = normalise_query(query)
             vectors = self._query_embeddings([text, *sub_queries(text)])
-            rankings.append(table.rows(self._dense_ranking(vectors, n, flt)))
+            rankings.append(self._dense_ranking(table, vectors, n, flt))
             by_vectors = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
             dense_server_scores = table.server_scores(self._servers.names, by_vectors)
         fused = reciprocal_rank_fusion(rankings, len(table))
@@ -240,8 +245,7 @@ class ToolSearch:
         scores = tool_scores + server_scores[servers]
         depth = max(k, HEAD)  # the head decides the alternatives, whatever k is
         hits = [
-            self._hit(table.keys[candidates[i]], float(scores[i]))
-            for i in top_rows(scores, candidates, depth).tolist()
+            self._hit(table.keys[candidates[i]], float(scores[i])) for i in top_rows(scores, candidates, depth).tolist()
         ]
         named = self._named_server_tools(query, table, candidates, scores) if self._settings.named_servers else []
         joining = [*named, *self._need_tools_of(query, flt)]
@@ -294,21 +298,28 @@ class ToolSearch:
 
     def _tool_table(self) -> ToolTable:
         if self._table is None:
-            self._table = ToolTable((doc.key, doc.server) for doc in self._docs.values())
+            table = ToolTable((doc.key, doc.server) for doc in self._docs.values())
+            self._lexical_rows = table.rows(self._lexical.keys)
+            vectors = self._vectors
+            self._vector_rows = table.rows(vectors.keys) if isinstance(vectors, NumpyVectorIndex) else None
+            self._table = table
         return self._table
 
-    def _dense_ranking(self, vectors: Vectors, n: int, flt: IndexFilter) -> list[str]:
-        """Tools by ``step_scores`` of the whole query (row 0) and its steps (rows after)."""
+    def _dense_ranking(self, table: ToolTable, vectors: Vectors, n: int, flt: IndexFilter) -> Rows:
+        """Table rows by ``step_scores`` of the whole query (row 0) and its steps (rows after)."""
+        if len(vectors) == 1 and self._vector_rows is not None and isinstance(self._vectors, NumpyVectorIndex):
+            rows, _ = self._vectors.search_rows(vectors[0], n, flt)
+            return self._vector_rows[rows]
         hits = self._vectors.search(vectors[0], n, flt)
         if len(vectors) == 1:
-            return [key for key, _ in hits]
+            return table.rows(key for key, _ in hits)
         candidates = dict.fromkeys(key for key, _ in hits)
         for vec in vectors[1:]:
             candidates.update(dict.fromkeys(key for key, _ in self._vectors.search(vec, n, flt)))
         keys = list(candidates)
         scores = step_scores(np.einsum("ij,kj->ik", self._vectors.vectors(keys), vectors))  # no BLAS threads
         order = np.argsort(-scores, kind="stable")[:n]
-        return [keys[i] for i in order]
+        return table.rows(keys[i] for i in order)
 
     def _query_embeddings(self, texts: list[str]) -> Vectors:
         missing = []
