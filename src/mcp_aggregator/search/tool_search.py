@@ -110,13 +110,17 @@ class ToolSearch:
             self._servers.upsert([d.key for d in docs], [d.server for d in docs])
         else:
             embedded = 0
+        server_terms: dict[str, list[str]] = {}  # a server's text is the same for all its tools
         for doc in docs:
             old = self._docs.get(doc.key)
             if old is not None and old.name != doc.name:
                 self._forget_name(old)
             self._docs[doc.key] = doc
             self._keys_by_name.setdefault(doc.name, {})[doc.key] = None
-            self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
+            server_text = doc.server_lexical_text()
+            if (shared := server_terms.get(server_text)) is None:
+                shared = server_terms[server_text] = tokenize(server_text)
+            self._lexical.upsert(doc.key, doc.server, tokenize(doc.own_lexical_text()) + shared, doc.skill_ids)
         self._lexical.refresh()
         self._table = None
         self._server_names = None
