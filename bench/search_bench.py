@@ -258,7 +258,7 @@ def print_table(rows: dict[str, dict[str, float]]) -> None:
         print(f"{name:<18}" + "".join(f"{row[c]:>22.3f}" for c in cols))
 
 
-PATHS = ("packaged", "int8", "uint8")
+PATHS = ("packaged", "int8", "uint8", "int7")
 SUMMARY = {
     "short p50 ms": ("catalogue", "short_p50_ms"),
     "short p95 ms": ("catalogue", "short_p95_ms"),
@@ -379,7 +379,7 @@ if __name__ == "__main__":
     parser.add_argument("--cache-dir", type=Path, default=None, help="keep the embedding cache here between runs")
     parser.add_argument(
         "--variant",
-        choices=["auto", "int8", "uint8", "packaged", "all"],
+        choices=["auto", "int8", "uint8", "int7", "packaged", "all"],
         default="auto",
         help="what runs the embedding model (search.onnx_variant); all: every path, one table",
     )

@@ -1,8 +1,19 @@
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import numpy as np
+
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.search import SearchHit, ToolSearch
 from mcp_aggregator.search.classification_queue import ClassificationState
+from mcp_aggregator.search.embedder import Vectors, l2_normalise
+from mcp_aggregator.search.embedding_cache import EmbeddingCache
 from tests.conftest import running_gateway, settings_for, stdio_fixture
 
 
@@ -11,10 +22,10 @@ async def test_tools_are_indexed_classified_and_searchable_offline(tmp_path: Pat
     settings = settings_for(stdio_fixture("alpha"), search=search)
     async with running_gateway(settings) as (gateway, _client):
         await gateway.wait_until(gateway.index_ready, timeout_secs=60)
-        hits = gateway.search_tools("add two numbers together", 3)
+        hits = await gateway.search_tools("add two numbers together", 3)
         assert hits[0].key == "alpha.add"
         assert {h.server for h in hits} == {"alpha"}
-        assert gateway.search_tools("echo", 5, server="nope") == []
+        assert await gateway.search_tools("echo", 5, server="nope") == []
 
         queue = gateway.indexer.queue
         assert queue is not None
@@ -27,7 +38,7 @@ async def test_tools_are_indexed_classified_and_searchable_offline(tmp_path: Pat
         assert classified, "the offline classifier assigns skills"
         key = classified[0]
         skill = queue.assignments(key)[0].skill_id
-        assert key in {h.key for h in gateway.search_tools(key.split(".")[1], 10, skill=skill)}
+        assert key in {h.key for h in await gateway.search_tools(key.split(".")[1], 10, skill=skill)}
         await gateway.flush()
         stored = {t.name: t for t in await gateway.registry.list_tools()}
         assert stored[key].is_classified and stored[key].primary_skill_id == skill
@@ -37,9 +48,9 @@ async def test_disconnected_servers_drop_out_of_search() -> None:
     settings = settings_for(stdio_fixture("alpha"), stdio_fixture("beta"))
     async with running_gateway(settings) as (gateway, _client):
         await gateway.wait_until(gateway.index_ready, timeout_secs=60)
-        assert {h.server for h in gateway.search_tools("search tool", 10)} == {"alpha", "beta"}
+        assert {h.server for h in await gateway.search_tools("search tool", 10)} == {"alpha", "beta"}
         await gateway.disconnect_server(gateway.ids["beta"])
-        assert {h.server for h in gateway.search_tools("search tool", 10)} == {"alpha"}
+        assert {h.server for h in await gateway.search_tools("search tool", 10)} == {"alpha"}
         await gateway.remove_server_by_id(gateway.ids["beta"])
         assert "beta.search" not in gateway.search
 
@@ -48,3 +59,63 @@ def test_embeddings_persist_in_the_data_dir_by_default(tmp_path: Path) -> None:
     settings = settings_for(search={"embedder": "onnx-minilm"}, data_dir=str(tmp_path))
     assert settings.search.cache_path == tmp_path / "embeddings.db"
     assert settings_for().search.cache_path is None, "lexical-only search embeds nothing"
+
+
+class GatedEmbedder:
+    """Bag-of-words vectors; a text containing ``gate_word`` blocks until ``release`` is set."""
+
+    model_id = "gated-bow-32"
+    dimension = 32
+
+    def __init__(self, gate_word: str) -> None:
+        self.gate_word = gate_word
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if any(self.gate_word in text for text in texts):
+            self.entered.set()
+            if not self.release.wait(timeout=30):
+                raise TimeoutError("the gate was never released: the event loop was blocked")
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, sum(word.encode()) % self.dimension] += 1.0
+        out[:, 0] += 1e-3
+        return l2_normalise(out)
+
+
+async def test_the_event_loop_keeps_serving_while_a_search_embeds_its_query() -> None:
+    settings = settings_for(stdio_fixture("alpha"))
+    embedder = GatedEmbedder("numbers")
+    search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
+    async with Gateway(settings, search=search) as gateway:
+        await gateway.wait_settled(30)
+        await gateway.wait_until(gateway.index_ready, timeout_secs=60)
+        results: list[list[SearchHit]] = []
+        progressed = anyio.Event()
+
+        async def searching() -> None:
+            results.append(await gateway.search_tools("add two numbers", 3))
+
+        async def other_work() -> None:
+            await anyio.lowlevel.checkpoint()
+            progressed.set()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(searching)
+                with anyio.fail_after(30):
+                    await anyio.to_thread.run_sync(lambda: embedder.entered.wait(30))
+                assert embedder.entered.is_set()
+                # The search is now stuck inside the embedder; the loop must still run tasks.
+                tg.start_soon(other_work)
+                with anyio.fail_after(10):
+                    await progressed.wait()
+                assert results == []
+                embedder.release.set()
+        finally:
+            embedder.release.set()
+            for supervisor in list(gateway.supervisors.values()):
+                await supervisor.stop()
+        assert results[0][0].key == "alpha.add"

@@ -254,7 +254,7 @@ def tools_search(
             if waited.cancelled_caught:
                 typer.echo(f"mcp-aggregator: indexing took over {timeout:g}s; results may be partial", err=True)
             try:
-                return gateway.search_tools(text, k, server=server, skill=skill)
+                return await gateway.search_tools(text, k, server=server, skill=skill)
             finally:
                 await _stop_all(gateway)
 

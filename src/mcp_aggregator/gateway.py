@@ -88,7 +88,9 @@ class Gateway:
         self.state = GatewayState.NEW
         self.engine = AggregatorEngine(
             settings.aggregator,
-            tool_search=lambda query, k: [hit.server for hit in self.search_tools(query, k)],
+            # The engine's server selection calls this synchronously (aggregate/ is sync
+            # there), so it ranks on the loop; search_tools runs off it.
+            tool_search=lambda query, k: [hit.server for hit in self._search_blocking(query, k)],
             environ=dict(os.environ) if env is None else dict(env),
         )
         self._search = search
@@ -541,10 +543,19 @@ class Gateway:
     def skills(self) -> list[SkillSpec]:
         return skills_of(self.settings.search)
 
-    def search_tools(
+    async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
     ) -> list[SearchHit]:
-        return self.search.search(query, k, server=server, skill=skill, allowed_servers=self.exposed_servers())
+        """The best tools for ``query``; embedding and ranking run in a worker thread so the
+        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe)."""
+        allowed = self.exposed_servers()
+        search = self.search
+        return await anyio.to_thread.run_sync(
+            lambda: search.search(query, k, server=server, skill=skill, allowed_servers=allowed)
+        )
+
+    def _search_blocking(self, query: str, k: int) -> list[SearchHit]:
+        return self.search.search(query, k, allowed_servers=self.exposed_servers())
 
     async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""

@@ -72,7 +72,7 @@ async def test_a_rewritten_tool_is_held_until_approved_and_no_call_gets_through(
             assert "its definition changed since it was approved" in refused.value.error.message
             assert refused.value.error.data == {"server": "rug", "tool": "weather", "reason": "changed"}
             await gateway.wait_until(gateway.index_ready, timeout_secs=SETTLE)
-            assert all(hit.key != "rug.weather" for hit in gateway.search_tools("weather", 10))
+            assert all(hit.key != "rug.weather" for hit in await gateway.search_tools("weather", 10))
 
             async with face.admin() as http:
                 tools = {t["original_name"]: t for t in (await http.get(f"{API}/servers/{rug_id}/tools")).json()}

@@ -93,7 +93,7 @@ def test_the_configured_variant_is_the_one_that_runs(variant: str) -> None:
 def test_an_unknown_variant_is_reported_with_its_path() -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings("servers: []\nsearch: {onnx_variant: fp16}\n")
-    assert "search.onnx_variant: Input should be 'auto', 'int8', 'uint8' or 'packaged'" in str(info.value)
+    assert "search.onnx_variant: Input should be 'auto', 'int8', 'uint8', 'int7' or 'packaged'" in str(info.value)
 
 
 def test_the_default_model_runs_the_variant_chosen_for_this_run(onnx_embedder: OnnxMiniLmEmbedder) -> None:

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
 from mcp_aggregator.search import onnx_quantize
 from mcp_aggregator.search.onnx_embedder import (
@@ -194,3 +196,27 @@ def test_xdg_cache_home_replaces_the_home_cache(tmp_path: Path, monkeypatch: pyt
     assert not any(d.is_relative_to(tmp_path / "home") for d in dirs)
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert onnx_quantize.default_cache_dirs()[0] == tmp_path / "home" / ".cache" / "mcp-aggregator" / "models"
+
+
+def test_the_int7_variant_runs_seven_bit_weights_with_doubled_scales(tmp_path: Path) -> None:
+    source = packaged_model_path()
+    dest = tmp_path / "int7.onnx"
+    rewritten = onnx_quantize.quantize_matmuls(source, dest, weights="int7")
+    model = onnx.load(str(dest))
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    nodes = [n for n in model.graph.node if n.op_type == "DynamicQuantizeMatMul"]
+    assert len(nodes) == rewritten > 0
+    original = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(source)).graph.initializer}
+    for node in nodes:
+        weight, scale = inits[node.input[1]], inits[node.input[2]]
+        assert weight.dtype == np.int8 and weight.min() >= -64 and weight.max() <= 63
+        source_weight = original[node.input[1].removesuffix("__r7")].astype(np.float32)
+        # Each 7-bit weight times its doubled scale is within half a new step of the original.
+        error = np.abs(weight * scale - source_weight * (scale / 2))
+        assert (error <= scale / 2 * (1 + 1e-3)).all()
+
+
+def test_the_self_check_never_measures_the_int7_variant(tmp_path: Path) -> None:
+    embedder = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=REJECT_ALL)
+    assert embedder.choice is not None
+    assert "int7" not in {t.variant for t in embedder.choice.trials}

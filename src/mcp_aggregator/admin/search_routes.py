@@ -25,7 +25,7 @@ async def search_tools(
     skill: str | None = None,
 ) -> list[SearchHitPublic]:
     """Semantic + lexical search over the tools of CONNECTED and DEGRADED servers."""
-    hits = gateway.search_tools(q, k, server=server, skill=skill)
+    hits = await gateway.search_tools(q, k, server=server, skill=skill)
     return [
         SearchHitPublic(
             name=hit.key,

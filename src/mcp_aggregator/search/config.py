@@ -51,10 +51,11 @@ class SearchSettings(BaseModel):
     sentence-transformers model folder (required for that embedder)."""
     onnx_threads: int = Field(default=2, ge=1, le=64)
     """Threads of bulk (indexing) inference; single queries always use one."""
-    onnx_variant: Literal["auto", "int8", "uint8", "packaged"] = "auto"
+    onnx_variant: Literal["auto", "int8", "uint8", "int7", "packaged"] = "auto"
     """What runs the packaged model (onnx-minilm without ``model_path``): ``auto`` measures
     the int8-compute variants against it at the first start and remembers the choice;
-    ``int8``, ``uint8`` or ``packaged`` force one."""
+    ``int8``, ``uint8``, ``int7`` (7-bit weights, never chosen by ``auto``: see
+    ``onnx_quantize.AUTO_CANDIDATES``) or ``packaged`` force one."""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
     openai_model: str = "text-embedding-3-small"

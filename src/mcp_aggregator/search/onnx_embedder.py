@@ -19,6 +19,7 @@ from tokenizers import Tokenizer
 from mcp_aggregator.errors import SearchError
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 from mcp_aggregator.search.onnx_quantize import (
+    AUTO_CANDIDATES,
     WEIGHT_ENCODINGS,
     DerivationError,
     WeightEncoding,
@@ -137,9 +138,9 @@ class OnnxMiniLmEmbedder:
     so a query is not stuck behind a large indexing batch.
 
     With the pinned packaged model, ``variant`` says what runs: ``packaged`` (the model as
-    installed: float arithmetic, the reference), ``int8`` or ``uint8`` (a variant derived
-    from it whose MatMuls run on onnxruntime's int8 kernels, see ``onnx_quantize``), or
-    ``auto``: at the first start on a machine each variant is measured against the packaged
+    installed: float arithmetic, the reference), ``int8``, ``uint8`` or ``int7`` (a variant
+    derived from it whose MatMuls run on onnxruntime's int8 kernels, see ``onnx_quantize``),
+    or ``auto``: at the first start on a machine each variant of ``AUTO_CANDIDATES`` is measured against the packaged
     model on :data:`PROBE_TEXTS` and :func:`onnx_variant.pick` chooses with
     ``min_variant_cosine`` and ``min_variant_speedup``; the choice is remembered (see
     ``onnx_variant``). Derived files live in the first usable of ``derived_cache_dirs``
@@ -254,7 +255,7 @@ class OnnxMiniLmEmbedder:
             return choice
         sessions: dict[Variant, ort.InferenceSession] = {"packaged": _open_session(source, 1)}
         home = None
-        for weights in WEIGHT_ENCODINGS:
+        for weights in AUTO_CANDIDATES:
             try:
                 candidate = derived_model(source, PACKAGED_MODEL_SHA256, weights, self._loadable, dirs)
                 sessions[weights] = _open_session(candidate, 1)

@@ -13,7 +13,9 @@ Two weight encodings (:data:`WEIGHT_ENCODINGS`): ``int8`` keeps the signed weigh
 kernels: the fastest; their integer sums are exact with VNNI, but without it their 16-bit
 pair sums saturate and cost accuracy) and ``uint8`` shifts them by 128 with a zero point of
 128 (the same weights, run on u8u8 kernels that do not saturate: onnxruntime's advice for
-x86 CPUs without VNNI).
+x86 CPUs without VNNI), and ``int7`` halves the signed weights into 7 bits with a doubled
+scale (onnxruntime's ``reduce_range``: the fast u8s8 kernels, whose pair sums cannot
+saturate at 7 bits, for one bit of weight precision).
 
 The rewrite is deterministic, needs no network, and its result is cached under a name that
 carries the source sha256 and the variant tag; a sidecar records the file's own sha256 so a
@@ -37,10 +39,15 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-WeightEncoding = Literal["int8", "uint8"]
-WEIGHT_ENCODINGS: dict[WeightEncoding, str] = {"int8": "dqmm-v1", "uint8": "dqmm-u8-v1"}
+WeightEncoding = Literal["int8", "uint8", "int7"]
+WEIGHT_ENCODINGS: dict[WeightEncoding, str] = {"int8": "dqmm-v1", "uint8": "dqmm-u8-v1", "int7": "dqmm-r7-v1"}
 """Weight encoding -> variant tag; a tag changes whenever its rewrite changes, so an old
 cached file is never reused."""
+AUTO_CANDIDATES: tuple[WeightEncoding, ...] = ("int8", "uint8")
+"""The encodings the first-start self-check measures. ``int7`` is forced only: on an AVX2
+CPU without VNNI it is as fast as ``int8`` and its worst probe cosine (0.992) passes 0.99,
+yet LiveMCPBench Recall@5 fell from 0.586 (``uint8``) to 0.572 with it, a loss the probe
+texts do not see."""
 KEEP_FLOAT_DOWN_PROJECTIONS = 3
 """Leading MatMuls with more input rows than output columns (the FFN down-projections)
 kept in float."""
@@ -146,12 +153,20 @@ def quantize_matmuls(
             down_projections += 1
             if down_projections <= keep_float_down_projections:
                 continue
-        column_scale = f"{scale}__per_column"
+        factor = 2.0 if weights == "int7" else 1.0
+        column_scale = f"{scale}__per_column" + ("_r7" if weights == "int7" else "")
         if column_scale not in new_names:
-            values = numpy_helper.to_array(inits[scale]).reshape(-1)
-            new_inits.append(numpy_helper.from_array(values, column_scale))
+            values = numpy_helper.to_array(inits[scale]).reshape(-1) * np.float32(factor)
+            new_inits.append(numpy_helper.from_array(values.astype(np.float32), column_scale))
             new_names.add(column_scale)
         zero_point = ""
+        if weights == "int7":
+            # Halved and rounded (ties to even) into -64..63: u8 x s7 pair sums fit 16 bits.
+            halved = np.clip(np.round(numpy_helper.to_array(inits[weight]).astype(np.float32) / 2), -64, 63)
+            weight = f"{weight}__r7"
+            if weight not in new_names:
+                new_inits.append(numpy_helper.from_array(halved.astype(np.int8), weight))
+                new_names.add(weight)
         if weights == "uint8":
             # w + 128 with zero point 128 is the same weight; the shift is exact in int16.
             shifted = (numpy_helper.to_array(inits[weight]).astype(np.int16) + 128).astype(np.uint8)

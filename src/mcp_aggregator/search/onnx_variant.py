@@ -22,10 +22,10 @@ from typing import Literal, get_args
 
 import onnxruntime as ort
 
-from mcp_aggregator.search.onnx_quantize import WEIGHT_ENCODINGS, usable_cache_dir
+from mcp_aggregator.search.onnx_quantize import AUTO_CANDIDATES, WEIGHT_ENCODINGS, usable_cache_dir
 
-Variant = Literal["int8", "uint8", "packaged"]
-VariantSetting = Literal["auto", "int8", "uint8", "packaged"]
+Variant = Literal["int8", "uint8", "int7", "packaged"]
+VariantSetting = Literal["auto", "int8", "uint8", "int7", "packaged"]
 VARIANTS: tuple[Variant, ...] = get_args(Variant)
 SIMILAR_SPEED = 1.1
 """Variants within this factor of the fastest count as equally fast; the more accurate wins."""
@@ -92,7 +92,8 @@ def cpu_flags() -> str:
 
 def machine_key(source_sha256: str, flags: str | None = None) -> str:
     """What a remembered choice is valid for: model, onnxruntime, derivations and CPU."""
-    parts = [source_sha256, ort.__version__, *sorted(WEIGHT_ENCODINGS.values()), flags or cpu_flags()]
+    tags = sorted(WEIGHT_ENCODINGS[w] for w in AUTO_CANDIDATES)
+    parts = [source_sha256, ort.__version__, *tags, flags or cpu_flags()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

@@ -58,7 +58,7 @@ class RowTable:
             self._server_names.append(server)
         return code
 
-    def sole_server(self, rows: npt.NDArray[np.int32]) -> str | None:
+    def sole_server(self, rows: npt.NDArray[np.intp]) -> str | None:
         """The server of all ``rows`` when they share one, else None."""
         if len(rows) == 0:
             return None

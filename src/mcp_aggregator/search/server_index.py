@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 from mcp_aggregator.search.ranking import Scores, reciprocal_rank_fusion, step_scores
+from mcp_aggregator.search.row_dots import RowDots
 
 VectorsOf = Callable[[Sequence[str]], Vectors]
 """Stored tool vectors of the given keys, rows in order."""
@@ -32,6 +33,7 @@ class ServerIndex:
         self._code_of: dict[str, int] = {}
         self._last_mask: tuple[frozenset[str], npt.NDArray[np.bool_]] | None = None
         self._matrix = np.zeros((0, 2, dimension), dtype=np.float32)
+        self._dots = RowDots(dimension)
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -82,6 +84,7 @@ class ServerIndex:
         self._matrix = np.stack(
             [np.stack([self._centroids[s], self._described.get(s, zero)]) for s in self._names]
         ).reshape(len(self._names), 2, self._dim)
+        self._dots.invalidate()
 
     def rankings(
         self, query_vectors: Vectors, allowed: Collection[str] | None, vectors_of: VectorsOf
@@ -108,8 +111,9 @@ class ServerIndex:
         self.refresh(vectors_of)
         if not self._names:
             return [np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)]
-        # einsum keeps numpy's single-threaded loop (see NumpyVectorIndex.search).
-        sims = np.einsum("skd,qd->ksq", self._matrix, np.asarray(query_vectors, dtype=np.float32))
+        # Rows alternate centroid, description per server: (q, s * 2) -> (2, s, q).
+        dots = self._dots.dots(query_vectors, self._matrix.reshape(-1, self._dim))
+        sims = dots.reshape(len(dots), len(self._names), 2).transpose(2, 1, 0)
         keep = None if allowed is None else self._mask(allowed)
         out = []
         for sim in sims:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from mcp_aggregator.search.lexical_index import split_identifier
@@ -34,22 +35,30 @@ class ToolDoc:
         cannot read (empty, or mostly non-Latin script) is replaced by the parameter names
         and the server's description, which say more than nothing.
         """
-        server = " ".join(split_identifier(self.server))
-        name = " ".join(split_identifier(self.name))
-        params = ", ".join(" ".join(split_identifier(p)) for p in self.parameters())
+        server = identifier_words(self.server)
+        name = identifier_words(self.name)
         if is_latin(self.description):
             return f"{server} / {name}: {self.description}".strip()
+        params = ", ".join(identifier_words(p) for p in self.parameters())
         fallback = self.server_description if is_latin(self.server_description) else ""
         return f"{server} / {name}: {params}. {fallback}".strip(" .")
 
     def lexical_text(self) -> str:
         """The text BM25 indexes: names, description, parameters and the server's text."""
+        return f"{self.own_lexical_text()} {self.server_lexical_text()}"
+
+    def own_lexical_text(self) -> str:
+        """The tool's part of ``lexical_text``: name, description and parameters."""
         params = " ".join(f"{name} {desc}" for name, desc in self.parameters().items())
-        return f"{self.name} {self.description} {params} {self.server} {self.server_description}"
+        return f"{self.name} {self.description} {params}"
+
+    def server_lexical_text(self) -> str:
+        """The server's part of ``lexical_text``, the same for all its tools."""
+        return f"{self.server} {self.server_description}"
 
     def server_text(self) -> str:
         """The text embedded for this tool's server: its name as words and its description."""
-        server = " ".join(split_identifier(self.server))
+        server = identifier_words(self.server)
         if is_latin(self.server_description):
             return f"{server}: {self.server_description}".strip()
         return server
@@ -84,6 +93,12 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,.;:") + "…"
+
+
+@lru_cache(maxsize=65_536)
+def identifier_words(name: str) -> str:
+    """``split_identifier`` joined by spaces; server names repeat for every tool."""
+    return " ".join(split_identifier(name))
 
 
 def _description_of(spec: object) -> str:

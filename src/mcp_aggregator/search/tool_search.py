@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
@@ -39,8 +40,11 @@ _NEED_CACHE_SIZE = 256
 class ToolSearch:
     """Searchable view of the tool catalogue.
 
-    Writes (``upsert``, ``remove*``, ``set_skills``) and ``search`` must be called from one
-    thread (the event loop); ``upsert`` runs only the embedding in a worker thread.
+    Writes (``upsert``, ``remove*``, ``set_skills``) must be called from one thread (the
+    event loop); ``upsert`` embeds and tokenizes in worker threads. ``search`` may run in
+    any thread (``Gateway.search_tools`` runs it in a worker so the loop keeps serving): it
+    embeds the query outside the lock, then ranks under the lock that writes hold only
+    while they change the indexes.
     """
 
     def __init__(
@@ -62,7 +66,13 @@ class ToolSearch:
         self._docs: dict[str, ToolDoc] = {}
         self._keys_by_name: dict[str, dict[str, None]] = {}
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._query_vectors_lock = threading.Lock()
+        self._lock = threading.Lock()
         self._table: ToolTable | None = None
+        # Rows of the lexical and vector indexes mapped to table rows, per table version:
+        # a search then ranks in arrays, with no key lookups per candidate.
+        self._lexical_rows: Rows = np.zeros(0, dtype=np.intp)
+        self._vector_rows: Rows | None = None
         needs = DEFAULT_NEEDS if settings.implicit_needs is None else settings.implicit_needs
         self._needs = NeedMatcher(needs)
         self._need_tools: dict[tuple[str, IndexFilter], str | None] = {}
@@ -98,40 +108,50 @@ class ToolSearch:
         Skill ids already set on a stored tool are kept when the new doc carries none.
         """
         docs = [self._keep_skills(d) for d in docs]
+        embedded = 0
+        vectors = described = None
         if self._dense and docs:
             texts = [d.dense_text() for d in docs]
             vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
-            self._vectors.upsert([d.key for d in docs], [d.server for d in docs], vectors, [d.skill_ids for d in docs])
-            await anyio.to_thread.run_sync(lambda: self._describe_servers(docs))
-            self._servers.upsert([d.key for d in docs], [d.server for d in docs])
-        else:
-            embedded = 0
-        for doc in docs:
-            old = self._docs.get(doc.key)
-            if old is not None and old.name != doc.name:
-                self._forget_name(old)
-            self._docs[doc.key] = doc
-            self._keys_by_name.setdefault(doc.name, {})[doc.key] = None
-            self._lexical.upsert(doc.key, doc.server, tokenize(doc.lexical_text()), doc.skill_ids)
-        self._lexical.refresh()
-        self._table = None
-        self._server_names = None
-        self.version += 1
+            todo = self._undescribed(docs)
+            described = await anyio.to_thread.run_sync(lambda: self._server_vectors(todo))
+        terms = await anyio.to_thread.run_sync(lambda: _lexical_terms(docs))
+        keys, servers = [d.key for d in docs], [d.server for d in docs]
+        with self._lock:
+            if vectors is not None:
+                self._vectors.upsert(keys, servers, vectors, [d.skill_ids for d in docs])
+            for server, (text, vector) in (described or {}).items():
+                self._servers.set_description(server, vector)
+                self._server_texts[server] = text
+            if vectors is not None:
+                self._servers.upsert(keys, servers)
+            for doc, doc_terms in zip(docs, terms, strict=True):
+                old = self._docs.get(doc.key)
+                if old is not None and old.name != doc.name:
+                    self._forget_name(old)
+                self._docs[doc.key] = doc
+                self._keys_by_name.setdefault(doc.name, {})[doc.key] = None
+                self._lexical.upsert(doc.key, doc.server, doc_terms, doc.skill_ids)
+            self._lexical.refresh()
+            self._table = None
+            self._server_names = None
+            self.version += 1
         return embedded
 
-    def _describe_servers(self, docs: Sequence[ToolDoc]) -> None:
+    def _undescribed(self, docs: Sequence[ToolDoc]) -> dict[str, str]:
+        """Server description texts of ``docs`` not yet embedded as they are now."""
         texts = {d.server: d.server_text() for d in docs}
-        todo = {
+        return {
             server: text
             for server, text in texts.items()
             if self._server_texts.get(server) != text or not self._servers.has_description(server)
         }
+
+    def _server_vectors(self, todo: dict[str, str]) -> dict[str, tuple[str, Vectors]]:
         if not todo:
-            return
+            return {}
         vectors, _ = self.embed_texts(list(todo.values()))
-        for (server, text), vector in zip(todo.items(), vectors, strict=True):
-            self._servers.set_description(server, vector)
-            self._server_texts[server] = text
+        return {server: (text, vectors[i]) for i, (server, text) in enumerate(todo.items())}
 
     def _keep_skills(self, doc: ToolDoc) -> ToolDoc:
         old = self._docs.get(doc.key)
@@ -155,20 +175,21 @@ class ToolSearch:
 
     def remove(self, keys: Iterable[str]) -> list[ToolDoc]:
         """Removes tools; returns the docs that were present."""
-        removed = [doc for key in keys if (doc := self._docs.pop(key, None)) is not None]
-        gone = [d.key for d in removed]
-        for doc in removed:
-            self._forget_name(doc)
-        if self._dense:
-            self._vectors.remove(gone)
-            self._servers.remove(gone, [d.server for d in removed])
-        for key in gone:
-            self._lexical.remove(key)
-        self._lexical.refresh()
-        if removed:
-            self._table = None
-            self._server_names = None
-            self.version += 1
+        with self._lock:
+            removed = [doc for key in keys if (doc := self._docs.pop(key, None)) is not None]
+            gone = [d.key for d in removed]
+            for doc in removed:
+                self._forget_name(doc)
+            if self._dense:
+                self._vectors.remove(gone)
+                self._servers.remove(gone, [d.server for d in removed])
+            for key in gone:
+                self._lexical.remove(key)
+            self._lexical.refresh()
+            if removed:
+                self._table = None
+                self._server_names = None
+                self.version += 1
         return removed
 
     def remove_server(self, server: str) -> list[ToolDoc]:
@@ -186,19 +207,21 @@ class ToolSearch:
         if doc is None:
             return
         skills = tuple(skill_ids)
-        self._docs[key] = ToolDoc(
-            doc.key, doc.server, doc.name, doc.description, doc.server_description, doc.input_schema, skills
-        )
-        self._lexical.set_skills(key, skills)
-        if self._dense:
-            self._vectors.set_skills(key, skills)
-        self.version += 1
+        with self._lock:
+            self._docs[key] = ToolDoc(
+                doc.key, doc.server, doc.name, doc.description, doc.server_description, doc.input_schema, skills
+            )
+            self._lexical.set_skills(key, skills)
+            if self._dense:
+                self._vectors.set_skills(key, skills)
+            self.version += 1
 
     def tool_vectors(self, keys: Sequence[str]) -> Vectors:
         """Stored vectors of the existing ``keys`` (rows in order, missing keys skipped)."""
         if not self._dense:
             return np.zeros((0, 0), dtype=np.float32)
-        return self._vectors.vectors([k for k in keys if k in self._docs])
+        with self._lock:
+            return self._vectors.vectors([k for k in keys if k in self._docs])
 
     def search(
         self,
@@ -213,21 +236,36 @@ class ToolSearch:
 
         ``server`` and ``skill`` restrict to one server / skill; ``allowed_servers`` (the
         CONNECTED and DEGRADED servers) restricts to those. An empty query returns [].
+        Blocking (it embeds the query): call it from a worker thread on an event loop.
         """
         if not query.strip() or k <= 0 or not self._docs:
             return []
         flt = _filter(server, skill, allowed_servers)
         if flt.servers is not None and not flt.servers:
             return []
+        vectors = None
+        need_vectors: dict[str, Vectors] = {}
+        if self._dense:  # outside the lock: a write waits for ranking only, never for the model
+            text = normalise_query(query)
+            vectors = self._query_embeddings([text, *sub_queries(text)])
+            if needs := self._needs.needs_of(query):
+                need_vectors = dict(zip(needs, self._query_embeddings(needs), strict=True))
+        with self._lock:
+            if not self._docs:
+                return []
+            return self._ranked(query, k, flt, vectors, need_vectors)
+
+    def _ranked(
+        self, query: str, k: int, flt: IndexFilter, vectors: Vectors | None, need_vectors: dict[str, Vectors]
+    ) -> list[SearchHit]:
         # A depth independent of k keeps a smaller k's results a prefix of a larger k's.
         n = max(_CANDIDATES, k)
         table = self._tool_table()
-        rankings = [table.rows(key for key, _ in self._lexical.search(query, n, flt))]
+        lexical, _ = self._lexical.search_rows(query, n, flt)
+        rankings = [self._lexical_rows[lexical]]
         dense_server_scores = None
-        if self._dense:
-            text = normalise_query(query)
-            vectors = self._query_embeddings([text, *sub_queries(text)])
-            rankings.append(table.rows(self._dense_ranking(vectors, n, flt)))
+        if vectors is not None:
+            rankings.append(self._dense_ranking(table, vectors, n, flt))
             by_vectors = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
             dense_server_scores = table.server_scores(self._servers.names, by_vectors)
         fused = reciprocal_rank_fusion(rankings, len(table))
@@ -240,11 +278,10 @@ class ToolSearch:
         scores = tool_scores + server_scores[servers]
         depth = max(k, HEAD)  # the head decides the alternatives, whatever k is
         hits = [
-            self._hit(table.keys[candidates[i]], float(scores[i]))
-            for i in top_rows(scores, candidates, depth).tolist()
+            self._hit(table.keys[candidates[i]], float(scores[i])) for i in top_rows(scores, candidates, depth).tolist()
         ]
         named = self._named_server_tools(query, table, candidates, scores) if self._settings.named_servers else []
-        joining = [*named, *self._need_tools_of(query, flt)]
+        joining = [*named, *self._need_tools_of(need_vectors, flt)]
         hits = after_best(hits, (self._hit(key, 0.0) for key in joining))
         return with_alternatives(hits, lambda hit: self._alternatives(hit, flt), self._settings.alternatives)[:k]
 
@@ -271,13 +308,12 @@ class ToolSearch:
                 out.append(table.keys[candidates[own[np.argmax(scores[own])]]])
         return out
 
-    def _need_tools_of(self, query: str, flt: IndexFilter) -> list[str]:
-        """The tool of each need ``query`` implies (dense embedders only: needs are phrases)."""
-        if not self._dense:
-            return []
-        return [key for need in self._needs.needs_of(query) if (key := self._need_tool(need, flt)) is not None]
+    def _need_tools_of(self, need_vectors: dict[str, Vectors], flt: IndexFilter) -> list[str]:
+        """The tool of each need the query implies, given their vectors (dense embedders only:
+        needs are phrases)."""
+        return [key for need, vec in need_vectors.items() if (key := self._need_tool(need, vec, flt)) is not None]
 
-    def _need_tool(self, need: str, flt: IndexFilter) -> str | None:
+    def _need_tool(self, need: str, vector: Vectors, flt: IndexFilter) -> str | None:
         """The tool closest to ``need`` among those ``flt`` allows, if close enough.
 
         A need's phrase never changes, so its answer is kept until the catalogue changes.
@@ -287,50 +323,73 @@ class ToolSearch:
             self._need_tools_version = self.version
         cache_key = (need, flt)
         if cache_key not in self._need_tools:
-            best = self._vectors.search(self._query_embeddings([need])[0], 1, flt)
+            best = self._vectors.search(vector, 1, flt)
             ok = bool(best) and best[0][1] >= self._settings.implicit_need_min_similarity
             self._need_tools[cache_key] = best[0][0] if ok else None
         return self._need_tools[cache_key]
 
     def _tool_table(self) -> ToolTable:
         if self._table is None:
-            self._table = ToolTable((doc.key, doc.server) for doc in self._docs.values())
+            table = ToolTable((doc.key, doc.server) for doc in self._docs.values())
+            self._lexical_rows = table.rows(self._lexical.keys)
+            vectors = self._vectors
+            self._vector_rows = table.rows(vectors.keys) if isinstance(vectors, NumpyVectorIndex) else None
+            self._table = table
         return self._table
 
-    def _dense_ranking(self, vectors: Vectors, n: int, flt: IndexFilter) -> list[str]:
-        """Tools by ``step_scores`` of the whole query (row 0) and its steps (rows after)."""
+    def _dense_ranking(self, table: ToolTable, vectors: Vectors, n: int, flt: IndexFilter) -> Rows:
+        """Table rows by ``step_scores`` of the whole query (row 0) and its steps (rows after)."""
+        if len(vectors) == 1 and self._vector_rows is not None and isinstance(self._vectors, NumpyVectorIndex):
+            rows, _ = self._vectors.search_rows(vectors[0], n, flt)
+            return self._vector_rows[rows]
         hits = self._vectors.search(vectors[0], n, flt)
         if len(vectors) == 1:
-            return [key for key, _ in hits]
+            return table.rows(key for key, _ in hits)
         candidates = dict.fromkeys(key for key, _ in hits)
         for vec in vectors[1:]:
             candidates.update(dict.fromkeys(key for key, _ in self._vectors.search(vec, n, flt)))
         keys = list(candidates)
         scores = step_scores(np.einsum("ij,kj->ik", self._vectors.vectors(keys), vectors))  # no BLAS threads
         order = np.argsort(-scores, kind="stable")[:n]
-        return [keys[i] for i in order]
+        return table.rows(keys[i] for i in order)
 
     def _query_embeddings(self, texts: list[str]) -> Vectors:
-        missing = []
-        for text in texts:
-            if text in self._query_vectors:
-                self._query_vectors.move_to_end(text)  # so adding the missing cannot evict it
-            else:
-                missing.append(text)
+        found: dict[str, Vectors] = {}
+        cache = self._query_vectors
+        with self._query_vectors_lock:
+            for text in texts:
+                if text in cache:
+                    cache.move_to_end(text)
+                    found[text] = cache[text]
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         # The whole query (first) is as long as all its steps: in one batch every step would
         # be padded to its length, which doubled the p95 of a multi-step task.
         for batch in (missing[:1], missing[1:]):
             if not batch:
                 continue
-            for text, vec in zip(batch, self._embedder.embed(batch), strict=True):
-                self._query_vectors[text] = vec
-                if len(self._query_vectors) > _QUERY_CACHE_SIZE:
-                    self._query_vectors.popitem(last=False)
-        return np.stack([self._query_vectors[t] for t in texts])
+            embedded = self._embedder.embed(batch)
+            with self._query_vectors_lock:
+                for text, vec in zip(batch, embedded, strict=True):
+                    found[text] = cache[text] = vec
+                    if len(cache) > _QUERY_CACHE_SIZE:
+                        cache.popitem(last=False)
+        return np.stack([found[t] for t in texts])
 
     def _hit(self, key: str, score: float) -> SearchHit:
         doc = self._docs[key]
         return SearchHit(doc.key, doc.server, doc.name, excerpt(doc.description), score, doc.skill_ids)
+
+
+def _lexical_terms(docs: Sequence[ToolDoc]) -> list[list[str]]:
+    """BM25 terms of each doc's ``lexical_text``; a server's text is tokenized once."""
+    server_terms: dict[str, list[str]] = {}
+    out = []
+    for doc in docs:
+        server_text = doc.server_lexical_text()
+        if (shared := server_terms.get(server_text)) is None:
+            shared = server_terms[server_text] = tokenize(server_text)
+        out.append(tokenize(doc.own_lexical_text()) + shared)
+    return out
 
 
 def _passes(doc: ToolDoc, flt: IndexFilter) -> bool:

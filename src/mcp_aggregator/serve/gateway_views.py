@@ -54,7 +54,7 @@ class GatewayToolCatalog:
             self.gateway.supervisor(server)
         catalog = self.gateway.catalog
         hits = []
-        for hit in self.gateway.search_tools(query, k, server=server, skill=skill):
+        for hit in await self.gateway.search_tools(query, k, server=server, skill=skill):
             entry = catalog.get(hit.key)
             if entry is not None:  # the index may still hold a tool the catalog just dropped
                 skill_id = hit.skill_ids[0] if hit.skill_ids else None

@@ -55,7 +55,7 @@ class ServeGateway(Protocol):
 
     def resolve(self, name: str, server: str | None = None) -> Route: ...
 
-    def search_tools(
+    async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
     ) -> list[SearchHit]: ...
 
