@@ -287,10 +287,13 @@ def describe_embedder(embedder: Embedder) -> str:
     return embedder.model_id
 
 
-async def run_variant(variant: str, size: int, cache_dir: Path | None, tmp: Path) -> dict[str, Any]:
+async def run_variant(
+    variant: str, size: int, cache_dir: Path | None, tmp: Path, query_threads: int = 1
+) -> dict[str, Any]:
     """Quality and latency of the search with the embedding model run as ``variant``."""
     docs, tasks = load()
-    embedder = build_embedder(SearchSettings.model_validate({"onnx_variant": variant}))
+    settings = {"onnx_variant": variant, "onnx_query_threads": query_threads}
+    embedder = build_embedder(SearchSettings.model_validate(settings))
     print(f"\n=== {describe_embedder(embedder)} ===")
     print(f"Indexing {len(docs)} tools (cold cache embeds them all; ~1-2 min on 2 busy cores):")
     cache_times = await cold_warm(embedder, docs, tmp / f"cold-{variant}.db")
@@ -347,7 +350,7 @@ def print_paths(runs: dict[str, dict[str, Any]]) -> None:
         print(f"| {path} | " + " | ".join(cells) + " |")
 
 
-async def main(size: int, cache_dir: Path | None, variant: str) -> None:
+async def main(size: int, cache_dir: Path | None, variant: str, query_threads: int) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     flags = set(cpu_flags().split())
     vnni = sorted(flags & {"avx512_vnni", "avx_vnni", "avx512f", "avx2"})
@@ -359,15 +362,19 @@ async def main(size: int, cache_dir: Path | None, variant: str) -> None:
             auto = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp / "auto"])
             assert auto.choice is not None
             print(f"The self-check (auto) picks {auto.variant} here: {auto.choice.reason}")
-            runs = {path: await run_variant(path, size, cache_dir, tmp) for path in PATHS}
+            runs = {path: await run_variant(path, size, cache_dir, tmp, query_threads) for path in PATHS}
         else:
-            runs = {variant: await run_variant(variant, size, cache_dir, tmp)}
+            runs = {variant: await run_variant(variant, size, cache_dir, tmp, query_threads)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if len(runs) > 1:
         print_paths(runs)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    out: dict[str, Any] = {"cpu_flags_of_note": vnni, "python": sys.version.split()[0]}
+    out: dict[str, Any] = {
+        "cpu_flags_of_note": vnni,
+        "python": sys.version.split()[0],
+        "onnx_query_threads": query_threads,
+    }
     out.update(next(iter(runs.values())) if len(runs) == 1 else {"paths": runs})
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {RESULTS}")
@@ -383,5 +390,8 @@ if __name__ == "__main__":
         default="auto",
         help="what runs the embedding model (search.onnx_variant); all: every path, one table",
     )
+    parser.add_argument(
+        "--query-threads", type=int, default=1, help="threads one query's embedding uses (search.onnx_query_threads)"
+    )
     args = parser.parse_args()
-    anyio.run(main, args.size, args.cache_dir, args.variant)
+    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads)

@@ -105,3 +105,18 @@ def test_the_default_model_runs_the_variant_chosen_for_this_run(onnx_embedder: O
         assert onnx_embedder.variant == "packaged"
     elif forced == "accept":
         assert onnx_embedder.variant in ("int8", "uint8")
+
+
+@pytest.mark.parametrize("variant", ["packaged", "uint8"])
+def test_a_query_spread_over_two_threads_gets_the_vectors_of_one_thread(variant: str) -> None:
+    texts = ["read a file from disk", "git log", ""]
+    one = OnnxMiniLmEmbedder(threads=1, query_threads=1, variant=variant)
+    two = OnnxMiniLmEmbedder(threads=1, query_threads=2, variant=variant)
+    assert two.variant == one.variant == variant
+    np.testing.assert_allclose(two.embed(texts), one.embed(texts), atol=1e-5)
+
+
+def test_query_threads_below_one_are_refused_with_the_field_named() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_settings("servers: []\nsearch: {onnx_query_threads: 0}\n")
+    assert "search.onnx_query_threads: Input should be greater than or equal to 1" in str(info.value)

@@ -30,8 +30,17 @@ def build_embedder(settings: SearchSettings) -> Embedder:
     match settings.embedder:
         case "onnx-minilm":
             if settings.model_path is not None:
-                return OnnxMiniLmEmbedder(settings.model_path, expected_sha256=None, threads=settings.onnx_threads)
-            return OnnxMiniLmEmbedder(threads=settings.onnx_threads, variant=settings.onnx_variant)
+                return OnnxMiniLmEmbedder(
+                    settings.model_path,
+                    expected_sha256=None,
+                    threads=settings.onnx_threads,
+                    query_threads=settings.onnx_query_threads,
+                )
+            return OnnxMiniLmEmbedder(
+                threads=settings.onnx_threads,
+                query_threads=settings.onnx_query_threads,
+                variant=settings.onnx_variant,
+            )
         case "openai":
             return OpenAIEmbedder(
                 settings.openai_base_url,

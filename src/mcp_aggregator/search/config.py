@@ -50,7 +50,9 @@ class SearchSettings(BaseModel):
     """ONNX file (onnx-minilm; replaces the packaged one, sha256 not pinned) or a
     sentence-transformers model folder (required for that embedder)."""
     onnx_threads: int = Field(default=2, ge=1, le=64)
-    """Threads of bulk (indexing) inference; single queries always use one."""
+    """Threads of bulk (indexing) inference."""
+    onnx_query_threads: int = Field(default=1, ge=1, le=64)
+    """Threads one search query's embedding is spread over (ONNX intra-op threads)."""
     onnx_variant: Literal["auto", "int8", "uint8", "int7", "packaged"] = "auto"
     """What runs the packaged model (onnx-minilm without ``model_path``): ``auto`` measures
     the int8-compute variants against it at the first start and remembers the choice;

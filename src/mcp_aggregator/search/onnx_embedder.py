@@ -157,6 +157,7 @@ class OnnxMiniLmEmbedder:
         *,
         expected_sha256: str | None = PACKAGED_MODEL_SHA256,
         threads: int = 2,
+        query_threads: int = 1,
         tokenizer_path: Path = TOKENIZER_PATH,
         variant: VariantSetting = "auto",
         derived_cache_dirs: list[Path] | None = None,
@@ -191,14 +192,19 @@ class OnnxMiniLmEmbedder:
             if wanted != "packaged":
                 derived = self._open_derived(path, wanted, dirs)
         if derived is not None:
-            self.variant, self.model_path, self._query_session = derived
-            self._bulk_session = self._query_session
+            self.variant, self.model_path, self._text_session = derived
+            self._bulk_session = self._text_session
             self._model_id = DERIVED_MODEL_IDS[derived[0]]
             self._per_text = True
         else:
             self._per_text = False
-            self._query_session = _open_session(path, 1)
-            self._bulk_session = _open_session(path, threads) if threads > 1 else self._query_session
+            self._text_session = _open_session(path, 1)
+            self._bulk_session = _open_session(path, threads) if threads > 1 else self._text_session
+        # A query is one short text: spread over ``query_threads`` it answers sooner, while
+        # bulk embedding keeps one thread per text (its workers are the parallelism).
+        self._query_session = (
+            _open_session(self.model_path, query_threads) if query_threads > 1 else self._text_session
+        )
         self._input_names = _check_graph(self._query_session)
 
     @property
@@ -228,14 +234,14 @@ class OnnxMiniLmEmbedder:
         pool = self._pool() if len(texts) > _BULK_THRESHOLD else None
         if pool is None:
             for i, text in enumerate(texts):
-                out[i] = self._embed_one(text)
+                out[i] = self._embed_batch(self._query_session, [text])[0]
         else:
             for i, row in enumerate(pool.map(self._embed_one, texts)):
                 out[i] = row
         return out
 
     def _embed_one(self, text: str) -> Vectors:
-        vector: Vectors = self._embed_batch(self._query_session, [text])[0]
+        vector: Vectors = self._embed_batch(self._text_session, [text])[0]
         return vector
 
     def _pool(self) -> ThreadPoolExecutor | None:
