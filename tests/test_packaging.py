@@ -20,7 +20,6 @@ USED_WITHOUT_IMPORT = {
     "aiosqlite": "the SQLAlchemy driver a sqlite+aiosqlite:// database URL names",
     "asyncpg": "the SQLAlchemy driver a postgresql+asyncpg:// database URL names",
     "uvloop": "anyio's use_uvloop backend option",
-    "httptools": "uvicorn's HTTP parser, found by name",
 }
 
 

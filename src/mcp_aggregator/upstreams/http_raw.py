@@ -1,9 +1,9 @@
 """Raw JSON-RPC calls to a 2026-07-28 streamable-HTTP upstream over pooled keep-alive connections.
 
 At 2026-07-28 every request stands alone (no protocol session), so a raw call is one POST
-carrying the envelope the SDK session would stamp. aiohttp keeps the connections open and
-sets TCP_NODELAY; the answer comes back as one JSON body or as an SSE stream whose event
-carrying our id is the answer. Bodies past ``max_message_bytes`` fail that call only.
+carrying the envelope the SDK session would stamp, sent on an ``Http1Pool`` connection. The
+answer comes back as one JSON body or as an SSE stream whose event carrying our id is the
+answer. Bodies past ``max_message_bytes`` fail that call only.
 """
 
 from __future__ import annotations
@@ -11,64 +11,82 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
-import aiohttp
 import anyio
 import orjson
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
+from mcp_aggregator.upstreams.http1_pool import Http1Pool, PoolLimits, Response
 from mcp_aggregator.upstreams.stdio_pipe import RESULT_TOO_LARGE, ResultTooLargeError
 
 _ACCEPT: Final = "application/json, text/event-stream"
-_CHUNK: Final = 1 << 16
+_ERROR_TEXT: Final = 2048
 
 
 class HttpRaw:
-    """A pooled HTTP client for one upstream URL; ``aclose`` it with the session."""
+    """A pooled HTTP client for one upstream URL; ``aclose`` it with the session.
 
-    def __init__(self, url: str, headers: Mapping[str, str], *, name: str, max_message_bytes: int) -> None:
+    Made on the running asyncio loop that uses it. Raises ``ConfigError`` for a URL that is not
+    http(s) and ``InvalidInputError`` for a header that cannot be sent.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        name: str,
+        max_message_bytes: int,
+        limits: PoolLimits | None = None,
+    ) -> None:
         self.url = url
         self.name = name
         self.max_message_bytes = max_message_bytes
-        self._headers = {**headers, "accept": _ACCEPT, "content-type": "application/json"}
-        connector = aiohttp.TCPConnector(limit=256, keepalive_timeout=60)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+        fixed = {**headers, "accept": _ACCEPT, "content-type": "application/json"}
+        self.pool = Http1Pool(url, fixed, name=name, limits=limits)
+        """The connections the calls go over."""
 
     async def aclose(self) -> None:
-        # Shielded: the session is closed while its owner task is being cancelled, and
-        # aiohttp's close would otherwise meet the cancellation again at every await.
+        # Shielded: the session is closed while its owner task is being cancelled, and the
+        # wait for the connections to end would otherwise meet the cancellation at once.
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await self._session.close()
+            await self.pool.aclose()
 
     async def call(self, message: dict[str, Any], headers: Mapping[str, str]) -> bytes:
         """POST one request; the JSON-RPC answer as bytes. Raises ``UpstreamError``s."""
-        body = orjson.dumps(message)
+        response = await self.pool.post(orjson.dumps(message), headers)
         try:
-            async with self._session.post(self.url, data=body, headers={**self._headers, **headers}) as response:
-                if response.status >= 400:
-                    text = (await response.content.read(2048)).decode(errors="replace")
-                    raise UpstreamCallError(self.name, f"HTTP {response.status}: {text}", code=-32603)
-                if response.content_type == "text/event-stream":
-                    return await self._from_events(response, message["id"])
-                return await self._bounded(response)
-        except aiohttp.ClientError as exc:
-            raise UpstreamClosedError(self.name, f"HTTP request failed: {exc}") from exc
+            if response.status >= 400:
+                text = (await _prefix(response, _ERROR_TEXT)).decode(errors="replace")
+                raise UpstreamCallError(self.name, f"HTTP {response.status}: {text}", code=-32603)
+            if response.media_type == b"text/event-stream":
+                answer = await self._from_events(response, message["id"])
+            else:
+                answer = await self._bounded(response)
+        except BaseException:
+            # An error, a result too large, a cancelled caller: the rest of the response is
+            # unread, so the connection cannot carry another request.
+            response.close()
+            raise
+        response.finish()
+        return answer
 
-    async def _bounded(self, response: aiohttp.ClientResponse) -> bytes:
+    async def _bounded(self, response: Response) -> bytes:
+        if response.content_length is not None and response.content_length > self.max_message_bytes:
+            raise self._too_large(response.content_length)
         parts: list[bytes] = []
         size = 0
-        async for chunk in response.content.iter_chunked(_CHUNK):
-            size += len(chunk)
+        while chunks := await response.read():
+            size += sum(map(len, chunks))
             if size > self.max_message_bytes:
                 raise self._too_large(size)
-            parts.append(chunk)
-        return b"".join(parts)
+            parts += chunks
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    async def _from_events(self, response: aiohttp.ClientResponse, ident: Any) -> bytes:
+    async def _from_events(self, response: Response, ident: Any) -> bytes:
         """The ``data`` of the SSE event that answers ``ident`` (notifications before it are skipped)."""
         data: list[bytes] = []
         size = 0
-        # Lines are split by hand: aiohttp's line reader refuses lines over 64 KiB, and a
-        # large result is one long ``data:`` line. Joining once per line keeps it linear.
+        # A large result is one long ``data:`` line: pieces are joined once per line, so it stays linear.
         async for line in _lines(response, self.max_message_bytes, self._too_large):
             if line.startswith(b"data:"):
                 piece = line[5:].lstrip()
@@ -88,21 +106,30 @@ class HttpRaw:
         return ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE)
 
 
-async def _lines(
-    response: aiohttp.ClientResponse, limit: int, too_large: Callable[[int], Exception]
-) -> AsyncIterator[bytes]:
+async def _prefix(response: Response, limit: int) -> bytes:
+    """Up to ``limit`` bytes from the start of the body."""
     parts: list[bytes] = []
     size = 0
-    async for chunk in response.content.iter_chunked(_CHUNK):
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            parts.append(chunk[start:end])
-            yield b"".join(parts).rstrip(b"\r")
-            parts, size, start = [], 0, end + 1
-        if start < len(chunk):
-            parts.append(chunk[start:])
-            size += len(chunk) - start
-            if size > limit:
-                raise too_large(size)
+    while size < limit and (chunks := await response.read()):
+        parts += chunks
+        size += sum(map(len, chunks))
+    return b"".join(parts)[:limit]
+
+
+async def _lines(response: Response, limit: int, too_large: Callable[[int], Exception]) -> AsyncIterator[bytes]:
+    parts: list[bytes] = []
+    size = 0
+    while chunks := await response.read():
+        for chunk in chunks:
+            start = 0
+            while (end := chunk.find(b"\n", start)) != -1:
+                parts.append(chunk[start:end])
+                yield b"".join(parts).rstrip(b"\r")
+                parts, size, start = [], 0, end + 1
+            if start < len(chunk):
+                parts.append(chunk[start:])
+                size += len(chunk) - start
+                if size > limit:
+                    raise too_large(size)
     if parts:
         yield b"".join(parts).rstrip(b"\r")
