@@ -119,3 +119,43 @@ async def test_the_event_loop_keeps_serving_while_a_search_embeds_its_query() ->
             for supervisor in list(gateway.supervisors.values()):
                 await supervisor.stop()
         assert results[0][0].key == "alpha.add"
+
+
+async def test_the_event_loop_keeps_serving_while_an_aggregator_query_picks_its_servers() -> None:
+    # Past toolSearchMinServers the aggregator's server selection embeds the question too.
+    settings = settings_for(
+        stdio_fixture("alpha"), stdio_fixture("beta"), sections={"aggregator": {"toolSearchMinServers": 1}}
+    )
+    embedder = GatedEmbedder("numbers")
+    search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
+    async with Gateway(settings, search=search) as gateway:
+        await gateway.wait_settled(30)
+        await gateway.wait_until(gateway.index_ready, timeout_secs=60)
+        answers: list[dict[str, object]] = []
+        progressed = anyio.Event()
+
+        async def querying() -> None:
+            answers.append(await gateway.query({"query": "add two numbers"}))
+
+        async def other_work() -> None:
+            await anyio.lowlevel.checkpoint()
+            progressed.set()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(querying)
+                with anyio.fail_after(30):
+                    await anyio.to_thread.run_sync(lambda: embedder.entered.wait(30))
+                assert embedder.entered.is_set()
+                tg.start_soon(other_work)
+                with anyio.fail_after(10):
+                    await progressed.wait()
+                assert answers == []
+                embedder.release.set()
+        finally:
+            embedder.release.set()
+            for supervisor in list(gateway.supervisors.values()):
+                await supervisor.stop()
+        metadata = answers[0]["metadata"]
+        assert isinstance(metadata, dict)
+        assert metadata["selection"] == "toolSearch"

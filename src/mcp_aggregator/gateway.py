@@ -88,9 +88,7 @@ class Gateway:
         self.state = GatewayState.NEW
         self.engine = AggregatorEngine(
             settings.aggregator,
-            # The engine's server selection calls this synchronously (aggregate/ is sync
-            # there), so it ranks on the loop; search_tools runs off it.
-            tool_search=lambda query, k: [hit.server for hit in self._search_blocking(query, k)],
+            tool_search=self._servers_fitting,
             environ=dict(os.environ) if env is None else dict(env),
         )
         self._search = search
@@ -554,8 +552,8 @@ class Gateway:
             lambda: search.search(query, k, server=server, skill=skill, allowed_servers=allowed)
         )
 
-    def _search_blocking(self, query: str, k: int) -> list[SearchHit]:
-        return self.search.search(query, k, allowed_servers=self.exposed_servers())
+    async def _servers_fitting(self, query: str, k: int) -> list[str]:
+        return [hit.server for hit in await self.search_tools(query, k)]
 
     async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""

@@ -1,6 +1,6 @@
 """What the engine sends each server: the question, keyword sub-queries, or both."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 from mcp.server import MCPServer
@@ -73,8 +73,8 @@ async def test_configured_literal_style_sends_keywords_from_the_start() -> None:
     assert response.metadata.total_results_raw == 1
 
 
-def finder(found: Sequence[str], calls: list[str]) -> Callable[[str, int], list[str]]:
-    def tool_search(query: str, k: int) -> list[str]:
+def finder(found: Sequence[str], calls: list[str]) -> Callable[[str, int], Awaitable[list[str]]]:
+    async def tool_search(query: str, k: int) -> list[str]:
         calls.append(f"{query}|{k}")
         return list(found)
 
@@ -103,7 +103,7 @@ async def test_without_a_rule_the_tool_search_index_picks_the_servers() -> None:
 
 
 async def test_tool_search_failing_or_disabled_means_every_server_is_asked(caplog: pytest.LogCaptureFixture) -> None:
-    def broken(query: str, k: int) -> list[str]:
+    async def broken(query: str, k: int) -> list[str]:
         raise SearchError("index not built")
 
     servers = {"a": list_server("a", ["react a"]), "b": list_server("b", ["react b"])}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -25,14 +25,15 @@ from mcp_aggregator.aggregate.query_target import QueryTarget
 from mcp_aggregator.aggregate.query_tool_detection import QueryPlan, plan_query
 from mcp_aggregator.aggregate.ranking import ScoredResult, rank_results
 from mcp_aggregator.aggregate.server_query import ServerQuery
-from mcp_aggregator.aggregate.server_selection import select_servers
+from mcp_aggregator.aggregate.server_selection import decided_without_search, select_servers
 from mcp_aggregator.errors import AggregationFailedError, AggregatorError, LlmAgentError
 
 logger = logging.getLogger(__name__)
 
 # The servers of the k tools that best fit a question, best first (repeats allowed): the
-# gateway's tool search index, passed in so that this part does not depend on search/.
-ToolSearch = Callable[[str, int], Sequence[str]]
+# gateway's tool search index, passed in so that this part does not depend on search/. It is
+# awaited: embedding a question takes milliseconds of CPU, which must not stall the loop.
+ToolSearch = Callable[[str, int], Awaitable[Sequence[str]]]
 
 _NOT_CONNECTED = "unavailable"
 # Results the model did not choose rank below every chosen one, at this share of their score.
@@ -105,7 +106,7 @@ class AggregatorEngine:
                 "server: reason" per failed or skipped server.
         """
         started = time.perf_counter()
-        plan = self._plan(request, targets)
+        plan = await self._plan(request, targets)
         fallback: str | None = None
         if self._settings.mode == "llm":
             try:
@@ -118,18 +119,22 @@ class AggregatorEngine:
         queries = await self._fan_out(request, plan)
         return self._assemble(request, plan, queries, started, fallback)
 
-    def _plan(self, request: QueryRequest, targets: Sequence[QueryTarget]) -> _Plan:
+    async def _plan(self, request: QueryRequest, targets: Sequence[QueryTarget]) -> _Plan:
         by_name: dict[str, QueryTarget] = {}
         for target in targets:
             by_name.setdefault(target.name, target)
         plans = {name: plan_query(target.tools, self._settings.servers.get(name)) for name, target in by_name.items()}
         usable = [name for name, plan in plans.items() if isinstance(plan, QueryPlan)]
+        rules = self._settings.server_rules
+        fitting: list[str] | None = None
+        if self._narrows(usable) and not decided_without_search(request.query, rules=rules, explicit=request.servers):
+            fitting = await self._fitting(request.query, usable)
         selection = select_servers(
             request.query,
-            rules=self._settings.server_rules,
+            rules=rules,
             explicit=request.servers,
             available=list(by_name),
-            found=(lambda: self._fitting(request.query, usable)) if self._narrows(usable) else None,
+            found=None if fitting is None else (lambda: fitting),
         )
         asked: list[tuple[QueryTarget, QueryPlan]] = []
         skipped: list[ServerFailure] = []
@@ -155,10 +160,10 @@ class AggregatorEngine:
     def _narrows(self, usable: Sequence[str]) -> bool:
         return self._tool_search is not None and len(usable) > self._settings.tool_search_min_servers
 
-    def _fitting(self, query: str, usable: Sequence[str]) -> list[str]:
+    async def _fitting(self, query: str, usable: Sequence[str]) -> list[str]:
         assert self._tool_search is not None
         try:
-            found = self._tool_search(query, self._settings.tool_search_k)
+            found = await self._tool_search(query, self._settings.tool_search_k)
         except AggregatorError:
             logger.exception("aggregator query: tool search failed; asking every server")
             return []

@@ -27,6 +27,11 @@ class ServerSelection:
     how: str = "all"
 
 
+def decided_without_search(query: str, *, rules: Sequence[ServerRule], explicit: Sequence[str]) -> bool:
+    """Whether ``select_servers`` picks from ``explicit`` or a rule, never calling ``found``."""
+    return bool(explicit) or any(rule.regex.search(query) for rule in rules)
+
+
 def select_servers(
     query: str,
     *,
