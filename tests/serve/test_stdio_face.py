@@ -25,7 +25,9 @@ from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.stdio_face import pipe_streams
 from mcp_aggregator.serve.surfaces import build_surface
+from mcp_aggregator.settings import ServerConfig
 from tests.conftest import settings_for, stdio_fixture
+from tests.relay.test_mrtr_through_gateway import upstream
 
 DEADLINE = 30
 MODERN_META = {
@@ -64,8 +66,8 @@ def tool_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> 
 
 
 @asynccontextmanager
-async def stdio_face(*, fast_path: bool = True) -> AsyncIterator[Face]:
-    settings = settings_for(stdio_fixture("alpha"), fast_path=fast_path)
+async def stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncIterator[Face]:
+    settings = settings_for(*(upstreams or (stdio_fixture("alpha"),)), fast_path=fast_path)
     to_face_r, to_face_w = os.pipe()
     from_face_r, from_face_w = os.pipe()
     loop = asyncio.get_running_loop()
@@ -134,15 +136,35 @@ async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline() -> 
         assert face.calls.forwarded == 1
 
 
-async def test_a_handshake_era_session_is_served_by_the_sdk_behind_the_face() -> None:
+@pytest.mark.parametrize("asking", ["sampling", "elicitation", "roots"])
+async def test_a_handshake_era_client_that_can_be_asked_is_served_by_the_sdk_behind_the_face(asking: str) -> None:
+    async with stdio_face() as face:
+        assert (await handshake(face, {asking: {}}))["result"]["protocolVersion"] == "2025-11-25"
+        await face.send(legacy_call(2, "alpha__echo", {"text": "old"}))
+        assert (await face.receive())["result"]["content"][0]["text"] == "old"
+        assert face.calls.forwarded == 0
+
+
+async def test_a_handshake_era_client_that_set_a_log_level_is_served_by_the_sdk() -> None:
+    async with stdio_face() as face:
+        await handshake(face, {})
+        await face.send(legacy_call(1, "alpha__echo", {"text": "fast"}))
+        assert (await face.receive())["result"]["content"][0]["text"] == "fast"
+        assert face.calls.forwarded == 1
+        await face.send({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}})
+        assert (await face.receive())["id"] == 2
+        await face.send(legacy_call(3, "alpha__echo", {"text": "full"}))
+        assert (await face.receive())["result"]["content"][0]["text"] == "full"
+        assert face.calls.forwarded == 1
+
+
+async def test_a_call_before_the_handshake_ends_is_served_by_the_sdk() -> None:
     async with stdio_face() as face:
         init_params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-        await face.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params})
-        assert (await face.receive())["result"]["protocolVersion"] == "2025-11-25"
-        await face.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        params = {"name": "alpha__echo", "arguments": {"text": "old"}}
-        await face.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
-        assert (await face.receive())["result"]["content"][0]["text"] == "old"
+        await face.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init_params})
+        await face.receive()
+        await face.send(legacy_call(1, "alpha__echo", {"text": "early"}))
+        await face.receive()
         assert face.calls.forwarded == 0
 
 
@@ -183,3 +205,66 @@ async def test_a_20_mb_result_comes_through_whole() -> None:
         answer = await face.call(1, "alpha__blob", {"size": 20 << 20})
         assert len(answer["result"]["content"][0]["text"]) == 20 << 20
         assert answer["result"]["_meta"][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"
+
+
+async def handshake(face: Face, capabilities: dict[str, Any], version: str = "2025-11-25") -> dict[str, Any]:
+    client = {"name": "t", "version": "1"}
+    init_params = {"protocolVersion": version, "capabilities": capabilities, "clientInfo": client}
+    await face.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init_params})
+    answer = await face.receive()
+    await face.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return answer
+
+
+def legacy_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+async def legacy_answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
+    async with stdio_face(fast_path=fast_path) as face:
+        await handshake(face, {})
+        got = []
+        for i, (name, args) in enumerate(CALLS):
+            await face.send(legacy_call(i, name, args))
+            got.append(await face.receive())
+        return got, face.calls.forwarded
+
+
+async def test_a_handshake_era_session_gets_from_the_fast_path_what_the_full_pipeline_gives() -> None:
+    fast, forwarded = await legacy_answers(fast_path=True)
+    full, not_forwarded = await legacy_answers(fast_path=False)
+    assert fast == full
+    assert (forwarded, not_forwarded) == (len(CALLS) - 1, 0)
+    assert fast[1]["result"]["structuredContent"] == {"total": 42}
+    assert "error" in fast[5]
+
+
+MRTR_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("mrtr__mrtr_state_only", {}),  # a round with nothing to ask: retried, then the result
+    ("mrtr__mrtr_elicit_form", {}),  # asks what this client cannot give: the refusal's error
+    ("mrtr__mrtr_sample", {"prompt": "hi"}),
+]
+
+
+async def mrtr_legacy_answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
+    async with stdio_face(upstream("mrtr", "tests.upstream.mrtr_server"), fast_path=fast_path) as face:
+        assert face.gateway.connection("mrtr").modern
+        await handshake(face, {})
+        got = []
+        for i, (name, args) in enumerate(MRTR_CALLS):
+            await face.send(legacy_call(i, name, args))
+            got.append(await face.receive())
+        return got, face.calls.forwarded
+
+
+async def test_an_upstream_asking_back_gets_the_full_pipelines_answers_for_a_handshake_era_client() -> None:
+    fast, forwarded = await mrtr_legacy_answers(fast_path=True)
+    full, _ = await mrtr_legacy_answers(fast_path=False)
+    assert fast == full
+    assert forwarded == len(MRTR_CALLS)
+    assert "resultType" not in fast[0]["result"] and "_meta" not in fast[0]["result"]
+    assert fast[0]["result"]["content"][0]["text"].startswith("state only")
+    assert "error" in fast[1] and "error" in fast[2]

@@ -8,6 +8,12 @@ everything that needs the full pipeline: a progress token, a log-level opt-in, a
 that declared sampling, elicitation or roots, a retry carrying ``inputResponses`` or
 ``requestState``, a message the fast parser refuses, a tool it cannot route or whose
 upstream session cannot take raw calls. Policy stages run on both paths.
+
+A handshake-era (2025-11-25 and earlier) session on stdio is served too, once its handshake
+has shown a client that declared none of sampling, elicitation and roots: its answer is
+shaped as the SDK shapes a handshake-era result (no ``resultType``, no ``_meta`` stamp,
+fields of that version only), and an upstream that asks back mid-call (a 2026-07-28
+``InputRequiredResult``) gets the full pipeline's answer for such a client.
 """
 
 from __future__ import annotations
@@ -20,13 +26,16 @@ from typing import Any, Final
 
 import mcp_types as types
 import orjson
+from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.errors import AggregatorError
-from mcp_aggregator.relay import NO_CALLER, Invocation
+from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.serve_gateway import ServeGateway
+from mcp_aggregator.serve.tool_surface import without_protocol_meta
 from mcp_aggregator.settings import Exposure
 
 logger = logging.getLogger(__name__)
@@ -53,6 +62,8 @@ class FastPlan:
     tool: str
     upstream: dict[str, Any]
     headers: dict[str, str]
+    handshake_version: str | None = None
+    """The handshake-era version to shape the answer for; None for a 2026-07-28 request."""
 
 
 class FastCalls:
@@ -79,11 +90,16 @@ class FastCalls:
             self._routes, self._catalog = routes, catalog
         return self._routes.get(name)
 
-    def plan(self, body: bytes | str, *, need_envelope: bool) -> FastPlan | None:
+    def plan(
+        self, body: bytes | str, *, need_envelope: bool, handshake_version: str | None = None
+    ) -> FastPlan | None:
         """The plan for ``body``, or None when the full pipeline must take it.
 
         ``need_envelope``: only a request carrying the 2026-07-28 ``_meta`` envelope is taken
-        (stdio, where no header says which era a request belongs to).
+        (stdio, where no header says which era a request belongs to). ``handshake_version``:
+        the request belongs to a handshake-era session of that version, whose client declared
+        none of the capabilities a call may ask for (the caller has checked); a request of
+        that session carries no envelope.
         """
         if not self.enabled:
             return None
@@ -101,7 +117,10 @@ class FastCalls:
             return None
         if "progressToken" in meta or types.LOG_LEVEL_META_KEY in meta:
             return None
-        if need_envelope and meta.get(types.PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
+        if handshake_version is not None:
+            if types.PROTOCOL_VERSION_META_KEY in meta:
+                return None
+        elif need_envelope and meta.get(types.PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
             return None
         capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}
         if not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES):
@@ -121,7 +140,7 @@ class FastCalls:
             upstream_params["_meta"] = kept
         upstream = {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": upstream_params}
         headers = connection.stamp(upstream)
-        return FastPlan(message["id"], server, tool, upstream, headers)
+        return FastPlan(message["id"], server, tool, upstream, headers, handshake_version)
 
     async def answer(self, plan: FastPlan) -> bytes:
         """The JSON-RPC response to send the client (an error response when the call failed)."""
@@ -134,9 +153,9 @@ class FastCalls:
                 lambda: connection.call_raw(plan.upstream, plan.headers, what=f"calling tool {plan.tool!r}"),
             )
         except AggregatorError as exc:
-            logger.warning("tools/call %s failed: %s", plan.tool, exc)
-            error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
-            return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+            return self._error(plan, exc)
+        if plan.handshake_version is not None:
+            return await self._for_handshake_era(line, plan)
         match = _RESPONSE_HEAD.match(line)
         if match is not None and line[match.end() :].lstrip(b" \t\r\n,").startswith(b'"result"'):
             restamped = self._restamped(line)
@@ -145,6 +164,50 @@ class FastCalls:
                 head = match.group(0)
                 return head[: head.rindex(b'"agw:')] + orjson.dumps(plan.client_id) + restamped[match.end() :]
         return self._reencoded(line, plan.client_id)
+
+    def _error(self, plan: FastPlan, exc: AggregatorError) -> bytes:
+        logger.warning("tools/call %s failed: %s", plan.tool, exc)
+        error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
+        return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+
+    async def _for_handshake_era(self, line: bytes, plan: FastPlan) -> bytes:
+        """The upstream's answer as the full pipeline gives it to a handshake-era client."""
+        assert plan.handshake_version is not None
+        answer = orjson.loads(line)
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            return self._reencoded(line, plan.client_id, stamp=False)
+        if result.get("resultType") == "input_required":
+            # Such a client cannot be asked mid-call: the full pipeline answers the upstream's
+            # questions for it (refusals, or a retry for a state-only round). MRTR retries
+            # re-run the tool anyway, so the call starts again there.
+            try:
+                model: types.CallToolResult = await self.gateway.pipeline.call_tool_result(
+                    plan.tool,
+                    plan.upstream["params"]["arguments"],
+                    server=plan.server,
+                    caller=Caller(capabilities=types.ClientCapabilities()),
+                    meta=plan.upstream["params"].get("_meta"),
+                )
+            except AggregatorError as exc:
+                return self._error(plan, exc)
+            result = without_protocol_meta(model).model_dump(by_alias=True, mode="json", exclude_none=True)
+        else:
+            meta = result.get("_meta")
+            if isinstance(meta, dict):
+                kept = {k: v for k, v in meta.items() if not k.startswith(_RESERVED_META)}
+                if kept:
+                    result["_meta"] = kept
+                else:
+                    del result["_meta"]
+        try:
+            shaped = serialize_server_result("tools/call", plan.handshake_version, result)
+        except ValidationError:
+            # What the SDK's server answers for a result its version cannot carry.
+            logger.exception("tools/call %s: the upstream's result does not fit %s", plan.tool, plan.handshake_version)
+            error = {"code": types.INTERNAL_ERROR, "message": "Handler returned an invalid result"}
+            return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+        return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "result": shaped})
 
     def _restamped(self, line: bytes) -> bytes | None:
         """``line`` with the gateway's serverInfo stamp where the upstream's was, or None
@@ -156,11 +219,11 @@ class FastCalls:
         start, end = found.span("stamp")
         return b"".join((line[:start], self._stamp, line[end:]))
 
-    def _reencoded(self, line: bytes, client_id: Any) -> bytes:
+    def _reencoded(self, line: bytes, client_id: Any, *, stamp: bool = True) -> bytes:
         answer = orjson.loads(line)
         answer["id"] = client_id
         result = answer.get("result")
-        if isinstance(result, dict):
+        if stamp and isinstance(result, dict):
             meta = result.get("_meta")
             meta = meta if isinstance(meta, dict) else {}
             # As the SDK server stamps a 2026-07-28 result: the gateway is the server here.

@@ -8,6 +8,12 @@ first; what it declines is parsed exactly as the SDK would and goes to the SDK s
 behaviour is the same either way. A ``notifications/cancelled`` for a call the fast path
 holds cancels that call (which tells the upstream) and goes no further.
 
+A handshake-era client (Claude Desktop, say) sends its calls without the 2026-07-28
+envelope; the face learns what the fast path needs from the handshake passing through it
+(the client's capabilities, the version the SDK server agreed, whether the client asked
+for log messages), and offers that session's calls too once nothing in it needs the full
+pipeline.
+
 As the SDK does, fds 0 and 1 are pointed at the null device and at stderr while we serve
 from private duplicates: a stray ``print`` or a child that inherits them cannot corrupt the
 protocol stream. Where stdin or stdout is not a pipe, socket or terminal (a regular file),
@@ -23,6 +29,7 @@ import logging
 import os
 import stat
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
 import anyio
@@ -31,6 +38,7 @@ import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan
 
@@ -41,6 +49,27 @@ SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], Memory
 _READ_CHUNK: Final = 1 << 16
 _CANCELLED: Final = b"notifications/cancelled"
 _TOOLS_CALL: Final = b'"tools/call"'
+_ASKING_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
+
+
+@dataclass
+class _Handshake:
+    """What the face saw of a handshake-era session's set-up."""
+
+    request_id: Any
+    capabilities_ask: bool
+    """The client declared a capability an upstream may use mid-call (then it is never fast)."""
+    version: str | None = None
+    initialized: bool = False
+    logging: bool = False
+    """The client set a log level: log messages during a call go to it (the full pipeline)."""
+
+    @property
+    def fast_version(self) -> str | None:
+        """The version to answer fast calls for, or None while the session is not eligible."""
+        if not self.initialized or self.logging or self.capabilities_ask:
+            return None
+        return self.version
 
 
 @contextlib.asynccontextmanager
@@ -104,6 +133,7 @@ class _StdioFace:
         self._writer: asyncio.StreamWriter | None = None
         self._closed = False
         self._in_flight: dict[Any, asyncio.Task[None]] = {}
+        self._handshake: _Handshake | None = None
 
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[SdkStreams]:
@@ -157,7 +187,8 @@ class _StdioFace:
         if not line.strip():
             return
         if self._calls is not None and _TOOLS_CALL in line:
-            plan = self._calls.plan(line, need_envelope=True)
+            version = self._handshake.fast_version if self._handshake is not None else None
+            plan = self._calls.plan(line, need_envelope=True, handshake_version=version)
             if plan is not None and plan.client_id not in self._in_flight:
                 # A bare asyncio task: an anyio task per call costs five times as much. The
                 # face tracks and cancels these itself, and awaits them when it closes.
@@ -171,7 +202,38 @@ class _StdioFace:
         except ValueError as exc:
             await inbox.send(exc)
             return
+        if self._calls is not None:
+            self._observe(message)
         await inbox.send(SessionMessage(message))
+
+    def _observe(self, message: types.JSONRPCMessage) -> None:
+        """Follow a handshake-era session's set-up (see the module docstring)."""
+        if isinstance(message, types.JSONRPCRequest):
+            if message.method == "initialize":
+                params = message.params or {}
+                capabilities = params.get("capabilities")
+                asks = not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES)
+                self._handshake = _Handshake(message.id, capabilities_ask=asks)
+            elif message.method == "logging/setLevel" and self._handshake is not None:
+                self._handshake.logging = True
+        elif (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/initialized"
+            and self._handshake is not None
+        ):
+            self._handshake.initialized = True
+
+    def _agreed(self, message: types.JSONRPCMessage) -> None:
+        """The version the SDK server agreed in its answer to ``initialize``."""
+        handshake = self._handshake
+        if (
+            handshake is not None
+            and isinstance(message, types.JSONRPCResponse)
+            and message.id == handshake.request_id
+            and isinstance(message.result, dict)
+        ):
+            version = message.result.get("protocolVersion")
+            handshake.version = version if version in HANDSHAKE_PROTOCOL_VERSIONS else None
 
     def _cancelled_here(self, line: bytes) -> bool:
         """Whether ``line`` cancels a call the fast path holds (then it has been cancelled)."""
@@ -207,6 +269,8 @@ class _StdioFace:
 
     async def _write_sdk(self, outbox: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async for session_message in outbox:
+            if self._handshake is not None and self._handshake.version is None:
+                self._agreed(session_message.message)
             data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
             await self._send(data.encode() + b"\n")
 
