@@ -29,6 +29,8 @@ class Options:
     parts: tuple[str, ...]
     profile: bool
     json_path: Path
+    era: str = "2026-07-28"
+    """The protocol era of the main rows' client sessions (a handshake-era client: Claude Desktop)."""
 
 
 def _ints(text: str, name: str) -> tuple[int, ...]:
@@ -64,6 +66,12 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
     parser.add_argument("--idle-sessions", type=int, help="sessions held open per era (default 1000; --quick 50)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
     parser.add_argument("--profile", action="store_true", help="py-spy the gateway at http-http c=1")
+    parser.add_argument(
+        "--era",
+        choices=("2026-07-28", "2025-11-25"),
+        default="2026-07-28",
+        help="protocol era of the clients in the main rows (default 2026-07-28)",
+    )
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "proxy.json", help="where results go")
     args = parser.parse_args(argv)
     quick = bool(args.quick)
@@ -85,6 +93,7 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
             parts=_subset(args.parts, PARTS, "--parts"),
             profile=bool(args.profile),
             json_path=args.json,
+            era=args.era,
         )
     except (argparse.ArgumentTypeError, ValueError) as exc:
         parser.error(str(exc))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from .idle import IdleRow, run_idle
+from .idle import ERAS, IdleRow, run_idle
 from .large import LargeRow, run_large
 from .measure import Budget, Row, find_tool, measure_row, open_sessions
 from .options import Options, parse_options
@@ -56,7 +56,8 @@ async def measure_path(
     endpoint: Endpoint, rows: Sequence[Row], sessions: Sequence[int], options: Options, profile_lines: list[str]
 ) -> None:
     budget = Budget(options.calls, options.warmup, options.row_seconds)
-    async with open_sessions(endpoint.make_client, max(sessions)) as pool:
+    mode = ERAS[options.era]
+    async with open_sessions(lambda: endpoint.make_client(mode), max(sessions)) as pool:
         if pool.open_errors:
             raise RuntimeError(f"{len(pool.open_errors)} session(s) failed to open: {pool.open_errors[0]}")
         tool = await find_tool(pool.clients[0], "echo")
