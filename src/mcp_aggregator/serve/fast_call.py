@@ -51,6 +51,8 @@ _STAMP_AT_END = re.compile(
     rb'"_meta"\s*:\s*\{[^{}]*"' + re.escape(_STAMP_KEY) + rb'"\s*:\s*(?P<stamp>\{[^{}]*\})\s*\}\s*\}\s*\}\s*\Z'
 )
 _TAIL: Final = 4096
+MAX_FAST_BODY: Final = 4 << 20
+"""Requests larger than this go to the full pipeline: the fast path holds a request whole."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,14 +25,13 @@ from typing import Any, Final
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator.serve.client_auth import MCP_PATH
-from mcp_aggregator.serve.fast_call import FastCalls, FastPlan
+from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls, FastPlan
 from mcp_aggregator.serve.host_guard import HostPolicy
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 logger = logging.getLogger(__name__)
 
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
-_MAX_BODY: Final = 4 << 20
 _OK_HEAD: Final = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 _CYCLE_FIELDS: Final = ("body", "more_body", "message_event", "disconnected", "keep_alive", "flow", "on_response")
 
@@ -45,7 +44,7 @@ class FastFront:
         open_server = not serve.mcp_tokens and serve.oauth is None and serve.rate_limit is None
         self.enabled = calls.enabled and open_server
         self._policy = policy
-        self._max_body = min(_MAX_BODY, serve.mcp_max_body_bytes)
+        self._max_body = min(MAX_FAST_BODY, serve.mcp_max_body_bytes)
 
     def takes(self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """Whether a request with this head is one to try; anything unusual goes to ASGI,

@@ -15,10 +15,9 @@ from typing import Final
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_aggregator.serve.fast_call import FastCalls
+from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls
 
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
-_MAX_BODY: Final = 4 << 20
 _JSON_HEADERS: Final = [(b"content-type", b"application/json")]
 
 
@@ -70,7 +69,7 @@ async def _read_body(receive: Receive) -> tuple[bytes, bool]:
         size += len(chunk)
         if not message.get("more_body", False):
             return b"".join(parts), True
-        if size > _MAX_BODY:
+        if size > MAX_FAST_BODY:
             return b"".join(parts), False
 
 
