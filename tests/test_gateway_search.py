@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -10,11 +11,14 @@ import anyio.to_thread
 import numpy as np
 
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.search import ToolSearch
 from mcp_aggregator.search.classification_queue import ClassificationState
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache
+from mcp_aggregator.settings import Settings
 from tests.conftest import running_gateway, settings_for, stdio_fixture
+
+T = TypeVar("T")
 
 
 async def test_tools_are_indexed_classified_and_searchable_offline(tmp_path: Path) -> None:
@@ -85,18 +89,19 @@ class GatedEmbedder:
         return l2_normalise(out)
 
 
-async def test_the_event_loop_keeps_serving_while_a_search_embeds_its_query() -> None:
-    settings = settings_for(stdio_fixture("alpha"))
+async def stuck_in_the_embedder(settings: Settings, work: Callable[[Gateway], Awaitable[T]]) -> T:
+    """Run ``work`` until its embedding blocks, show the event loop still runs other tasks
+    meanwhile, then let the embedding finish; ``work``'s result."""
     embedder = GatedEmbedder("numbers")
     search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
     async with Gateway(settings, search=search) as gateway:
         await gateway.wait_settled(30)
         await gateway.wait_until(gateway.index_ready, timeout_secs=60)
-        results: list[list[SearchHit]] = []
+        results: list[T] = []
         progressed = anyio.Event()
 
-        async def searching() -> None:
-            results.append(await gateway.search_tools("add two numbers", 3))
+        async def working() -> None:
+            results.append(await work(gateway))
 
         async def other_work() -> None:
             await anyio.lowlevel.checkpoint()
@@ -104,11 +109,11 @@ async def test_the_event_loop_keeps_serving_while_a_search_embeds_its_query() ->
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(searching)
+                tg.start_soon(working)
                 with anyio.fail_after(30):
                     await anyio.to_thread.run_sync(lambda: embedder.entered.wait(30))
                 assert embedder.entered.is_set()
-                # The search is now stuck inside the embedder; the loop must still run tasks.
+                # The work is now stuck inside the embedder; the loop must still run tasks.
                 tg.start_soon(other_work)
                 with anyio.fail_after(10):
                     await progressed.wait()
@@ -118,7 +123,13 @@ async def test_the_event_loop_keeps_serving_while_a_search_embeds_its_query() ->
             embedder.release.set()
             for supervisor in list(gateway.supervisors.values()):
                 await supervisor.stop()
-        assert results[0][0].key == "alpha.add"
+        return results[0]
+
+
+async def test_the_event_loop_keeps_serving_while_a_search_embeds_its_query() -> None:
+    settings = settings_for(stdio_fixture("alpha"))
+    hits = await stuck_in_the_embedder(settings, lambda gateway: gateway.search_tools("add two numbers", 3))
+    assert hits[0].key == "alpha.add"
 
 
 async def test_the_event_loop_keeps_serving_while_an_aggregator_query_picks_its_servers() -> None:
@@ -126,36 +137,7 @@ async def test_the_event_loop_keeps_serving_while_an_aggregator_query_picks_its_
     settings = settings_for(
         stdio_fixture("alpha"), stdio_fixture("beta"), sections={"aggregator": {"toolSearchMinServers": 1}}
     )
-    embedder = GatedEmbedder("numbers")
-    search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
-    async with Gateway(settings, search=search) as gateway:
-        await gateway.wait_settled(30)
-        await gateway.wait_until(gateway.index_ready, timeout_secs=60)
-        answers: list[dict[str, object]] = []
-        progressed = anyio.Event()
-
-        async def querying() -> None:
-            answers.append(await gateway.query({"query": "add two numbers"}))
-
-        async def other_work() -> None:
-            await anyio.lowlevel.checkpoint()
-            progressed.set()
-
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(querying)
-                with anyio.fail_after(30):
-                    await anyio.to_thread.run_sync(lambda: embedder.entered.wait(30))
-                assert embedder.entered.is_set()
-                tg.start_soon(other_work)
-                with anyio.fail_after(10):
-                    await progressed.wait()
-                assert answers == []
-                embedder.release.set()
-        finally:
-            embedder.release.set()
-            for supervisor in list(gateway.supervisors.values()):
-                await supervisor.stop()
-        metadata = answers[0]["metadata"]
-        assert isinstance(metadata, dict)
-        assert metadata["selection"] == "toolSearch"
+    answer = await stuck_in_the_embedder(settings, lambda gateway: gateway.query({"query": "add two numbers"}))
+    metadata = answer["metadata"]
+    assert isinstance(metadata, dict)
+    assert metadata["selection"] == "toolSearch"

@@ -223,11 +223,14 @@ def legacy_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -
     return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
 
 
-async def legacy_answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
-    async with stdio_face(fast_path=fast_path) as face:
+async def legacy_answers(
+    *, fast_path: bool, calls: list[tuple[str, dict[str, Any]]] = CALLS, upstreams: tuple[ServerConfig, ...] = ()
+) -> tuple[list[dict[str, Any]], int]:
+    """A handshake-era client with no capabilities making ``calls``, one at a time."""
+    async with stdio_face(*upstreams, fast_path=fast_path) as face:
         await handshake(face, {})
         got = []
-        for i, (name, args) in enumerate(CALLS):
+        for i, (name, args) in enumerate(calls):
             await face.send(legacy_call(i, name, args))
             got.append(await face.receive())
         return got, face.calls.forwarded
@@ -249,20 +252,10 @@ MRTR_CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-async def mrtr_legacy_answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
-    async with stdio_face(upstream("mrtr", "tests.upstream.mrtr_server"), fast_path=fast_path) as face:
-        assert face.gateway.connection("mrtr").modern
-        await handshake(face, {})
-        got = []
-        for i, (name, args) in enumerate(MRTR_CALLS):
-            await face.send(legacy_call(i, name, args))
-            got.append(await face.receive())
-        return got, face.calls.forwarded
-
-
 async def test_an_upstream_asking_back_gets_the_full_pipelines_answers_for_a_handshake_era_client() -> None:
-    fast, forwarded = await mrtr_legacy_answers(fast_path=True)
-    full, _ = await mrtr_legacy_answers(fast_path=False)
+    mrtr = (upstream("mrtr", "tests.upstream.mrtr_server"),)
+    fast, forwarded = await legacy_answers(fast_path=True, calls=MRTR_CALLS, upstreams=mrtr)
+    full, _ = await legacy_answers(fast_path=False, calls=MRTR_CALLS, upstreams=mrtr)
     assert fast == full
     assert forwarded == len(MRTR_CALLS)
     assert "resultType" not in fast[0]["result"] and "_meta" not in fast[0]["result"]
