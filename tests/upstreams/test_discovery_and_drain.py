@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import anyio
 import pytest
 
-from mcp_aggregator.errors import ServerUnavailableError, StateError, UpstreamClosedError
+from mcp_aggregator.errors import ServerUnavailableError, StateError, UpstreamClosedError, UpstreamTimeoutError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.upstreams.connection import UpstreamConnection
 from tests.conftest import REPO, running_gateway, settings_for, stdio_fixture
 
 
@@ -47,7 +49,16 @@ async def test_a_server_over_the_tool_limit_is_refused_visibly() -> None:
             await gateway.call_tool("paged.tool_0001", {})
 
 
-async def disconnect_during_a_hanging_call(gateway: Gateway, *, force: bool) -> tuple[int, list[Exception]]:
+async def raw_hang(connection: UpstreamConnection) -> bytes:
+    """``hang`` as the fast path sends it: a stamped raw request beside the SDK session."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "method": "tools/call"}
+    message["params"] = {"name": "hang", "arguments": {}}
+    return await connection.call_raw(message, connection.stamp(message), what="calling tool 'hang'")
+
+
+async def disconnect_during_a_hanging_call(
+    gateway: Gateway, *, force: bool, raw: bool = False
+) -> tuple[int, list[Exception]]:
     """Start ``alpha.hang``, disconnect alpha once it is in flight; the call's error and the abort count."""
     connection = gateway.supervisors["alpha"].connection
     assert connection is not None
@@ -55,7 +66,10 @@ async def disconnect_during_a_hanging_call(gateway: Gateway, *, force: bool) -> 
 
     async def hang() -> None:
         try:
-            await gateway.call_tool("alpha.hang")
+            if raw:
+                await raw_hang(connection)
+            else:
+                await gateway.call_tool("alpha.hang")
         except UpstreamClosedError as exc:
             errors.append(exc)
 
@@ -67,11 +81,12 @@ async def disconnect_during_a_hanging_call(gateway: Gateway, *, force: bool) -> 
     return aborted, errors
 
 
-async def test_disconnect_waits_for_running_calls_then_aborts_them() -> None:
+@pytest.mark.parametrize("raw", [False, True], ids=["sdk", "raw"])
+async def test_disconnect_waits_for_running_calls_then_aborts_them(raw: bool) -> None:
     settings = settings_for(stdio_fixture("alpha"), drain_timeout_secs=0.2)
     async with running_gateway(settings) as (gateway, _client):
         sup = gateway.supervisors["alpha"]
-        aborted, errors = await disconnect_during_a_hanging_call(gateway, force=False)
+        aborted, errors = await disconnect_during_a_hanging_call(gateway, force=False, raw=raw)
         assert aborted == 1
         assert str(errors[0]) == "alpha: server disconnected after 0.2s drain timeout while calling tool 'hang'"
         assert sup.status is ServerStatus.DISCONNECTED
@@ -85,11 +100,42 @@ async def test_disconnect_waits_for_running_calls_then_aborts_them() -> None:
         assert gateway.catalog.for_server("alpha")
 
 
-async def test_forced_disconnect_cancels_running_calls_at_once() -> None:
+@pytest.mark.parametrize("raw", [False, True], ids=["sdk", "raw"])
+async def test_forced_disconnect_cancels_running_calls_at_once(raw: bool) -> None:
     async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
-        aborted, errors = await disconnect_during_a_hanging_call(gateway, force=True)
+        aborted, errors = await disconnect_during_a_hanging_call(gateway, force=True, raw=raw)
         assert aborted == 1
         assert str(errors[0]) == "alpha: disconnect forced while calling tool 'hang'"
+
+
+async def test_a_raw_call_past_the_tool_timeout_fails_alone() -> None:
+    async with running_gateway(settings_for(stdio_fixture("alpha", tool_timeout_secs=0.3))) as (gateway, _client):
+        connection = gateway.connection("alpha")
+        with pytest.raises(UpstreamTimeoutError, match=r"alpha: timeout after 0.3s while calling tool 'hang'"):
+            await raw_hang(connection)
+        await gateway.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
+        result = await gateway.call_tool("alpha.echo", {"text": "after"})
+        assert result.content[0].text == "after"  # type: ignore[union-attr]
+
+
+async def test_a_caller_cancelling_a_raw_call_gets_its_cancellation_not_an_error() -> None:
+    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
+        connection = gateway.connection("alpha")
+        outcome: list[str] = []
+
+        async def call() -> None:
+            try:
+                await raw_hang(connection)
+            except BaseException as exc:
+                outcome.append(type(exc).__name__)
+                raise
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
+            tg.cancel_scope.cancel()
+        assert outcome == ["CancelledError"]
+        await gateway.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
 
 
 async def test_concurrent_calls_to_one_server_are_all_answered() -> None:

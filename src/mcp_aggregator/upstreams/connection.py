@@ -9,6 +9,7 @@ map that to ``UpstreamClosedError`` and stop the owner task.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import math
@@ -51,6 +52,27 @@ _MAX_PAGES: Final = 1000
 _TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class _Abortable(Protocol):
+    def cancel(self) -> Any: ...
+
+
+class _RawCall:
+    """A raw call in flight, for drain and its timeout: cancels its task. The raw calls are
+    the fast path, and an anyio cancel scope per call costs several times this."""
+
+    __slots__ = ("cancelled", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self.task.cancel()
+
 ToolsChanged = Callable[["UpstreamConnection"], None]
 ResultT = TypeVar("ResultT")
 
@@ -163,13 +185,13 @@ class UpstreamConnection:
         self._stop = anyio.Event()
         self._closed = anyio.Event()
         self._refresh = anyio.Event()
-        self._inflight: dict[anyio.CancelScope, str] = {}
-        self._tags: dict[anyio.CancelScope, object] = {}
+        self._inflight: dict[_Abortable, str] = {}
+        self._tags: dict[_Abortable, object] = {}
         self._raw_ids = itertools.count(1)
         self._refresh_features = anyio.Event()
         self._watched: set[str] = set()
         self._relisten = anyio.Event()
-        self._abort_reason: dict[anyio.CancelScope, str] = {}
+        self._abort_reason: dict[_Abortable, str] = {}
         self._idle: anyio.Event | None = None
         """Made only while ``drain`` waits for the in-flight calls to end."""
 
@@ -571,17 +593,35 @@ class UpstreamConnection:
 
         Tracked for drain and bounded by the tool timeout like any call. Raises ``UpstreamError``s.
         """
-        limit = self.config.tool_timeout_secs
-        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
-        pipe, http = self.pipe, self.http_raw
-        if pipe is not None:
-            line: bytes = await self._guarded(what, scope, limit, lambda _client: pipe.call(message))
-            return line
-        if http is None:
+        self._require_client()
+        task = asyncio.current_task()
+        assert task is not None
+        if self.pipe is not None:
+            sending = self.pipe.call(message)
+        elif self.http_raw is not None:
+            message["id"] = f"agw:{next(self._raw_ids)}"
+            sending = self.http_raw.call(message, headers)
+        else:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
-        message["id"] = f"agw:{next(self._raw_ids)}"
-        body: bytes = await self._guarded(what, scope, limit, lambda _client: http.call(message, headers))
-        return body
+        limit = self.config.tool_timeout_secs
+        call = _RawCall(task)
+        self._track(call, what)
+        timer = task.get_loop().call_later(limit, call.cancel)
+        try:
+            answer = await sending
+        except asyncio.CancelledError:
+            # Only our own cancellation (timeout or drain) becomes an error; the caller's goes on.
+            if not call.cancelled or task.uncancel() > 0:
+                raise
+            self._raise_aborted(call, what, limit)
+        except MCPError as exc:
+            raise self._map_mcp_error(exc, what) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._closed_error(what, describe_error(exc)) from exc
+        finally:
+            timer.cancel()
+            self._untrack(call)
+        return answer
 
     async def send(
         self,
@@ -632,7 +672,7 @@ class UpstreamConnection:
             self._raise_aborted(scope, what, limit)
         return result
 
-    def _raise_aborted(self, scope: anyio.CancelScope, what: str, limit: float) -> NoReturn:
+    def _raise_aborted(self, scope: _Abortable, what: str, limit: float) -> NoReturn:
         reason = self._abort_reason.pop(scope, None)
         if reason is not None:
             raise UpstreamClosedError(self.name, f"{reason} while {what}")
@@ -642,13 +682,13 @@ class UpstreamConnection:
         """A liveness probe that works in both protocol eras (one page of ``tools/list``)."""
         await self.request("health check", lambda c: c.session.list_tools(), timeout_secs=timeout_secs)
 
-    def _track(self, scope: anyio.CancelScope, what: str, tag: object = None) -> None:
+    def _track(self, scope: _Abortable, what: str, tag: object = None) -> None:
         self._inflight[scope] = what
         if tag is not None:
             self._tags[scope] = tag
         self._on_activity()
 
-    def _untrack(self, scope: anyio.CancelScope) -> None:
+    def _untrack(self, scope: _Abortable) -> None:
         self._inflight.pop(scope, None)
         self._tags.pop(scope, None)
         if not self._inflight and self._idle is not None:

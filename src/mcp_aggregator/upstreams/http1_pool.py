@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import enum
+import functools
 import re
 import socket
 import ssl
@@ -418,7 +419,7 @@ class Http1Pool:
     def _request(self, body: bytes, headers: Mapping[str, str]) -> bytes:
         fields = self._field_text
         if headers:
-            lines = {name.lower(): header_line(name, value) for name, value in headers.items()}
+            lines = dict(map(_keyed_header_line, headers.items()))
             if lines.keys() & self._fields.keys():
                 fields = "".join((self._fields | lines).values())
             else:
@@ -501,6 +502,15 @@ class Http1Pool:
         finally:
             for response in list(self._open):
                 response.abort()
+
+
+@functools.lru_cache(maxsize=1024)
+def _keyed_header_line(header: tuple[str, str]) -> tuple[str, str]:
+    """(lower-case name, line) of a per-request header. Cached: a tool's calls send the same
+    few headers (protocol version, method, tool name) again and again; a header that cannot
+    be sent raises each time, as nothing is cached for it."""
+    name, value = header
+    return name.lower(), header_line(name, value)
 
 
 def header_line(name: str, value: str) -> str:
