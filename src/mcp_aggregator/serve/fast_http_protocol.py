@@ -32,6 +32,7 @@ from mcp_aggregator.settings.serve_settings import ServeSettings
 logger = logging.getLogger(__name__)
 
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
+_HOSTS_REMEMBERED: Final = 64
 _OK_HEAD: Final = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 _CYCLE_FIELDS: Final = ("body", "more_body", "message_event", "disconnected", "keep_alive", "flow", "on_response")
 
@@ -45,6 +46,8 @@ class FastFront:
         self.enabled = calls.enabled and open_server
         self._policy = policy
         self._max_body = min(MAX_FAST_BODY, serve.mcp_max_body_bytes)
+        # Host values seen allowed: a client sends the same one on every request.
+        self._allowed_hosts: set[bytes] = set()
 
     def takes(self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """Whether a request with this head is one to try; anything unusual goes to ASGI,
@@ -65,9 +68,14 @@ class FastFront:
                 return False
         if version not in _MODERN or length is None or not length.isdigit() or int(length) > self._max_body:
             return False
-        host_text = host.decode("latin-1") if host is not None else ""
-        if not self._policy.host_allowed(host_text):
+        if host is None:
             return False
+        host_text = host.decode("latin-1")
+        if host not in self._allowed_hosts:
+            if not self._policy.host_allowed(host_text):
+                return False
+            if len(self._allowed_hosts) < _HOSTS_REMEMBERED:
+                self._allowed_hosts.add(host)
         return origin is None or self._policy.origin_allowed(origin.decode("latin-1"), host_text)
 
 
