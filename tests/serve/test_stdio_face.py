@@ -28,6 +28,7 @@ from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import settings_for, stdio_fixture
 from tests.relay.test_mrtr_through_gateway import upstream
+from tests.serve.test_fast_path import CALLS as HTTP_CALLS
 
 DEADLINE = 30
 MODERN_META = {
@@ -92,14 +93,8 @@ async def stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncI
             tg.cancel_scope.cancel()
 
 
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("alpha__echo", {"text": "héllo ✓"}),
-    ("alpha__add", {"a": 2, "b": 40}),
-    ("alpha__fail", {"message": "nope"}),
-    ("alpha.api.v2.create", {"title": "dots"}),
-    ("alpha__echo", {"text": 7}),
-    ("alpha__nope", {}),
-]
+# The HTTP fast path's calls, and one to an unknown tool (the full pipeline answers it).
+CALLS: list[tuple[str, dict[str, Any]]] = [*HTTP_CALLS, ("alpha__nope", {})]
 
 
 async def answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:

@@ -35,13 +35,12 @@ from mcp_aggregator.errors import AggregatorError
 from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.serve_gateway import ServeGateway
-from mcp_aggregator.serve.tool_surface import without_protocol_meta
+from mcp_aggregator.serve.tool_surface import protocol_free, without_protocol_meta
 from mcp_aggregator.settings import Exposure
 
 logger = logging.getLogger(__name__)
 
 _ASKING_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
-_RESERVED_META: Final = "io.modelcontextprotocol/"
 _RESPONSE_HEAD = re.compile(rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*"agw:\d+"')
 _STAMP_KEY: Final = types.SERVER_INFO_META_KEY.encode()
 # The upstream's serverInfo stamp as the last entry of the result's ``_meta``, which ends
@@ -53,6 +52,12 @@ _STAMP_AT_END = re.compile(
 _TAIL: Final = 4096
 MAX_FAST_BODY: Final = 4 << 20
 """Requests larger than this go to the full pipeline: the fast path holds a request whole."""
+
+
+def asks_mid_call(capabilities: object) -> bool:
+    """Whether a client with these capabilities may be asked something while a call runs
+    (then its calls take the full pipeline, which can relay the question)."""
+    return not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +129,7 @@ class FastCalls:
                 return None
         elif need_envelope and meta.get(types.PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
             return None
-        capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}
-        if not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES):
+        if asks_mid_call(meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}):
             return None
         # The routes come from the current catalogue, which holds exposed servers only.
         route = self._route(name)
@@ -137,7 +141,7 @@ class FastCalls:
         if connection is None or not connection.raw_capable:
             return None
         upstream_params: dict[str, Any] = {"name": tool, "arguments": arguments or {}}
-        kept = {k: v for k, v in meta.items() if not k.startswith(_RESERVED_META)}
+        kept = protocol_free(meta)
         if kept:
             upstream_params["_meta"] = kept
         upstream = {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": upstream_params}
@@ -197,7 +201,7 @@ class FastCalls:
         else:
             meta = result.get("_meta")
             if isinstance(meta, dict):
-                kept = {k: v for k, v in meta.items() if not k.startswith(_RESERVED_META)}
+                kept = protocol_free(meta)
                 if kept:
                     result["_meta"] = kept
                 else:

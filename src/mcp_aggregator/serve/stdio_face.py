@@ -40,7 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_aggregator.serve.fast_call import FastCalls, FastPlan
+from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,6 @@ SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], Memory
 _READ_CHUNK: Final = 1 << 16
 _CANCELLED: Final = b"notifications/cancelled"
 _TOOLS_CALL: Final = b'"tools/call"'
-_ASKING_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
 
 
 @dataclass
@@ -211,8 +210,7 @@ class _StdioFace:
         if isinstance(message, types.JSONRPCRequest):
             if message.method == "initialize":
                 params = message.params or {}
-                capabilities = params.get("capabilities")
-                asks = not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES)
+                asks = asks_mid_call(params.get("capabilities"))
                 self._handshake = _Handshake(message.id, capabilities_ask=asks)
             elif message.method == "logging/setLevel" and self._handshake is not None:
                 self._handshake.logging = True

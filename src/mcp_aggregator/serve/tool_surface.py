@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -93,8 +93,12 @@ def without_protocol_meta(result: types.CallToolResult) -> types.CallToolResult:
     """
     if not result.meta:
         return result
-    meta = {k: v for k, v in result.meta.items() if not k.startswith("io.modelcontextprotocol/")}
-    return result.model_copy(update={"meta": meta or None})
+    return result.model_copy(update={"meta": protocol_free(result.meta) or None})
+
+
+def protocol_free(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` without the protocol-reserved (``io.modelcontextprotocol/``) keys."""
+    return {k: v for k, v in meta.items() if not k.startswith("io.modelcontextprotocol/")}
 
 
 @dataclass
