@@ -34,6 +34,7 @@ from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.errors import AggregatorError
 from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
+from mcp_aggregator.serve.request_head import Routing
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import protocol_free, without_protocol_meta
 from mcp_aggregator.settings import Exposure
@@ -41,6 +42,7 @@ from mcp_aggregator.settings import Exposure
 logger = logging.getLogger(__name__)
 
 _ASKING_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
+_TOOLS_CALL: Final = b"tools/call"
 _RESPONSE_HEAD = re.compile(rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*"agw:\d+"')
 _STAMP_KEY: Final = types.SERVER_INFO_META_KEY.encode()
 # The upstream's serverInfo stamp as the last entry of the result's ``_meta``, which ends
@@ -98,15 +100,17 @@ class FastCalls:
         return self._routes.get(name)
 
     def plan(
-        self, body: bytes | str, *, need_envelope: bool, handshake_version: str | None = None
+        self, body: bytes | str, *, routing: Routing | None = None, handshake_version: str | None = None
     ) -> FastPlan | None:
         """The plan for ``body``, or None when the full pipeline must take it.
 
-        ``need_envelope``: only a request carrying the 2026-07-28 ``_meta`` envelope is taken
-        (stdio, where no header says which era a request belongs to). ``handshake_version``:
-        the request belongs to a handshake-era session of that version, whose client declared
-        none of the capabilities a call may ask for (the caller has checked); a request of
-        that session carries no envelope.
+        A 2026-07-28 request is taken only with the whole ``_meta`` envelope (protocol version
+        and client capabilities), as the SDK requires. ``routing``: the request came over HTTP
+        with these routing headers, which must match the body as the SDK's inbound checks
+        demand (otherwise the SDK answers with its error). ``handshake_version``: the request
+        belongs to a handshake-era session of that version, whose client declared none of the
+        capabilities a call may ask for (the caller has checked); such a request carries no
+        envelope.
         """
         if not self.enabled:
             return None
@@ -127,8 +131,14 @@ class FastCalls:
         if handshake_version is not None:
             if types.PROTOCOL_VERSION_META_KEY in meta:
                 return None
-        elif need_envelope and meta.get(types.PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
-            return None
+        else:
+            version = meta.get(types.PROTOCOL_VERSION_META_KEY)
+            if version not in MODERN_PROTOCOL_VERSIONS or types.CLIENT_CAPABILITIES_META_KEY not in meta:
+                return None
+            if routing is not None and (
+                routing.version != version.encode() or routing.method != _TOOLS_CALL or routing.name != name.encode()
+            ):
+                return None
         if asks_mid_call(meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}):
             return None
         # The routes come from the current catalogue, which holds exposed servers only.

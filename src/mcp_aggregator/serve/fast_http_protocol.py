@@ -19,6 +19,7 @@ still applies.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -27,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_aggregator.serve.client_auth import MCP_PATH
 from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls, FastPlan
 from mcp_aggregator.serve.host_guard import HostPolicy
+from mcp_aggregator.serve.request_head import RequestHead, read_head
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 logger = logging.getLogger(__name__)
@@ -35,6 +37,20 @@ _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
 _HOSTS_REMEMBERED: Final = 64
 _OK_HEAD: Final = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 _CYCLE_FIELDS: Final = ("body", "more_body", "message_event", "disconnected", "keep_alive", "flow", "on_response")
+_REQUEST_LINE: Final = b"POST " + MCP_PATH.encode() + b" HTTP/1.1\r\n"
+_HEAD_START: Final = len(_REQUEST_LINE)
+_MAX_HEAD: Final = 16 * 1024
+_SMALL_BODY: Final = 64 * 1024
+_HELD_LIMIT: Final = 1 << 20
+# Header lines as RFC 9110 has them: a token, a colon, a value of visible characters, spaces
+# and tabs (obs-text allowed). Anything else (folded lines, bare CR or LF, control bytes) is
+# left to uvicorn's parser, which refuses it as it always has.
+_TOKEN: Final = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_VALUE: Final = rb"[^\x00-\x08\x0a-\x1f\x7f]*"
+_HEAD: Final = re.compile(rb"(?:" + _TOKEN + rb":" + _VALUE + rb"\r\n)*")
+_FIELD: Final = re.compile(rb"(" + _TOKEN + rb"):[ \t]*(" + _VALUE + rb"?)[ \t]*\r\n")
+_TAKEN: Final = object()
+_INCOMPLETE: Final = object()
 
 
 class FastFront:
@@ -49,34 +65,27 @@ class FastFront:
         # Host values seen allowed: a client sends the same one on every request.
         self._allowed_hosts: set[bytes] = set()
 
-    def takes(self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> bool:
-        """Whether a request with this head is one to try; anything unusual goes to ASGI,
-        which answers it (and refuses it) as it always has."""
+    def takes(self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
+        """The head of a request to try, or None; anything unusual goes to ASGI, which
+        answers it (and refuses it) as it always has."""
         if not self.enabled or method != "POST" or path != MCP_PATH:
-            return False
-        version = host = origin = length = None
-        for name, value in headers:
-            if name == b"mcp-protocol-version":
-                version = value
-            elif name == b"host":
-                host = value
-            elif name == b"content-length":
-                length = value
-            elif name == b"origin":
-                origin = value
-            elif name in (b"mcp-session-id", b"expect", b"transfer-encoding"):
-                return False
-        if version not in _MODERN or length is None or not length.isdigit() or int(length) > self._max_body:
-            return False
-        if host is None:
-            return False
+            return None
+        head = read_head(headers)
+        if head is None or head.framed or head.routing.version not in _MODERN or head.host is None:
+            return None
+        length = head.content_length
+        if length is None or not length.isdigit() or int(length) > self._max_body:
+            return None
+        host = head.host
         host_text = host.decode("latin-1")
         if host not in self._allowed_hosts:
             if not self._policy.host_allowed(host_text):
-                return False
+                return None
             if len(self._allowed_hosts) < _HOSTS_REMEMBERED:
                 self._allowed_hosts.add(host)
-        return origin is None or self._policy.origin_allowed(origin.decode("latin-1"), host_text)
+        if head.origin is not None and not self._policy.origin_allowed(head.origin.decode("latin-1"), host_text):
+            return None
+        return head
 
 
 def fast_http_protocol(front: FastFront | None) -> Any:
@@ -87,67 +96,207 @@ def fast_http_protocol(front: FastFront | None) -> Any:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
     except ImportError:  # httptools is not installed: uvicorn's pure-Python h11 protocol serves
         return "auto"
-    if not hasattr(HttpToolsProtocol, "_start_asgi_task") or not _has_cycle_fields(RequestResponseCycle):
-        logger.warning("this uvicorn's request cycle is not the one the fast HTTP path knows; it is off")
+    if not _knows(HttpToolsProtocol, RequestResponseCycle):
+        logger.warning("this uvicorn's HTTP protocol is not the one the fast HTTP path knows; it is off")
         return "auto"
 
     bound = front
 
     class FastHttpProtocol(HttpToolsProtocol):
+        """Reads a plain call's request itself where it can (see ``_RawRequests``); every
+        other byte goes to uvicorn's parser, whose requests may still take the fast path
+        through ``_start_asgi_task``."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.raw = _RawRequests(self, bound)
+            self.parsing = False
+            """uvicorn's parser is inside a request: the bytes that follow are its."""
+
+        def data_received(self, data: bytes) -> None:
+            self.raw.received(data)
+
+        def parser_data_received(self, data: bytes) -> None:
+            super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            self.parsing = True
+            super().on_message_begin()
+
+        def on_message_complete(self) -> None:
+            self.parsing = False
+            super().on_message_complete()
+
+        def shutdown(self) -> None:
+            if not self.raw.shutdown():
+                super().shutdown()
+
         def _start_asgi_task(self, cycle: Any, app: Any) -> None:
             scope = cycle.scope
-            if app is not self.app or not bound.takes(scope["method"], scope["path"], scope["headers"]):
+            head = bound.takes(scope["method"], scope["path"], scope["headers"]) if app is self.app else None
+            if head is None:
                 super()._start_asgi_task(cycle, app)
                 return
-            task = self.loop.create_task(_fast_or_asgi(bound, cycle, app, self.server_state.default_headers))
+            task = self.loop.create_task(_fast_or_asgi(bound, head, cycle, app, self.server_state.default_headers))
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
 
     return FastHttpProtocol
 
 
-def _has_cycle_fields(cycle_class: type) -> bool:
+def _knows(protocol_class: type, cycle_class: type) -> bool:
     init = getattr(cycle_class, "__init__", None)
     names = getattr(getattr(init, "__code__", None), "co_names", ())
-    return all(field in names for field in _CYCLE_FIELDS)
+    methods = ("_start_asgi_task", "on_message_begin", "on_message_complete", "on_response_complete", "shutdown")
+    return all(field in names for field in _CYCLE_FIELDS) and all(hasattr(protocol_class, m) for m in methods)
 
 
-async def _fast_or_asgi(front: FastFront, cycle: Any, app: Any, default_headers: list[tuple[bytes, bytes]]) -> None:
+class _RawRequests:
+    """A plain call's HTTP request read straight from the socket's bytes, for one connection.
+
+    uvicorn's parser calls back into Python for the start of a message, the URL, every
+    header, the body and the end, then builds an ASGI scope and a request cycle: for a
+    small call that was a third of the gateway's work. Here a request that starts with
+    ``POST /mcp HTTP/1.1``, whose head is well-formed (checked by one regular expression)
+    and whose ``Content-Length`` body is complete, is planned and answered directly. The
+    parser sees nothing of it; it gets every other request whole, and the connection's
+    bytes stay in order: while a raw call is answered, what arrives next is held and then
+    read as if it had just come. A request ``FastCalls`` declines is handed to the parser
+    as received, so the SDK's endpoint answers it.
+    """
+
+    def __init__(self, protocol: Any, front: FastFront) -> None:
+        self.protocol = protocol
+        self.front = front
+        self.held = b""
+        self.busy = False
+        self.close_after = False
+
+    def received(self, data: bytes) -> None:
+        protocol = self.protocol
+        protocol._unset_keepalive_if_required()
+        if self.busy:
+            self.held += data
+            if len(self.held) > _HELD_LIMIT:
+                protocol.flow.pause_reading()
+            return
+        if self.held:
+            data, self.held = self.held + data, b""
+        cycle = protocol.cycle
+        if (
+            protocol.parsing
+            or protocol.pipeline
+            or (cycle is not None and not cycle.response_complete)
+            or protocol.limit_concurrency is not None
+        ):
+            protocol.parser_data_received(data)
+            return
+        taken = self._take(data)
+        if taken is None:
+            protocol.parser_data_received(data)
+        elif taken is _INCOMPLETE:
+            self.held = data
+
+    def _take(self, data: bytes) -> object | None:
+        """Start answering the request ``data`` begins with: ``_TAKEN`` (bytes after it are
+        held), ``_INCOMPLETE`` (wait for more), or None (the parser's)."""
+        if not data.startswith(_REQUEST_LINE):
+            return _INCOMPLETE if _REQUEST_LINE.startswith(data) else None
+        end = data.find(b"\r\n\r\n", _HEAD_START)
+        if end < 0:
+            return _INCOMPLETE if len(data) < _MAX_HEAD else None
+        block = data[_HEAD_START : end + 2]
+        if _HEAD.fullmatch(block) is None:
+            return None
+        head = self.front.takes("POST", MCP_PATH, [(n.lower(), v) for n, v in _FIELD.findall(block)])
+        if head is None:
+            return None
+        assert head.content_length is not None  # ``takes`` checked it
+        body_end = end + 4 + int(head.content_length)
+        if len(data) < body_end:
+            # Held bytes are joined again per arrival: only a small body is waited for here.
+            return _INCOMPLETE if body_end <= _MAX_HEAD + _SMALL_BODY else None
+        plan = self.front.calls.plan(data[end + 4 : body_end], routing=head.routing)
+        if plan is None:
+            return None
+        self.busy = True
+        self.held = data[body_end:]
+        protocol = self.protocol
+        task = protocol.loop.create_task(self._answer(plan, head.keep_alive))
+        task.add_done_callback(protocol.tasks.discard)
+        protocol.tasks.add(task)
+        return _TAKEN
+
+    async def _answer(self, plan: FastPlan, keep_alive: bool) -> None:
+        protocol = self.protocol
+        try:
+            body = await self.front.calls.answer(plan)
+        except Exception:
+            logger.exception("fast path: answering tools/call %s failed", plan.tool)
+            protocol.transport.close()
+            return
+        finally:
+            self.busy = False
+        transport = protocol.transport
+        if transport.is_closing():
+            return
+        keep_alive = keep_alive and not self.close_after
+        transport.write(_response(body, protocol.server_state.default_headers, keep_alive))
+        if not keep_alive:
+            transport.close()
+        # uvicorn's own bookkeeping after a response: the request count, reading resumed,
+        # the keep-alive timer armed (the next request's bytes disarm it).
+        protocol.on_response_complete()
+        await protocol.flow.drain()
+        if self.held and not transport.is_closing():
+            data, self.held = self.held, b""
+            self.received(data)
+
+    def shutdown(self) -> bool:
+        """On a graceful shutdown: whether a raw call is being answered (the connection
+        then closes after its answer)."""
+        self.close_after = True
+        return self.busy
+
+
+def _response(body: bytes, default_headers: list[tuple[bytes, bytes]], keep_alive: bool) -> bytes:
+    head = [_OK_HEAD]
+    for name, value in default_headers:
+        head += [name, b": ", value, b"\r\n"]
+    if not keep_alive:
+        head.append(b"connection: close\r\n")
+    head += [b"content-length: ", str(len(body)).encode(), b"\r\n\r\n", body]
+    # One write: headers and body in one segment, which ASGI's two sends never are.
+    return b"".join(head)
+
+
+async def _fast_or_asgi(
+    front: FastFront, head: RequestHead, cycle: Any, app: Any, default_headers: list[tuple[bytes, bytes]]
+) -> None:
     while cycle.more_body and not cycle.disconnected:
         cycle.flow.resume_reading()
         await cycle.message_event.wait()
         cycle.message_event.clear()
     if cycle.disconnected:
         return
-    plan = front.calls.plan(bytes(cycle.body), need_envelope=False)
+    plan = front.calls.plan(bytes(cycle.body), routing=head.routing)
     if plan is None:
         # The ASGI app reads the body from the cycle as if nobody had looked at it.
         cycle.message_event.set()
         await cycle.run_asgi(app)
         return
     try:
-        await _answer(front.calls, plan, cycle, default_headers)
+        body = await front.calls.answer(plan)
+        if cycle.disconnected:
+            return
+        cycle.transport.write(_response(body, default_headers, cycle.keep_alive))
+        cycle.response_started = cycle.response_complete = True
+        cycle.message_event.set()
+        if not cycle.keep_alive:
+            cycle.transport.close()
+        cycle.on_response()
+        await cycle.flow.drain()
     except Exception:
         logger.exception("fast path: answering tools/call %s failed", plan.tool)
         if not cycle.response_complete:
             cycle.transport.close()
-
-
-async def _answer(calls: FastCalls, plan: FastPlan, cycle: Any, default_headers: list[tuple[bytes, bytes]]) -> None:
-    body = await calls.answer(plan)
-    if cycle.disconnected:
-        return
-    head = [_OK_HEAD]
-    for name, value in default_headers:
-        head += [name, b": ", value, b"\r\n"]
-    if not cycle.keep_alive:
-        head.append(b"connection: close\r\n")
-    head += [b"content-length: ", str(len(body)).encode(), b"\r\n\r\n", body]
-    # One write: headers and body in one segment, which ASGI's two sends never are.
-    cycle.transport.write(b"".join(head))
-    cycle.response_started = cycle.response_complete = True
-    cycle.message_event.set()
-    if not cycle.keep_alive:
-        cycle.transport.close()
-    cycle.on_response()
-    await cycle.flow.drain()

@@ -16,6 +16,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls
+from mcp_aggregator.serve.request_head import read_head
 
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
 _JSON_HEADERS: Final = [(b"content-type", b"application/json")]
@@ -37,23 +38,16 @@ class FastPath:
         if not self.calls.enabled or scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        version = _header(scope, b"mcp-protocol-version")
-        if version not in _MODERN or _header(scope, b"mcp-session-id") is not None:
+        head = read_head(scope["headers"])
+        if head is None or head.routing.version not in _MODERN:
             await self.app(scope, receive, send)
             return
         body, complete = await _read_body(receive)
-        plan = self.calls.plan(body, need_envelope=False) if complete else None
+        plan = self.calls.plan(body, routing=head.routing) if complete else None
         if plan is None:
             await self.app(scope, _replay(body, complete, receive), send)
             return
         await _answer(send, await self.calls.answer(plan))
-
-
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value)
-    return None
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:

@@ -187,7 +187,7 @@ class _StdioFace:
             return
         if self._calls is not None and _TOOLS_CALL in line:
             version = self._handshake.fast_version if self._handshake is not None else None
-            plan = self._calls.plan(line, need_envelope=True, handshake_version=version)
+            plan = self._calls.plan(line, handshake_version=version)
             if plan is not None and plan.client_id not in self._in_flight:
                 # A bare asyncio task: an anyio task per call costs five times as much. The
                 # face tracks and cancels these itself, and awaits them when it closes.

@@ -1,0 +1,68 @@
+"""What the HTTP fast paths read of a request's head, and when they leave it to the SDK.
+
+The SDK's streamable-HTTP endpoint checks a 2026-07-28 request's routing headers against
+its body (``Mcp-Protocol-Version`` against the envelope, ``Mcp-Method`` against the method,
+``Mcp-Name`` against the tool name) and refuses a routing header given twice. A fast path
+that skipped those checks would answer requests the SDK refuses, and a client could tell
+the two apart; so the fast paths read the same headers, and anything doubtful (a routing
+header given twice, ``Mcp-Param-*`` headers, a session id, an upgrade) goes to the SDK,
+which answers it as it always has. Below ASGI, a chunked body or one that waits for
+``100 Continue`` is left to uvicorn too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+_READ: Final = frozenset(
+    {b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"host", b"origin", b"content-length", b"connection"}
+)
+_LEFT_TO_THE_SDK: Final = frozenset({b"mcp-session-id", b"upgrade"})
+_BODY_FRAMING: Final = frozenset({b"expect", b"transfer-encoding"})
+_PARAM_HEADER: Final = b"mcp-param-"
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """A request's routing headers as sent (None where absent), for ``FastCalls.plan`` to
+    hold against the body as the SDK's inbound checks do."""
+
+    version: bytes | None
+    method: bytes | None
+    name: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """The headers a fast path reads, each given at most once."""
+
+    routing: Routing
+    host: bytes | None
+    origin: bytes | None
+    content_length: bytes | None
+    keep_alive: bool
+    framed: bool
+    """The body is chunked or waits for ``100 Continue``: only ASGI, which has read it, can take it."""
+
+
+def read_head(headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
+    """``headers`` (lower-case names) as a fast path reads them, or None when the request
+    must go to the SDK's endpoint (see the module docstring)."""
+    seen: dict[bytes, bytes] = {}
+    framed = False
+    for name, value in headers:
+        if name in _READ:
+            if name in seen:
+                return None
+            seen[name] = value
+        elif name in _BODY_FRAMING:
+            framed = True
+        elif name in _LEFT_TO_THE_SDK or name.startswith(_PARAM_HEADER):
+            return None
+    connection = seen.get(b"connection")
+    keep_alive = connection is None or b"close" not in [t.strip() for t in connection.lower().split(b",")]
+    routing = Routing(seen.get(b"mcp-protocol-version"), seen.get(b"mcp-method"), seen.get(b"mcp-name"))
+    host, origin, length = seen.get(b"host"), seen.get(b"origin"), seen.get(b"content-length")
+    return RequestHead(routing, host, origin, length, keep_alive, framed)
