@@ -111,8 +111,8 @@ async def test_requests_in_one_write_are_answered_in_order_fast_or_not() -> None
 
 @pytest.mark.parametrize(
     "header_line",
-    [b"Bad Name: x", b" folded: x", b"X-Junk: a\x01b"],
-    ids=["space-in-name", "folded-line", "control-byte"],
+    [b"Bad Name: x", b" folded: x", b"X-Junk: a\x01b", b"Content-Length: 3"],
+    ids=["space-in-name", "folded-line", "control-byte", "two-lengths"],
 )
 async def test_a_malformed_head_gets_uvicorns_answer_on_either_path(header_line: bytes) -> None:
     answers = []
