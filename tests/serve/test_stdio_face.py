@@ -256,3 +256,20 @@ async def test_an_upstream_asking_back_gets_the_full_pipelines_answers_for_a_han
     assert "resultType" not in fast[0]["result"] and "_meta" not in fast[0]["result"]
     assert fast[0]["result"]["content"][0]["text"].startswith("state only")
     assert "error" in fast[1] and "error" in fast[2]
+
+
+async def test_calls_sent_together_are_each_answered_whole_once() -> None:
+    """Many calls in flight at once: the face and the upstream pipe write what came in
+    together in one go, and every answer still leaves as its own whole line."""
+    async with stdio_face() as face:
+        batch = [tool_call(i, "alpha__echo", {"text": f"t{i}"}) for i in range(40)]
+        batch.insert(20, {"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {"_meta": MODERN_META}})
+        await face.send(b"".join(orjson.dumps(message) + b"\n" for message in batch))
+        got: dict[Any, dict[str, Any]] = {}
+        for _ in batch:
+            answer = await face.receive()
+            assert answer["id"] not in got
+            got[answer["id"]] = answer
+        assert "alpha__echo" in {tool["name"] for tool in got.pop("list")["result"]["tools"]}
+        assert {i: a["result"]["content"][0]["text"] for i, a in got.items()} == {i: f"t{i}" for i in range(40)}
+        assert face.calls.forwarded == 40

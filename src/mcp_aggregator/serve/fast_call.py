@@ -38,6 +38,7 @@ from mcp_aggregator.serve.request_head import Routing
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import protocol_free, without_protocol_meta
 from mcp_aggregator.settings import Exposure
+from mcp_aggregator.upstreams.connection import UpstreamConnection
 
 logger = logging.getLogger(__name__)
 
@@ -63,16 +64,34 @@ def asks_mid_call(capabilities: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class _Route:
+    """Where an exposed name goes, with what each call there needs made once per catalogue."""
+
+    server: str
+    tool: str
+    invocation: Invocation
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
 class FastPlan:
     """A call the fast path takes: the client's id, where it goes, and the upstream message."""
 
     client_id: Any
-    server: str
-    tool: str
+    route: _Route
+    connection: UpstreamConnection
     upstream: dict[str, Any]
     headers: dict[str, str]
     handshake_version: str | None = None
     """The handshake-era version to shape the answer for; None for a 2026-07-28 request."""
+
+    @property
+    def server(self) -> str:
+        return self.route.server
+
+    @property
+    def tool(self) -> str:
+        return self.route.tool
 
 
 class FastCalls:
@@ -85,17 +104,21 @@ class FastCalls:
         self._stamp = orjson.dumps(server_info)
         self._server_info = dict(server_info)
         self._catalog: Catalog | None = None
-        self._routes: Mapping[str, tuple[str, str]] = {}
+        self._routes: Mapping[str, _Route] = {}
         self.forwarded = 0
         """Calls answered by the fast path (the rest went to the full pipeline)."""
 
-    def _route(self, name: str) -> tuple[str, str] | None:
+    def _route(self, name: str) -> _Route | None:
         catalog = self.gateway.catalog
         if catalog is not self._catalog:
             # Rebuilt once per catalogue change, never per call.
             routes = {}
             for entry in catalog.entries:
-                routes[entry.exposed] = routes[entry.canonical] = (entry.server, entry.original_name)
+                server, tool = entry.server, entry.original_name
+                invocation = Invocation("tools/call", server, tool, NO_CALLER)
+                routes[entry.exposed] = routes[entry.canonical] = _Route(
+                    server, tool, invocation, f"calling tool {tool!r}"
+                )
             self._routes, self._catalog = routes, catalog
         return self._routes.get(name)
 
@@ -145,28 +168,29 @@ class FastCalls:
         route = self._route(name)
         if route is None:
             return None
-        server, tool = route
-        supervisor = self.gateway.supervisors.get(server)
-        connection = supervisor.connection if supervisor is not None else None
-        if connection is None or not connection.raw_capable:
-            return None
-        upstream_params: dict[str, Any] = {"name": tool, "arguments": arguments or {}}
+        upstream_params: dict[str, Any] = {"name": route.tool, "arguments": arguments or {}}
         kept = protocol_free(meta)
         if kept:
             upstream_params["_meta"] = kept
         upstream = {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": upstream_params}
-        headers = connection.stamp(upstream)
-        return FastPlan(message["id"], server, tool, upstream, headers, handshake_version)
+        try:
+            # A server whose state refuses calls, or whose session just ended: the full
+            # pipeline says so in its own words.
+            connection = self.gateway.connection(route.server)
+            if not connection.raw_capable:
+                return None
+            headers = connection.stamp(upstream)
+        except AggregatorError:
+            return None
+        return FastPlan(message["id"], route, connection, upstream, headers, handshake_version)
 
     async def answer(self, plan: FastPlan) -> bytes:
         """The JSON-RPC response to send the client (an error response when the call failed)."""
         self.forwarded += 1
-        connection = self.gateway.connection(plan.server)
-        invocation = Invocation("tools/call", plan.server, plan.tool, NO_CALLER)
+        route, connection = plan.route, plan.connection
         try:
             line: bytes = await self.gateway.pipeline.through(
-                invocation,
-                lambda: connection.call_raw(plan.upstream, plan.headers, what=f"calling tool {plan.tool!r}"),
+                route.invocation, lambda: connection.call_raw(plan.upstream, plan.headers, what=route.what)
             )
         except AggregatorError as exc:
             return self._error(plan, exc)

@@ -133,6 +133,7 @@ class _StdioFace:
         self._closed = False
         self._in_flight: dict[Any, asyncio.Task[None]] = {}
         self._handshake: _Handshake | None = None
+        self._outgoing: list[bytes] = []
 
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[SdkStreams]:
@@ -157,6 +158,7 @@ class _StdioFace:
             if self._in_flight:
                 await asyncio.wait(list(self._in_flight.values()))
             read_transport.close()
+            self._flush()
             with contextlib.suppress(OSError, RuntimeError):
                 await self._writer.drain()
             write_transport.close()
@@ -273,13 +275,34 @@ class _StdioFace:
             await self._send(data.encode() + b"\n")
 
     async def _send(self, data: bytes) -> None:
+        """Write whole lines, so fast-path and SDK lines never interleave. With several calls
+        in flight, lines are queued for one write at the end of this turn of the loop:
+        answers that arrived together leave together, one system call and one wake-up of
+        the client for all of them. A lone call's answer is written at once."""
         assert self._writer is not None
         if self._closed:
             return
-        # One write per message: lines from the fast path and the SDK never interleave.
+        self._outgoing.append(data)
+        if len(self._outgoing) == 1:
+            if len(self._in_flight) <= 1:
+                self._flush()
+            else:
+                asyncio.get_running_loop().call_soon(self._flush)
+        try:
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError):
+            self._closed = True
+
+    def _flush(self) -> None:
+        outgoing = self._outgoing
+        if not outgoing or self._writer is None:
+            return
+        data = outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
+        outgoing.clear()
+        if self._closed:
+            return
         try:
             self._writer.write(data)
-            await self._writer.drain()
         except (ConnectionError, RuntimeError):
             # The client closed its end; its input ends too, and that stops the face.
             self._closed = True

@@ -86,6 +86,7 @@ class StdioPipe:
         self._stdin: asyncio.StreamWriter | None = None
         self._closed = False
         self._sdk_inbox: MemoryObjectSendStream[SessionMessage | Exception] | None = None
+        self._outgoing: list[bytes] = []
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
@@ -229,11 +230,28 @@ class StdioPipe:
                 return
 
     async def _send(self, data: bytes) -> None:
-        """One synchronous write per message (so messages never interleave), then wait only
-        if the pipe's buffer is full."""
+        """Write whole messages, so they never interleave. With several raw calls in flight,
+        messages are queued for one write at the end of this turn of the loop: requests that
+        came in together reach the server in one read. A lone call's request is written at
+        once. Then wait only if the pipe's buffer is full."""
         assert self._stdin is not None
-        self._stdin.write(data)
+        self._outgoing.append(data)
+        if len(self._outgoing) == 1:
+            if len(self._waiters) <= 1:
+                self._flush()
+            else:
+                asyncio.get_running_loop().call_soon(self._flush)
         await self._stdin.drain()
+
+    def _flush(self) -> None:
+        outgoing = self._outgoing
+        if not outgoing:
+            return
+        data = outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
+        outgoing.clear()
+        if self._stdin is not None and not self._stdin.is_closing():
+            with suppress(*_PIPE_ERRORS):
+                self._stdin.write(data)
 
     async def call(self, message: dict[str, Any]) -> bytes:
         """Send one JSON-RPC request as it is (its id replaced by a fresh raw id); the answer line, raw.
@@ -257,8 +275,10 @@ class StdioPipe:
         except asyncio.CancelledError:
             if not self._closed and (not waiter.done() or waiter.cancelled()):
                 cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}
+                # Synchronous: a cancelled task must not wait on the pipe. Behind anything
+                # queued, which may hold the request it cancels.
+                self._flush()
                 with suppress(*_PIPE_ERRORS):
-                    # Synchronous: a cancelled task must not wait on the pipe.
                     self._stdin.write(orjson.dumps(cancel) + b"\n")
             raise
         finally:
@@ -272,6 +292,7 @@ class StdioPipe:
     async def _stop(self, process: asyncio.subprocess.Process) -> None:
         """Close stdin, give the server a grace period, then end its process group."""
         if self._stdin is not None:
+            self._flush()
             with suppress(*_PIPE_ERRORS):
                 self._stdin.close()
         with anyio.move_on_after(_STOP_GRACE_SECS):
