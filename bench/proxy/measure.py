@@ -44,6 +44,8 @@ class Row:
     note: str | None = None
     """Why the cell is n/a, or where its figures come from."""
     failure: str | None = None
+    round_throughput_pct: list[float] = field(default_factory=list)
+    """With ``--rounds``: throughput % of direct in every round (this row is the median one)."""
 
 
 @dataclass(frozen=True)

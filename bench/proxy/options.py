@@ -30,6 +30,7 @@ class Options:
     profile: bool
     json_path: Path
     era: str = "2026-07-28"
+    rounds: int = 1
     """The protocol era of the main rows' client sessions (a handshake-era client: Claude Desktop)."""
 
 
@@ -72,6 +73,13 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
         default="2026-07-28",
         help="protocol era of the clients in the main rows (default 2026-07-28)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the main table this many times, every path in turn each time; each cell shows its median "
+        "round (ratios against the same round's direct row)",
+    )
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "proxy.json", help="where results go")
     args = parser.parse_args(argv)
     quick = bool(args.quick)
@@ -94,6 +102,7 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
             profile=bool(args.profile),
             json_path=args.json,
             era=args.era,
+            rounds=max(1, args.rounds),
         )
     except (argparse.ArgumentTypeError, ValueError) as exc:
         parser.error(str(exc))

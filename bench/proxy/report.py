@@ -121,7 +121,7 @@ def goal_verdicts(rows: Sequence[Row], idle: Sequence[IdleRow]) -> list[str]:
         if r.concurrency == 32 and r.throughput_pct_of_direct is not None:
             verdict(
                 r.throughput_pct_of_direct >= GOAL_THROUGHPUT_PCT_C32,
-                f"{r.pair} c=32: throughput {r.throughput_pct_of_direct:.0f} % of direct "
+                f"{r.pair} c=32: throughput {r.throughput_pct_of_direct:.0f} % of direct{spread(r)} "
                 f"(goal >= {GOAL_THROUGHPUT_PCT_C32:.0f} %){client_bound(r)}",
             )
         cpu = r.cpu_ms_per_call.get("proxy")
@@ -135,6 +135,14 @@ def goal_verdicts(rows: Sequence[Row], idle: Sequence[IdleRow]) -> list[str]:
         ok = not i.failure and errors == 0 and i.opened == i.sessions
         verdict(ok, f"{i.sessions} sessions {i.era}: {errors} errors, {i.rss_per_idle_session_kb:.0f} KB per session")
     return verdicts
+
+
+def spread(row: Row) -> str:
+    """With ``--rounds``: that the figure is a median, and every round's."""
+    if len(row.round_throughput_pct) < 2:
+        return ""
+    each = "/".join(f"{pct:.0f}" for pct in row.round_throughput_pct)
+    return f" (median of {len(row.round_throughput_pct)} rounds: {each})"
 
 
 def client_bound(row: Row) -> str:

@@ -82,7 +82,43 @@ async def measure_path(
 
 
 def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
+    """The main table; with ``--rounds`` it is measured that many times (every path in turn
+    each round, so a slow minute of the machine hits them alike) and each cell is its median
+    round: on two shared cores one round's ratio moves by tens of percent."""
     ignore_existing_children()
+    rounds = []
+    for index in range(options.rounds):
+        if options.rounds > 1:
+            print(f"round {index + 1} of {options.rounds}:", flush=True)
+        # The profile is taken once: py-spy slows the row it samples.
+        once = options if index == 0 else dataclasses.replace(options, profile=False)
+        rounds.append(run_round(once, env, http_upstream, profile_lines))
+    return rounds[0] if len(rounds) == 1 else median_rows(rounds)
+
+
+def median_rows(rounds: Sequence[Sequence[Row]]) -> list[Row]:
+    """Each cell's median round: by throughput % of the round's direct row (direct rows by
+    calls/s), with every round's ratio kept beside it."""
+    merged: list[Row] = []
+    for cells in zip(*rounds, strict=True):
+        measured = [c for c in cells if c.calls and not c.failure]
+        if not measured:
+            merged.append(cells[0])
+            continue
+
+        def key(row: Row) -> float:
+            if row.peer == "direct" or row.throughput_pct_of_direct is None:
+                return row.calls_per_s
+            return row.throughput_pct_of_direct
+
+        ordered = sorted(measured, key=key)
+        middle = dataclasses.replace(ordered[(len(ordered) - 1) // 2])
+        middle.round_throughput_pct = [c.throughput_pct_of_direct for c in cells if c.throughput_pct_of_direct]
+        merged.append(middle)
+    return merged
+
+
+def run_round(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
     results: list[Row] = []
     direct_runs: dict[tuple[str, tuple[int, ...]], list[Row]] = {}
     for pair_text in options.pairs:

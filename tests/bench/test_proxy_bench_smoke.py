@@ -14,7 +14,7 @@ from bench.proxy.options import parse_options
 from bench.proxy.paths import Pair, PathEnv, http_echo, serve_fields_known, unsupported
 from bench.proxy.pyspy import summarize_collapsed
 from bench.proxy.report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts
-from bench.proxy.runner import run_main, sessions_for
+from bench.proxy.runner import median_rows, run_main, sessions_for
 
 
 @pytest.mark.parametrize(
@@ -91,6 +91,25 @@ def test_a_throughput_verdict_says_how_busy_the_bench_client_was() -> None:
         "MISS http-stdio c=32: throughput 62 % of direct (goal >= 90 %); "
         "the bench's client process used 0.86 of a core (1.66 ms per call)"
     ]
+
+
+def test_rounds_keep_each_cells_median_round_and_every_rounds_ratio() -> None:
+    def round_of(direct_calls_per_s: float, gateway_calls_per_s: float) -> list[Row]:
+        rows = [
+            Row("http-http", "direct", 32, sessions=32, calls=900, p50_ms=20.0, calls_per_s=direct_calls_per_s),
+            Row("http-http", "gateway", 32, sessions=32, calls=900, p50_ms=25.0, calls_per_s=gateway_calls_per_s),
+        ]
+        compare_to_direct(rows)
+        return rows
+
+    direct, gateway = median_rows([round_of(1000, 700), round_of(1500, 1350), round_of(800, 760)])
+    assert direct.calls_per_s == 1000  # the median direct round
+    assert gateway.throughput_pct_of_direct == 90.0  # 70 / 90 / 95: the median ratio's round
+    assert gateway.round_throughput_pct == [70.0, 90.0, 95.0]
+    assert goal_verdicts([direct, gateway], []) == [
+        "PASS http-http c=32: throughput 90 % of direct (median of 3 rounds: 70/90/95) (goal >= 90 %)"
+    ]
+    assert parse_options(["--rounds", "3"]).rounds == 3
 
 
 def test_large_and_idle_tables_report_timeouts_and_errors() -> None:
