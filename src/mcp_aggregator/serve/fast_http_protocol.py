@@ -97,7 +97,8 @@ class FastFront:
 
         A client sends the same header lines on every call to a tool but for
         ``Content-Length``: the verdict on the rest is remembered, so a repeated head costs
-        one search and one lookup instead of a parse."""
+        one search and one lookup instead of a parse. (A remembered head's ``content_length``
+        is its first request's; the length returned beside it is this one's.)"""
         found = _CONTENT_LENGTH.search(block)
         if found is None:
             return None

@@ -40,6 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_aggregator.line_batch import LineBatch
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call
 
 logger = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ class _StdioFace:
         self._closed = False
         self._in_flight: dict[Any, asyncio.Task[None]] = {}
         self._handshake: _Handshake | None = None
-        self._outgoing: list[bytes] = []
+        self._outgoing = LineBatch(self._write_now)
 
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[SdkStreams]:
@@ -158,7 +159,7 @@ class _StdioFace:
             if self._in_flight:
                 await asyncio.wait(list(self._in_flight.values()))
             read_transport.close()
-            self._flush()
+            self._outgoing.flush()
             with contextlib.suppress(OSError, RuntimeError):
                 await self._writer.drain()
             write_transport.close()
@@ -282,24 +283,14 @@ class _StdioFace:
         assert self._writer is not None
         if self._closed:
             return
-        self._outgoing.append(data)
-        if len(self._outgoing) == 1:
-            if len(self._in_flight) <= 1:
-                self._flush()
-            else:
-                asyncio.get_running_loop().call_soon(self._flush)
+        self._outgoing.add(data, alone=len(self._in_flight) <= 1)
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError):
             self._closed = True
 
-    def _flush(self) -> None:
-        outgoing = self._outgoing
-        if not outgoing or self._writer is None:
-            return
-        data = outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
-        outgoing.clear()
-        if self._closed:
+    def _write_now(self, data: bytes) -> None:
+        if self._closed or self._writer is None:
             return
         try:
             self._writer.write(data)

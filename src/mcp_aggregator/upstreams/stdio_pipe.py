@@ -37,6 +37,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
+from mcp_aggregator.line_batch import LineBatch
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ class StdioPipe:
         self._stdin: asyncio.StreamWriter | None = None
         self._closed = False
         self._sdk_inbox: MemoryObjectSendStream[SessionMessage | Exception] | None = None
-        self._outgoing: list[bytes] = []
+        self._outgoing = LineBatch(self._write_now)
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
@@ -235,20 +236,10 @@ class StdioPipe:
         came in together reach the server in one read. A lone call's request is written at
         once. Then wait only if the pipe's buffer is full."""
         assert self._stdin is not None
-        self._outgoing.append(data)
-        if len(self._outgoing) == 1:
-            if len(self._waiters) <= 1:
-                self._flush()
-            else:
-                asyncio.get_running_loop().call_soon(self._flush)
+        self._outgoing.add(data, alone=len(self._waiters) <= 1)
         await self._stdin.drain()
 
-    def _flush(self) -> None:
-        outgoing = self._outgoing
-        if not outgoing:
-            return
-        data = outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
-        outgoing.clear()
+    def _write_now(self, data: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():
             with suppress(*_PIPE_ERRORS):
                 self._stdin.write(data)
@@ -277,7 +268,7 @@ class StdioPipe:
                 cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}
                 # Synchronous: a cancelled task must not wait on the pipe. Behind anything
                 # queued, which may hold the request it cancels.
-                self._flush()
+                self._outgoing.flush()
                 with suppress(*_PIPE_ERRORS):
                     self._stdin.write(orjson.dumps(cancel) + b"\n")
             raise
@@ -292,7 +283,7 @@ class StdioPipe:
     async def _stop(self, process: asyncio.subprocess.Process) -> None:
         """Close stdin, give the server a grace period, then end its process group."""
         if self._stdin is not None:
-            self._flush()
+            self._outgoing.flush()
             with suppress(*_PIPE_ERRORS):
                 self._stdin.close()
         with anyio.move_on_after(_STOP_GRACE_SECS):
