@@ -10,7 +10,8 @@ from pathlib import Path
 from .paths import PAIRS, PEERS, Pair
 from .procs import BENCH
 
-PARTS = ("main", "large", "idle")
+PARTS = ("main", "side", "large", "idle")
+SIDE_PEERS = ("direct", "relay", "gateway")
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,12 @@ class Options:
     profile: bool
     json_path: Path
     era: str = "2026-07-28"
-    rounds: int = 1
     """The protocol era of the main rows' client sessions (a handshake-era client: Claude Desktop)."""
+    rounds: int = 1
+    side_peers: tuple[str, ...] = SIDE_PEERS
+    """The paths whose c=1 calls the side-by-side part interleaves."""
+    side_calls: int = 2000
+    side_seconds: float = 60.0
 
 
 def _ints(text: str, name: str) -> tuple[int, ...]:
@@ -65,6 +70,11 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
     parser.add_argument("--large-mb", help="result sizes in MB (default 1,5,20,50; --quick 1)")
     parser.add_argument("--large-timeout", type=float, help="seconds per large call (default 60; --quick 20)")
     parser.add_argument("--idle-sessions", type=int, help="sessions held open per era (default 1000; --quick 50)")
+    parser.add_argument(
+        "--side-peers", help=f"paths interleaved at c=1 in the side part (default {','.join(SIDE_PEERS)})"
+    )
+    parser.add_argument("--side-calls", type=int, help="rounds of the side part, one call per path (default 2000)")
+    parser.add_argument("--side-seconds", type=float, help="time cap of the side part per pair (default 60)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
     parser.add_argument("--profile", action="store_true", help="py-spy the gateway at http-http c=1")
     parser.add_argument(
@@ -103,6 +113,9 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
             json_path=args.json,
             era=args.era,
             rounds=max(1, args.rounds),
+            side_peers=_subset(args.side_peers or ",".join(SIDE_PEERS), PEERS, "--side-peers"),
+            side_calls=args.side_calls or (100 if quick else 2000),
+            side_seconds=args.side_seconds or (10.0 if quick else 60.0),
         )
     except (argparse.ArgumentTypeError, ValueError) as exc:
         parser.error(str(exc))

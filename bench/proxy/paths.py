@@ -34,10 +34,12 @@ from .procs import (
 
 PYTHON = sys.executable
 ECHO = BENCH / "echo_server.py"
+RELAY = BENCH / "relay.py"
 PAIRS = ("http-http", "stdio-http", "http-stdio", "stdio-stdio")
-PEERS = ("direct", "gateway", "gateway-full", "fastmcp", "mcp-proxy")
+PEERS = ("direct", "relay", "gateway", "gateway-full", "fastmcp", "mcp-proxy")
 PEER_TITLES = {
     "direct": "direct",
+    "relay": "bare byte relay (floor)",
     "gateway": "gateway",
     "gateway-full": "gateway (full pipeline)",
     "fastmcp": "FastMCP proxy",
@@ -106,6 +108,8 @@ def unsupported(peer: str, pair: Pair) -> str | None:
     """Why ``peer`` cannot serve ``pair``, or None if it can."""
     if peer == "mcp-proxy" and pair.client == pair.upstream:
         return "mcp-proxy only bridges stdio<->HTTP"
+    if peer == "relay" and pair.client != pair.upstream:
+        return "a byte relay cannot change transport"
     return None
 
 
@@ -286,9 +290,26 @@ def start_mcp_proxy(pair: Pair, upstream: Upstream, env: PathEnv) -> Iterator[En
         yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp"))
 
 
+@contextlib.contextmanager
+def start_relay(pair: Pair, upstream: Upstream, env: PathEnv) -> Iterator[Endpoint]:
+    """``bench/relay.py``: the upstream's bytes copied through one more process, unread."""
+    if pair.client == "stdio":
+        yield Endpoint(stdio_client_of(lambda: [PYTHON, str(RELAY), "stdio", "--", *upstream.argv], env))
+        return
+    assert upstream.url is not None
+    upstream_port = int(upstream.url.rsplit(":", 1)[1].split("/", 1)[0])
+    port = free_port()
+    log = env.workdir / f"relay-{pair}-{port}.log"
+    with managed_process([PYTHON, str(RELAY), "tcp", "--port", str(port), "--to", str(upstream_port)], log) as proc:
+        wait_for_port(port, proc, log)
+        yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp"))
+
+
 def start_path(peer: str, pair: Pair, upstream: Upstream, env: PathEnv) -> contextlib.AbstractContextManager[Endpoint]:
     if peer == "direct":
         return start_direct(upstream, env)
+    if peer == "relay":
+        return start_relay(pair, upstream, env)
     if peer in ("gateway", "gateway-full"):
         return start_gateway(pair, upstream, env, full_pipeline=peer == "gateway-full")
     if peer == "fastmcp":

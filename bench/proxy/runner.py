@@ -32,6 +32,7 @@ from .paths import (
 from .procs import ProcessSet, describe, ignore_existing_children, raise_fd_limit
 from .pyspy import profiling
 from .report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts, write_json
+from .side import SideRow, format_side, run_side
 
 PROFILED = ("gateway", "http-http", 1)
 
@@ -169,6 +170,7 @@ def main(argv: Sequence[str] | None = None, description: str = "") -> int:
     rows: list[Row] = []
     large: list[LargeRow] = []
     idle: list[IdleRow] = []
+    side: list[SideRow] = []
     notes: list[str] = []
     profile_lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp, open(Path(tmp) / "stdio-errors.log", "w") as errlog:
@@ -179,18 +181,22 @@ def main(argv: Sequence[str] | None = None, description: str = "") -> int:
         with http_echo(Path(tmp)) as http_upstream:
             if "main" in options.parts:
                 rows = run_main(options, env, http_upstream, profile_lines)
+            if "side" in options.parts:
+                print("side by side at c=1 (one call per path per round):", flush=True)
+                side = run_side(options, env, http_upstream)
             if "large" in options.parts:
                 print("large results:", flush=True)
                 large = run_large(options.large_mb, options.large_timeout, http_upstream, env, options.pairs)
             if "idle" in options.parts:
                 print("held-open sessions:", flush=True)
                 idle = run_idle(options.idle_sessions, http_upstream, env)
-    verdicts = goal_verdicts(rows, idle)
+    verdicts = goal_verdicts(rows, idle, side)
     sections = [
         (
             "tool calls: ratios vs direct; cpu/call (ms) and peak RSS summed over the proxy processes",
             format_main(rows) if rows else "",
         ),
+        ("c=1 side by side: calls interleaved one by one; added vs direct", format_side(side) if side else ""),
         (f"large results (timeout {options.large_timeout:.0f} s)", format_large(large) if large else ""),
         ("held-open sessions against the gateway (HTTP)", format_idle(idle) if idle else ""),
         ("goals (issue 13)", "\n".join(verdicts)),
@@ -201,9 +207,9 @@ def main(argv: Sequence[str] | None = None, description: str = "") -> int:
         if body:
             print(f"\n== {title}\n{body}")
     options_json = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()}
-    write_json(options.json_path, options_json, rows, large, idle, verdicts, started, notes + profile_lines)
+    write_json(options.json_path, options_json, rows, large, idle, verdicts, started, notes + profile_lines, side)
     print(f"\nwrote {options.json_path}")
-    failed = any(r.failure for r in rows) or any(i.failure for i in idle)
+    failed = any(r.failure for r in rows) or any(s.failure for s in side) or any(i.failure for i in idle)
     return 1 if failed else 0
 
 

@@ -15,6 +15,7 @@ from bench.proxy.paths import Pair, PathEnv, http_echo, serve_fields_known, unsu
 from bench.proxy.pyspy import summarize_collapsed
 from bench.proxy.report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts
 from bench.proxy.runner import median_rows, run_main, sessions_for
+from bench.proxy.side import SideRow, format_side, run_side
 
 
 @pytest.mark.parametrize(
@@ -154,3 +155,43 @@ def test_direct_and_gateway_over_http_complete_without_errors(tmp_path: Path) ->
     assert gateway.calls_per_s > 0 and gateway.added_p50_ms is not None
     assert gateway.cpu_ms_per_call["proxy"] >= 0 and gateway.proxy_rss_peak_mb
     assert "proxy" not in direct.cpu_ms_per_call
+
+
+def test_side_by_side_decides_the_latency_goal_and_names_the_floor() -> None:
+    side = [
+        SideRow("http-http", "direct", calls=100, p50_ms=1.0),
+        SideRow("http-http", "relay", calls=100, p50_ms=1.3, added_p50_ms=0.3, paired_added_ms=0.25),
+        SideRow("http-http", "gateway", calls=100, p50_ms=1.4, added_p50_ms=0.4, paired_added_ms=0.35),
+        SideRow("http-http", "fastmcp", failure="RuntimeError: boom"),
+    ]
+    apart = Row("http-http", "gateway", 1, sessions=1, calls=100, p50_ms=9.0, calls_per_s=100, added_p50_ms=8.0)
+    assert goal_verdicts([apart], [], side) == [
+        "PASS http-http c=1 side by side: added p50 +0.40 ms, paired +0.35 ms (goal <= 0.5 ms); "
+        "the bare relay +0.30 ms"
+    ]
+    table = format_side(side)
+    assert "bare byte relay (floor)" in table and "FAILED: RuntimeError: boom" in table
+    assert "+0.40" in next(line for line in table.splitlines() if line.startswith("http-http   gateway"))
+
+
+def test_relay_is_only_a_peer_where_no_transport_changes() -> None:
+    assert unsupported("relay", Pair.parse("stdio-stdio")) is None
+    assert unsupported("relay", Pair.parse("http-stdio")) == "a byte relay cannot change transport"
+    with pytest.raises(SystemExit):
+        parse_options(["--side-peers", "direct,nginx"])
+
+
+def test_side_by_side_interleaves_real_paths_over_both_transports(tmp_path: Path) -> None:
+    argv = "--only http-http,stdio-stdio --side-calls 12 --warmup 2 --parts side --stdio-sessions 1"
+    options = parse_options([*argv.split(), "--json", str(tmp_path / "proxy.json")])
+    with (tmp_path / "stdio.log").open("w") as errlog:
+        env = PathEnv(tmp_path, errlog, serve_fields_known())
+        with http_echo(tmp_path) as upstream:
+            rows = run_side(options, env, upstream)
+    assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
+        (pair, peer, None, 0, 12) for pair in ("http-http", "stdio-stdio") for peer in ("direct", "relay", "gateway")
+    ]
+    for row in rows:
+        assert 0 < row.p50_ms <= row.p95_ms <= row.p99_ms
+        assert (row.added_p50_ms is None) == (row.peer == "direct")
+        assert (row.paired_added_ms is None) == (row.peer == "direct")
