@@ -39,6 +39,11 @@ def _cell(value: float | None, spec: str, width: int) -> str:
     return f"{'' if value is None else format(value, spec):>{width}}"
 
 
+def _pair_breaks(pairs: Sequence[str]) -> list[bool]:
+    """Whether a blank line goes before each row: tables group their rows by pair."""
+    return [index > 0 and pair != pairs[index - 1] for index, pair in enumerate(pairs)]
+
+
 def format_main(rows: Sequence[Row]) -> str:
     head = (
         f"{'pair':11} {'path':23} {'conc':>4} {'sess':>4} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
@@ -46,11 +51,9 @@ def format_main(rows: Sequence[Row]) -> str:
         f"{'RSS MB':>7}  era"
     )
     lines = [head, "-" * len(head)]
-    previous = ""
-    for r in rows:
-        if previous and r.pair != previous:
+    for r, gap in zip(rows, _pair_breaks([r.pair for r in rows]), strict=True):
+        if gap:
             lines.append("")
-        previous = r.pair
         label = f"{r.pair:11} {PEER_TITLES.get(r.peer, r.peer):23} {r.concurrency:>4}"
         if r.failure or not r.calls:
             if r.failure or r.note:
@@ -69,6 +72,27 @@ def format_main(rows: Sequence[Row]) -> str:
             f"{_cell(ratio, '.2f', 6)} {_cell(r.cpu_ms_per_call.get('proxy'), '.2f', 8)} "
             f"{_cell(r.cpu_ms_per_call.get('client'), '.2f', 6)} {_cell(r.cpu_ms_per_call.get('upstream'), '.2f', 6)} "
             f"{_cell(r.proxy_rss_peak_mb, '.0f', 7)}  {r.protocol_version or ''}{errors}"
+        )
+    return "\n".join(lines)
+
+
+def format_side(rows: Sequence[SideRow]) -> str:
+    head = (
+        f"{'pair':11} {'path':23} {'calls':>6} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
+        f"{'+p50 ms':>8} {'paired +ms':>10} {'errors':>6}"
+    )
+    lines = [head, "-" * len(head)]
+    for r, gap in zip(rows, _pair_breaks([r.pair for r in rows]), strict=True):
+        if gap:
+            lines.append("")
+        label = f"{r.pair:11} {PEER_TITLES.get(r.peer, r.peer):23}"
+        if r.failure or not r.calls:
+            kind, reason = ("FAILED", r.failure) if r.failure else ("n/a", r.note or "no call succeeded")
+            lines.append(f"{label} {kind}: {str(reason)[:150]}")
+            continue
+        lines.append(
+            f"{label} {r.calls:>6} {r.p50_ms:7.2f} {r.p95_ms:7.2f} {r.p99_ms:7.2f} "
+            f"{_cell(r.added_p50_ms, '+.2f', 8)} {_cell(r.paired_added_ms, '+.2f', 10)} {r.errors:>6}"
         )
     return "\n".join(lines)
 

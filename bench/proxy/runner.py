@@ -31,8 +31,16 @@ from .paths import (
 )
 from .procs import ProcessSet, describe, ignore_existing_children, raise_fd_limit
 from .pyspy import profiling
-from .report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts, write_json
-from .side import SideRow, format_side, run_side
+from .report import (
+    compare_to_direct,
+    format_idle,
+    format_large,
+    format_main,
+    format_side,
+    goal_verdicts,
+    write_json,
+)
+from .side import SideRow, run_side
 
 PROFILED = ("gateway", "http-http", 1)
 

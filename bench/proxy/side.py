@@ -22,7 +22,7 @@ from mcp import Client
 from .idle import ERAS
 from .measure import find_tool, open_sessions, summarize_latencies
 from .options import Options
-from .paths import PEER_TITLES, Endpoint, Pair, PathEnv, Unavailable, Upstream, start_path, unsupported
+from .paths import Endpoint, Pair, PathEnv, Unavailable, Upstream, start_path, unsupported
 from .procs import describe
 
 
@@ -125,30 +125,3 @@ def run_side(options: Options, env: PathEnv, http_upstream: Upstream) -> list[Si
         print(" " + ", ".join(f"{r.peer} {r.p50_ms:.2f} ms" for r in rows if r.calls) or " failed", flush=True)
         results.extend(rows + absent)
     return results
-
-
-def _cell(value: float | None, spec: str, width: int) -> str:
-    return f"{'' if value is None else format(value, spec):>{width}}"
-
-
-def format_side(rows: Sequence[SideRow]) -> str:
-    head = (
-        f"{'pair':11} {'path':23} {'calls':>6} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
-        f"{'+p50 ms':>8} {'paired +ms':>10} {'errors':>6}"
-    )
-    lines = [head, "-" * len(head)]
-    previous = ""
-    for r in rows:
-        if previous and r.pair != previous:
-            lines.append("")
-        previous = r.pair
-        label = f"{r.pair:11} {PEER_TITLES.get(r.peer, r.peer):23}"
-        if r.failure or not r.calls:
-            kind, reason = ("FAILED", r.failure) if r.failure else ("n/a", r.note or "no call succeeded")
-            lines.append(f"{label} {kind}: {str(reason)[:150]}")
-            continue
-        lines.append(
-            f"{label} {r.calls:>6} {r.p50_ms:7.2f} {r.p95_ms:7.2f} {r.p99_ms:7.2f} "
-            f"{_cell(r.added_p50_ms, '+.2f', 8)} {_cell(r.paired_added_ms, '+.2f', 10)} {r.errors:>6}"
-        )
-    return "\n".join(lines)

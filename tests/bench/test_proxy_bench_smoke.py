@@ -13,9 +13,16 @@ from bench.proxy.measure import Row, percentile, resolve_tool, summarize_latenci
 from bench.proxy.options import parse_options
 from bench.proxy.paths import Pair, PathEnv, http_echo, serve_fields_known, unsupported
 from bench.proxy.pyspy import summarize_collapsed
-from bench.proxy.report import compare_to_direct, format_idle, format_large, format_main, goal_verdicts
+from bench.proxy.report import (
+    compare_to_direct,
+    format_idle,
+    format_large,
+    format_main,
+    format_side,
+    goal_verdicts,
+)
 from bench.proxy.runner import median_rows, run_main, sessions_for
-from bench.proxy.side import SideRow, format_side, run_side
+from bench.proxy.side import SideRow, run_side
 
 
 @pytest.mark.parametrize(
@@ -166,8 +173,7 @@ def test_side_by_side_decides_the_latency_goal_and_names_the_floor() -> None:
     ]
     apart = Row("http-http", "gateway", 1, sessions=1, calls=100, p50_ms=9.0, calls_per_s=100, added_p50_ms=8.0)
     assert goal_verdicts([apart], [], side) == [
-        "PASS http-http c=1 side by side: added p50 +0.40 ms, paired +0.35 ms (goal <= 0.5 ms); "
-        "the bare relay +0.30 ms"
+        "PASS http-http c=1 side by side: added p50 +0.40 ms, paired +0.35 ms (goal <= 0.5 ms); the bare relay +0.30 ms"
     ]
     table = format_side(side)
     assert "bare byte relay (floor)" in table and "FAILED: RuntimeError: boom" in table
