@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client, StdioServerParameters, stdio_client
@@ -297,7 +298,8 @@ def start_relay(pair: Pair, upstream: Upstream, env: PathEnv) -> Iterator[Endpoi
         yield Endpoint(stdio_client_of(lambda: [PYTHON, str(RELAY), "stdio", "--", *upstream.argv], env))
         return
     assert upstream.url is not None
-    upstream_port = int(upstream.url.rsplit(":", 1)[1].split("/", 1)[0])
+    upstream_port = urlsplit(upstream.url).port
+    assert upstream_port is not None
     port = free_port()
     log = env.workdir / f"relay-{pair}-{port}.log"
     with managed_process([PYTHON, str(RELAY), "tcp", "--port", str(port), "--to", str(upstream_port)], log) as proc:

@@ -83,12 +83,12 @@ async def interleave(endpoints: Sequence[tuple[str, Endpoint]], pair: str, optio
             for step in range(count):
                 index = (round_index + step) % count
                 taken[index] = await _call(clients[index], tools[index])
+            base = taken[direct] if direct is not None else None
             for index, seconds in enumerate(taken):
                 if seconds is None:
                     rows[index].errors += 1
                     continue
                 latencies[index].append(seconds)
-                base = taken[direct] if direct is not None else None
                 if base is not None and index != direct:
                     differences[index].append(seconds - base)
     base_p50 = None
@@ -122,6 +122,7 @@ def run_side(options: Options, env: PathEnv, http_upstream: Upstream) -> list[Si
             rows = [SideRow(pair_text, peer, note=str(exc)) for peer in peers]
         except Exception as exc:  # one broken pair must not hide the others' figures
             rows = [SideRow(pair_text, peer, failure=describe(exc)[:300]) for peer in peers]
-        print(" " + ", ".join(f"{r.peer} {r.p50_ms:.2f} ms" for r in rows if r.calls) or " failed", flush=True)
+        measured = ", ".join(f"{r.peer} {r.p50_ms:.2f} ms" for r in rows if r.calls)
+        print(f" {measured or 'failed'}", flush=True)
         results.extend(rows + absent)
     return results
