@@ -26,8 +26,11 @@ async def test_past_the_burst_the_rest_api_answers_429_with_retry_after(tmp_path
 
 
 async def test_on_mcp_the_429_carries_a_json_rpc_error_and_budgets_are_per_token(tmp_path: Path) -> None:
+    # A 60 s window: the sliding-window counter forgets most of the last window's requests
+    # once a window boundary passes, so a 1 s burst window (60/min, burst 1) lets the second
+    # request through whenever a second ticks over between the two (seen on a slow machine).
     settings = face_settings(
-        tmp_path, mcp_tokens=[FIRST_TOKEN, OTHER_TOKEN], rate_limit={"requests_per_minute": 60, "burst": 1}
+        tmp_path, mcp_tokens=[FIRST_TOKEN, OTHER_TOKEN], rate_limit={"requests_per_minute": 1, "burst": 1}
     )
     async with http_face(settings) as face, face.client() as http:
         first = {**MCP_HEADERS, "Authorization": f"Bearer {FIRST_TOKEN}"}
