@@ -46,6 +46,8 @@ class Row:
     failure: str | None = None
     round_throughput_pct: list[float] = field(default_factory=list)
     """With ``--rounds``: throughput % of direct in every round (this row is the median one)."""
+    first_errors: list[str] = field(default_factory=list)
+    """Up to three distinct error texts, so a row with errors says what they were."""
 
 
 @dataclass(frozen=True)
@@ -156,41 +158,59 @@ async def find_tool(client: Client, base: str, deadline_s: float = 30.0) -> str:
     return resolve_tool(names, base)
 
 
+@dataclass
+class CallOutcomes:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    abandoned: int = 0
+    first_errors: list[str] = field(default_factory=list)
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        if len(self.first_errors) < 3 and text not in self.first_errors:
+            self.first_errors.append(text)
+
+
+def _result_text(result: object) -> str:
+    content = getattr(result, "content", None) or []
+    return " ".join(str(getattr(part, "text", part)) for part in content)[:200] or "error result without text"
+
+
 async def run_calls(
     clients: Sequence[Client], tool: str, calls: int, concurrency: int, max_seconds: float
-) -> tuple[list[float], int, int]:
+) -> CallOutcomes:
     """Up to ``calls`` closed-loop calls by ``concurrency`` workers spread over ``clients``
     (worker i uses session i mod n); no new call starts after ``max_seconds``, and calls still
     running at twice that are abandoned (a path this slow at high concurrency would otherwise
-    take concurrency / throughput seconds to drain). Returns (latencies, errors, abandoned)."""
-    latencies: list[float] = []
-    errors = 0
+    take concurrency / throughput seconds to drain)."""
+    out = CallOutcomes()
     remaining = calls
     deadline = time.perf_counter() + max_seconds
     started = finished = 0
 
     async def worker(client: Client) -> None:
-        nonlocal remaining, errors, started, finished
+        nonlocal remaining, started, finished
         while remaining > 0 and time.perf_counter() < deadline:
             remaining -= 1
             start = time.perf_counter()
             started += 1
             try:
                 result = await client.call_tool(tool, {"text": "ping"})
-            except Exception:  # an error is a measured outcome, not the end of the row
+            except Exception as exc:  # an error is a measured outcome, not the end of the row
                 finished += 1
-                errors += 1
+                out.error(describe(exc)[:200])
                 continue
             finished += 1
-            latencies.append(time.perf_counter() - start)
+            out.latencies.append(time.perf_counter() - start)
             if result.is_error:
-                errors += 1
+                out.error(_result_text(result))
 
     with anyio.move_on_after(2 * max_seconds):
         async with anyio.create_task_group() as tg:
             for index in range(concurrency):
                 tg.start_soon(worker, clients[index % len(clients)])
-    return latencies, errors, started - finished
+    out.abandoned = started - finished
+    return out
 
 
 @dataclass(frozen=True)
@@ -209,16 +229,17 @@ async def measure_row(clients: Sequence[Client], tool: str, row: Row, budget: Bu
     client0, proxy0, upstream0 = time.process_time(), cpu_seconds(procs.proxy), cpu_seconds(procs.upstream)
     start = time.perf_counter()
     with RssSampler(procs.proxy) as rss:
-        latencies, errors, row.abandoned = await run_calls(clients, tool, calls, row.concurrency, budget.row_seconds)
+        out = await run_calls(clients, tool, calls, row.concurrency, budget.row_seconds)
     wall = time.perf_counter() - start
-    done = max(1, len(latencies) + errors)
+    latencies, row.abandoned, row.first_errors = out.latencies, out.abandoned, out.first_errors
+    done = max(1, len(latencies) + out.errors)
     cpu = {
         "client": time.process_time() - client0,
         "proxy": cpu_seconds(procs.proxy) - proxy0,
         "upstream": cpu_seconds(procs.upstream) - upstream0,
     }
     stats = summarize_latencies(latencies)
-    row.calls, row.errors = len(latencies), errors
+    row.calls, row.errors = len(latencies), out.errors
     row.p50_ms, row.p95_ms, row.p99_ms, row.mean_ms = stats.p50_ms, stats.p95_ms, stats.p99_ms, stats.mean_ms
     row.calls_per_s = round(len(latencies) / wall, 1)
     row.cpu_ms_per_call = {k: round(v / done * 1e3, 3) for k, v in cpu.items() if k != "proxy" or procs.proxy}

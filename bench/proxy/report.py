@@ -73,6 +73,7 @@ def format_main(rows: Sequence[Row]) -> str:
             f"{_cell(r.cpu_ms_per_call.get('client'), '.2f', 6)} {_cell(r.cpu_ms_per_call.get('upstream'), '.2f', 6)} "
             f"{_cell(r.proxy_rss_peak_mb, '.0f', 7)}  {r.protocol_version or ''}{errors}"
         )
+        lines.extend(f"    {error}" for error in r.first_errors)
     return "\n".join(lines)
 
 

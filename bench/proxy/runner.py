@@ -85,7 +85,7 @@ async def measure_path(
             print(
                 f" p50 {row.p50_ms:.2f} ms, {row.calls_per_s:.0f} calls/s"
                 + (f", proxy {cpu:.2f} ms CPU/call" if cpu is not None else "")
-                + (f", {row.errors} ERRORS" if row.errors else ""),
+                + (f", {row.errors} ERRORS, first: {row.first_errors[0]}" if row.errors else ""),
                 flush=True,
             )
 

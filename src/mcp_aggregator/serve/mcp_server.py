@@ -229,6 +229,12 @@ class GatewayServer:
             check_encodable(params.arguments, "arguments")
             handler = self.surface.handler(params.name)
             if handler is None:
+                # A client may call a tool it knows from an earlier session without listing
+                # first (or list one gateway and call through another): give upstreams still
+                # making their first connection the same bounded chance as tools/list.
+                await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+                handler = self.surface.handler(params.name)
+            if handler is None:
                 raise ToolNotFoundError(params.name)
             arguments = dict(params.arguments or {})
             if is_parked_state(params.request_state):

@@ -122,7 +122,8 @@ class ServeSettings(BaseModel):
     """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
     handshake-era clients then get no list-changed notifications."""
     list_wait_secs: float = Field(default=10.0, ge=0)
-    """How long ``tools/list`` waits for upstreams still making their first connection."""
+    """How long ``tools/list`` (and a call to a tool not known yet) waits for upstreams still
+    making their first connection."""
     max_result_bytes: int = Field(default=64 << 20, ge=1024)
     """The largest message an upstream may answer with (64 MiB by default); a larger result fails
     its own call with a clear error and the session stays up."""
