@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -97,3 +99,15 @@ def test_every_declared_dependency_is_imported_or_used_by_name() -> None:
     required, _ = _imports()
     unused = declared - set(required.values()) - set(USED_WITHOUT_IMPORT)
     assert not unused, f"declared in [project].dependencies but nothing in src/ imports them: {sorted(unused)}"
+
+
+def test_starting_the_gateway_loads_no_library_only_one_mode_needs() -> None:
+    # The Anthropic SDK (LLM-agent mode) and onnxruntime with its tokenizer (the local
+    # embedding model) cost ~120 MB and most of a second in every gateway process, a stdio
+    # one per client included; they load when their mode is configured, not at import.
+    probe = "import sys, mcp_aggregator.cli, mcp_aggregator.serve.runner; print(sorted(set(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO, env={**os.environ}
+    ).stdout
+    modules = {name.split(".")[0] for name in ast.literal_eval(loaded)}
+    assert not modules & {"anthropic", "onnxruntime", "onnx", "tokenizers"}

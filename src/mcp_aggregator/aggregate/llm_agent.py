@@ -19,10 +19,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import anthropic
 import anyio
-from anthropic.types import MessageParam, ToolChoiceParam, ToolParam, ToolResultBlockParam
 
 from mcp_aggregator.aggregate.config import LlmSettings
 from mcp_aggregator.aggregate.query_target import QueryTarget
@@ -30,6 +29,10 @@ from mcp_aggregator.aggregate.query_tool_detection import QueryPlan
 from mcp_aggregator.aggregate.result_extraction import RawResult
 from mcp_aggregator.aggregate.server_query import ServerQuery
 from mcp_aggregator.errors import LlmAgentError
+
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import MessageParam, ToolChoiceParam, ToolParam, ToolResultBlockParam
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +130,10 @@ class LlmAgent:
         tools = agent_tools(servers)
         outcome = AgentOutcome()
         base_url = self._settings.base_url or self._environ.get(BASE_URL_ENV) or None
+        # Imported on first use: the SDK costs ~70 MB and most of a second at start, and
+        # only the LLM-agent mode needs it.
+        import anthropic
+
         try:
             with anyio.fail_after(self._settings.timeout_secs):
                 async with anthropic.AsyncAnthropic(

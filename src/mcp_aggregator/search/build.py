@@ -9,7 +9,6 @@ from mcp_aggregator.search.classifier import Classifier, EmbeddingClassifier, Ll
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, NoneEmbedder
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
-from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.openai_embedder import OpenAIEmbedder
 from mcp_aggregator.search.skills import SkillIndex, skills_of
 from mcp_aggregator.search.tool_search import ToolSearch
@@ -29,6 +28,10 @@ def build_embedder(settings: SearchSettings) -> Embedder:
     """The embedder ``settings.embedder`` names. Raises ``ConfigError`` / ``SearchError``."""
     match settings.embedder:
         case "onnx-minilm":
+            # Imported when chosen: onnxruntime and the tokenizer cost ~50 MB at start, which
+            # a gateway without semantic search (``embedder: none``) should not carry.
+            from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
+
             if settings.model_path is not None:
                 return OnnxMiniLmEmbedder(
                     settings.model_path,

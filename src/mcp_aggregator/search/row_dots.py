@@ -11,19 +11,26 @@ the layout that kernel streams fastest, and handed to onnxruntime without a copy
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
-import onnxruntime as ort
-from onnx import TensorProto, helper
 
 from mcp_aggregator.search.embedder import Vectors
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 _OPSET = 17
 _IR_VERSION = 8
 
 
 def _matmul_session() -> ort.InferenceSession:
+    # Imported here: onnx and onnxruntime cost ~50 MB and a tenth of a second, and a
+    # gateway without vector search (``search.embedder: none``) never needs them.
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["queries", "columns"], ["dots"])],
         "row_dots",
