@@ -28,6 +28,7 @@ from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import settings_for, stdio_fixture
 from tests.relay.test_mrtr_through_gateway import upstream
+from tests.serve.conformance_runner import fixture_http_config, fixture_http_server, fixture_stdio_config
 from tests.serve.test_fast_path import CALLS as HTTP_CALLS
 
 DEADLINE = 30
@@ -93,6 +94,10 @@ async def stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncI
             tg.cancel_scope.cancel()
 
 
+def conformance_upstream() -> ServerConfig:
+    return ServerConfig.model_validate(fixture_stdio_config())
+
+
 # The HTTP fast path's calls, and one to an unknown tool (the full pipeline answers it).
 CALLS: list[tuple[str, dict[str, Any]]] = [*HTTP_CALLS, ("alpha__nope", {})]
 
@@ -140,17 +145,44 @@ async def test_a_handshake_era_client_that_can_be_asked_is_served_by_the_sdk_beh
         assert face.calls.forwarded == 0
 
 
-async def test_a_handshake_era_client_that_set_a_log_level_is_served_by_the_sdk() -> None:
-    async with stdio_face() as face:
+async def logged_call(
+    upstream: ServerConfig, *, fast_path: bool, level: str | None
+) -> tuple[list[dict[str, Any]], int]:
+    """A handshake-era client (with ``level`` set, if any) calling a tool that logs at ``info``:
+    every message it receives up to the answer."""
+    async with stdio_face(upstream, fast_path=fast_path) as face:
         await handshake(face, {})
-        await face.send(legacy_call(1, "alpha__echo", {"text": "fast"}))
-        assert (await face.receive())["result"]["content"][0]["text"] == "fast"
-        assert face.calls.forwarded == 1
-        await face.send({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}})
-        assert (await face.receive())["id"] == 2
-        await face.send(legacy_call(3, "alpha__echo", {"text": "full"}))
-        assert (await face.receive())["result"]["content"][0]["text"] == "full"
-        assert face.calls.forwarded == 1
+        if level is not None:
+            await face.send({"jsonrpc": "2.0", "id": "lvl", "method": "logging/setLevel", "params": {"level": level}})
+            assert (await face.receive())["id"] == "lvl"
+        await face.send(legacy_call(1, "conformance__test_tool_with_logging", {}))
+        received = [await face.receive()]
+        while "id" not in received[-1]:
+            received.append(await face.receive())
+        return received, face.calls.forwarded
+
+
+@pytest.mark.parametrize("level", [None, "info", "warning"])
+async def test_a_handshake_era_client_gets_the_upstreams_log_messages_on_the_fast_path_too(level: str | None) -> None:
+    fast, forwarded = await logged_call(conformance_upstream(), fast_path=True, level=level)
+    full, _ = await logged_call(conformance_upstream(), fast_path=False, level=level)
+    assert fast == full
+    assert forwarded == 1
+    logs = [m["params"]["data"] for m in fast if m.get("method") == "notifications/message"]
+    # The tool logs three times at info: a client that set no level gets every level.
+    every = ["Tool execution started", "Tool processing data", "Tool execution completed"]
+    assert logs == ([] if level == "warning" else every)
+    assert fast[-1]["result"]["content"][0]["text"] == "Tool with logging executed successfully"
+
+
+async def test_log_messages_from_an_http_upstream_event_stream_reach_a_handshake_era_client() -> None:
+    async with fixture_http_server() as url:
+        upstream = ServerConfig.model_validate(fixture_http_config(url))
+        fast, forwarded = await logged_call(upstream, fast_path=True, level=None)
+        full, _ = await logged_call(upstream, fast_path=False, level=None)
+    assert fast == full
+    assert forwarded == 1
+    assert [m.get("method") for m in fast] == ["notifications/message"] * 3 + [None]
 
 
 async def test_a_call_before_the_handshake_ends_is_served_by_the_sdk() -> None:

@@ -12,8 +12,10 @@ upstream session cannot take raw calls. Policy stages run on both paths.
 A handshake-era (2025-11-25 and earlier) session on stdio is served too, once its handshake
 has shown a client that declared none of sampling, elicitation and roots: its answer is
 shaped as the SDK shapes a handshake-era result (no ``resultType``, no ``_meta`` stamp,
-fields of that version only), and an upstream that asks back mid-call (a 2026-07-28
-``InputRequiredResult``) gets the full pipeline's answer for such a client.
+fields of that version only), an upstream that asks back mid-call (a 2026-07-28
+``InputRequiredResult``) gets the full pipeline's answer for such a client, and the
+upstream's log messages during the call reach the client before the answer, as the full
+pipeline relays them (such a client gets every level unless it set one).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import protocol_free, without_protocol_meta
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.connection import UpstreamConnection
+from mcp_aggregator.upstreams.stdio_pipe import LogSink
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +126,12 @@ class FastCalls:
         return self._routes.get(name)
 
     def plan(
-        self, body: bytes | str, *, routing: Routing | None = None, handshake_version: str | None = None
+        self,
+        body: bytes | str,
+        *,
+        routing: Routing | None = None,
+        handshake_version: str | None = None,
+        log_level: str | None = None,
     ) -> FastPlan | None:
         """The plan for ``body``, or None when the full pipeline must take it.
 
@@ -133,7 +141,9 @@ class FastCalls:
         demand (otherwise the SDK answers with its error). ``handshake_version``: the request
         belongs to a handshake-era session of that version, whose client declared none of the
         capabilities a call may ask for (the caller has checked); such a request carries no
-        envelope.
+        envelope, and its session's ``log_level`` (None: it set none, so every level) is
+        stamped on the request to a 2026-07-28 upstream as the full pipeline does; the
+        caller of ``answer`` then relays the upstream's log messages.
         """
         if not self.enabled:
             return None
@@ -179,18 +189,25 @@ class FastCalls:
             connection = self.gateway.connection(route.server)
             if not connection.raw_capable:
                 return None
+            if handshake_version is not None and connection.modern:
+                # A 2026-07-28 upstream logs only what a request opts into.
+                upstream_params.setdefault("_meta", {})[types.LOG_LEVEL_META_KEY] = log_level or "debug"
             headers = connection.stamp(upstream)
         except AggregatorError:
             return None
         return FastPlan(message["id"], route, connection, upstream, headers, handshake_version)
 
-    async def answer(self, plan: FastPlan) -> bytes:
-        """The JSON-RPC response to send the client (an error response when the call failed)."""
+    async def answer(self, plan: FastPlan, on_log: LogSink | None = None) -> bytes:
+        """The JSON-RPC response to send the client (an error response when the call failed).
+
+        ``on_log`` takes the params of the upstream's log messages while the call runs.
+        """
         self.forwarded += 1
         route, connection = plan.route, plan.connection
         try:
             line: bytes = await self.gateway.pipeline.through(
-                route.invocation, lambda: connection.call_raw(plan.upstream, plan.headers, what=route.what)
+                route.invocation,
+                lambda: connection.call_raw(plan.upstream, plan.headers, what=route.what, on_log=on_log),
             )
         except AggregatorError as exc:
             return self._error(plan, exc)

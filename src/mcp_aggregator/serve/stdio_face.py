@@ -30,7 +30,7 @@ import os
 import stat
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, get_args
 
 import anyio
 import mcp_types as types
@@ -39,6 +39,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from mcp_aggregator.line_batch import LineBatch
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call
@@ -50,6 +51,7 @@ SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], Memory
 _READ_CHUNK: Final = 1 << 16
 _CANCELLED: Final = b"notifications/cancelled"
 _TOOLS_CALL: Final = b'"tools/call"'
+_LOG_LEVELS: Final = frozenset(get_args(types.LoggingLevel))
 
 
 @dataclass
@@ -61,13 +63,13 @@ class _Handshake:
     """The client declared a capability an upstream may use mid-call (then it is never fast)."""
     version: str | None = None
     initialized: bool = False
-    logging: bool = False
-    """The client set a log level: log messages during a call go to it (the full pipeline)."""
+    log_level: str | None = None
+    """The level the client set with ``logging/setLevel`` (None: every level)."""
 
     @property
     def fast_version(self) -> str | None:
         """The version to answer fast calls for, or None while the session is not eligible."""
-        if not self.initialized or self.logging or self.capabilities_ask:
+        if not self.initialized or self.capabilities_ask:
             return None
         return self.version
 
@@ -189,8 +191,10 @@ class _StdioFace:
         if not line.strip():
             return
         if self._calls is not None and _TOOLS_CALL in line:
-            version = self._handshake.fast_version if self._handshake is not None else None
-            plan = self._calls.plan(line, handshake_version=version)
+            handshake = self._handshake
+            version = handshake.fast_version if handshake is not None else None
+            level = handshake.log_level if handshake is not None else None
+            plan = self._calls.plan(line, handshake_version=version, log_level=level)
             if plan is not None and plan.client_id not in self._in_flight:
                 # A bare asyncio task: an anyio task per call costs five times as much. The
                 # face tracks and cancels these itself, and awaits them when it closes.
@@ -216,7 +220,9 @@ class _StdioFace:
                 asks = asks_mid_call(params.get("capabilities"))
                 self._handshake = _Handshake(message.id, capabilities_ask=asks)
             elif message.method == "logging/setLevel" and self._handshake is not None:
-                self._handshake.logging = True
+                level = (message.params or {}).get("level")
+                if level in _LOG_LEVELS:  # the SDK refuses any other, and nothing changes
+                    self._handshake.log_level = level
         elif (
             isinstance(message, types.JSONRPCNotification)
             and message.method == "notifications/initialized"
@@ -255,8 +261,9 @@ class _StdioFace:
     async def _fast(self, plan: FastPlan) -> None:
         assert self._calls is not None
         try:
+            on_log = self._log_to_client if plan.handshake_version is not None else None
             try:
-                answer = await self._calls.answer(plan)
+                answer = await self._calls.answer(plan, on_log)
             except asyncio.CancelledError:
                 return  # the client cancelled it, or left: nobody to answer
             except Exception:
@@ -267,6 +274,19 @@ class _StdioFace:
             await self._send(answer + b"\n")
         finally:
             self._in_flight.pop(plan.client_id, None)
+
+    def _log_to_client(self, params: dict[str, Any]) -> None:
+        """An upstream's log message during a fast call, relayed as the full pipeline relays it
+        to a handshake-era client (queued now, so it leaves before the call's answer)."""
+        try:
+            model = types.LoggingMessageNotificationParams.model_validate(params)
+        except ValidationError:
+            logger.debug("dropped a malformed log message from an upstream: %s", str(params)[:200])
+            return
+        shown = model.model_dump(by_alias=True, mode="json", exclude_unset=True)
+        line = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": shown})
+        if not self._closed:
+            self._outgoing.add(line + b"\n", alone=False)
 
     async def _write_sdk(self, outbox: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async for session_message in outbox:

@@ -42,7 +42,7 @@ from mcp_aggregator.errors import (
 )
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.http_raw import HttpRaw
-from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
+from mcp_aggregator.upstreams.stdio_pipe import LogSink, StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
 
 logger = logging.getLogger(__name__)
@@ -588,19 +588,22 @@ class UpstreamConnection:
         """Whether raw calls can go beside this session (stdio: the shared pipe; 2026-07-28 HTTP: a POST)."""
         return (self.pipe is not None or self.http_raw is not None) and self._client is not None
 
-    async def call_raw(self, message: dict[str, Any], headers: Mapping[str, str], *, what: str) -> bytes:
+    async def call_raw(
+        self, message: dict[str, Any], headers: Mapping[str, str], *, what: str, on_log: LogSink | None = None
+    ) -> bytes:
         """Send a stamped JSON-RPC request over the shared pipe; the answer line, untouched.
 
+        ``on_log`` takes the params of the log messages the upstream sends during the call.
         Tracked for drain and bounded by the tool timeout like any call. Raises ``UpstreamError``s.
         """
         self._require_client()
         task = asyncio.current_task()
         assert task is not None
         if self.pipe is not None:
-            sending = self.pipe.call(message)
+            sending = self.pipe.call(message, on_log)
         elif self.http_raw is not None:
             message["id"] = f"agw:{next(self._raw_ids)}"
-            sending = self.http_raw.call(message, headers)
+            sending = self.http_raw.call(message, headers, on_log)
         else:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
         limit = self.config.tool_timeout_secs

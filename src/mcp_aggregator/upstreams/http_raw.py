@@ -16,7 +16,7 @@ import orjson
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
 from mcp_aggregator.upstreams.http1_pool import Http1Pool, PoolLimits, Response
-from mcp_aggregator.upstreams.stdio_pipe import RESULT_TOO_LARGE, ResultTooLargeError
+from mcp_aggregator.upstreams.stdio_pipe import RESULT_TOO_LARGE, LogSink, ResultTooLargeError
 
 _ACCEPT: Final = "application/json, text/event-stream"
 _ERROR_TEXT: Final = 2048
@@ -51,15 +51,16 @@ class HttpRaw:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await self.pool.aclose()
 
-    async def call(self, message: dict[str, Any], headers: Mapping[str, str]) -> bytes:
-        """POST one request; the JSON-RPC answer as bytes. Raises ``UpstreamError``s."""
+    async def call(self, message: dict[str, Any], headers: Mapping[str, str], on_log: LogSink | None = None) -> bytes:
+        """POST one request; the JSON-RPC answer as bytes. ``on_log`` takes the params of log
+        messages the answer's event stream carries before it. Raises ``UpstreamError``s."""
         response = await self.pool.post(orjson.dumps(message), headers)
         try:
             if response.status >= 400:
                 text = (await _prefix(response, _ERROR_TEXT)).decode(errors="replace")
                 raise UpstreamCallError(self.name, f"HTTP {response.status}: {text}", code=-32603)
             if response.media_type == b"text/event-stream":
-                answer = await self._from_events(response, message["id"])
+                answer = await self._from_events(response, message["id"], on_log)
             else:
                 answer = await self._bounded(response)
         except BaseException:
@@ -82,8 +83,9 @@ class HttpRaw:
             parts += chunks
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    async def _from_events(self, response: Response, ident: Any) -> bytes:
-        """The ``data`` of the SSE event that answers ``ident`` (notifications before it are skipped)."""
+    async def _from_events(self, response: Response, ident: Any, on_log: LogSink | None) -> bytes:
+        """The ``data`` of the SSE event that answers ``ident``; log messages before it go to
+        ``on_log``, other notifications are skipped."""
         data: list[bytes] = []
         size = 0
         # A large result is one long ``data:`` line: pieces are joined once per line, so it stays linear.
@@ -97,8 +99,12 @@ class HttpRaw:
             elif not line and data:
                 event = b"\n".join(data)
                 data, size = [], 0
-                if orjson.loads(event).get("id") == ident:
+                parsed = orjson.loads(event)
+                if parsed.get("id") == ident:
                     return event
+                params = parsed.get("params")
+                if on_log is not None and parsed.get("method") == "notifications/message" and isinstance(params, dict):
+                    on_log(params)
         raise UpstreamClosedError(self.name, "the event stream ended without an answer")
 
     def _too_large(self, size: int) -> ResultTooLargeError:

@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 RAW_ID_PREFIX: Final = "agw:"
 _ID_IN_HEAD = re.compile(rb'"id"\s*:\s*("agw:\d+"|-?\d+|"(?:[^"\\]|\\.)*")')
 _HEAD_BYTES: Final = 4096
+_LOG_METHOD: Final = b'"notifications/message"'
 _STOP_GRACE_SECS: Final = 2.0
 RESULT_TOO_LARGE: Final = -32005
 _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError)
@@ -56,6 +57,8 @@ class ResultTooLargeError(UpstreamCallError):
 
 SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 Inbox = MemoryObjectSendStream[SessionMessage | Exception]
+LogSink = Callable[[dict[str, Any]], None]
+"""Takes the params of a log message an upstream sent while a raw call ran."""
 
 
 def message_id(head: bytes) -> str | int | None:
@@ -84,6 +87,8 @@ class StdioPipe:
         self.max_message_bytes = max_message_bytes
         self._ids = itertools.count(1)
         self._waiters: dict[str, asyncio.Future[bytes]] = {}
+        self._log_sinks: dict[str, LogSink] = {}
+        """Raw calls whose caller takes the server's log messages, oldest first."""
         self._stdin: asyncio.StreamWriter | None = None
         self._closed = False
         self._sdk_inbox: MemoryObjectSendStream[SessionMessage | Exception] | None = None
@@ -186,6 +191,8 @@ class StdioPipe:
             if waiter is not None and not waiter.done():
                 waiter.set_result(line)
             return
+        if self._log_sinks and _LOG_METHOD in line and self._logged(line):
+            return
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError as exc:
@@ -193,6 +200,23 @@ class StdioPipe:
             await inbox.send(exc)
             return
         await inbox.send(SessionMessage(message))
+
+    def _logged(self, line: bytes) -> bool:
+        """Hand a log message to the newest raw call that takes them (before its answer, which
+        this reader has not read yet). Stdio carries no request correlation: with one call in
+        flight, the common case, that is exact, as for the SDK session's own calls."""
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(message, dict) or message.get("method") != "notifications/message":
+            return False
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return False
+        sink = next(reversed(self._log_sinks.values()))
+        sink(params)
+        return True
 
     async def _oversized(self, head: bytes, size: int, inbox: Inbox) -> None:
         text = f"result of {size} bytes exceeds serve.max_result_bytes ({self.max_message_bytes})"
@@ -244,9 +268,10 @@ class StdioPipe:
             with suppress(*_PIPE_ERRORS):
                 self._stdin.write(data)
 
-    async def call(self, message: dict[str, Any]) -> bytes:
+    async def call(self, message: dict[str, Any], on_log: LogSink | None = None) -> bytes:
         """Send one JSON-RPC request as it is (its id replaced by a fresh raw id); the answer line, raw.
 
+        ``on_log`` takes the params of the server's log messages while the call runs.
         Raises ``UpstreamClosedError`` when the pipe ends first, ``ResultTooLargeError``.
         Cancelling the caller sends ``notifications/cancelled`` for the request.
         """
@@ -257,6 +282,8 @@ class StdioPipe:
         data = orjson.dumps(message) + b"\n"
         waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._waiters[ident] = waiter
+        if on_log is not None:
+            self._log_sinks[ident] = on_log
         try:
             try:
                 await self._send(data)
@@ -274,6 +301,7 @@ class StdioPipe:
             raise
         finally:
             self._waiters.pop(ident, None)
+            self._log_sinks.pop(ident, None)
 
     def _fail_waiters(self, error: Exception) -> None:
         for waiter in list(self._waiters.values()):
