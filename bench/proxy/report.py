@@ -163,7 +163,7 @@ def goal_verdicts(rows: Sequence[Row], idle: Sequence[IdleRow], side: Sequence[S
             verdict(
                 r.throughput_pct_of_direct >= GOAL_THROUGHPUT_PCT_C32,
                 f"{r.pair} c=32: throughput {r.throughput_pct_of_direct:.0f} % of direct{spread(r)} "
-                f"(goal >= {GOAL_THROUGHPUT_PCT_C32:.0f} %){client_bound(r)}",
+                f"(goal >= {GOAL_THROUGHPUT_PCT_C32:.0f} %){client_bound(r)}{machine_bound(r, rows)}",
             )
         cpu = r.cpu_ms_per_call.get("proxy")
         if cpu is not None and r.concurrency == 1:
@@ -195,6 +195,35 @@ def client_bound(row: Row) -> str:
         return ""
     cores = client_ms * row.calls_per_s / 1e3
     return f"; the bench's client process used {cores:.2f} of a core ({client_ms:.2f} ms per call)"
+
+
+def machine_bound(row: Row, rows: Sequence[Row]) -> str:
+    """What a throughput ratio is bounded by when every process of the path shares the
+    machine's cores: the CPU the whole path spends per call (client, proxy, upstream) against
+    the direct path's. For a pair that changes transport, also the same client straight to an
+    upstream of its own transport, which costs the client what the gateway path costs it."""
+    def total(r: Row) -> float | None:
+        parts = [r.cpu_ms_per_call.get(k) for k in ("client", "proxy", "upstream")]
+        known = [p for p in parts if p is not None]
+        return sum(known) if known else None
+
+    def direct(pair: str) -> Row | None:
+        found = [d for d in rows if d.pair == pair and d.peer == "direct" and d.concurrency == row.concurrency]
+        return found[0] if found and found[0].calls else None
+
+    text = ""
+    base = direct(row.pair)
+    mine, theirs = total(row), total(base) if base else None
+    if mine is not None and theirs is not None:
+        text = f"; the whole path used {mine:.2f} ms of CPU per call against direct's {theirs:.2f}"
+    client_side, upstream_side = row.pair.split("-")
+    if client_side != upstream_side:
+        same = direct(f"{client_side}-{client_side}")
+        if same is not None and same.calls_per_s:
+            pct = 100 * row.calls_per_s / same.calls_per_s
+            kind = {"http": "an HTTP", "stdio": "a stdio"}.get(client_side, client_side)
+            text += f"; {pct:.0f} % of the same client straight to {kind} upstream"
+    return text
 
 
 def versions() -> dict[str, str]:

@@ -86,18 +86,21 @@ def test_table_shows_ratios_against_direct_and_na_reasons() -> None:
     assert "MISS http-http c=1: added p50 +4.00 ms (goal <= 0.5 ms)" in verdicts
 
 
-def test_a_throughput_verdict_says_how_busy_the_bench_client_was() -> None:
+def test_a_throughput_verdict_says_how_busy_the_bench_client_and_the_machine_were() -> None:
     direct = Row("http-stdio", "direct", 32, sessions=8, calls=900, p50_ms=36.0, calls_per_s=840)
     direct.cpu_ms_per_call = {"client": 0.48, "upstream": 1.6}
     gateway = Row("http-stdio", "gateway", 32, sessions=32, calls=600, p50_ms=60.0, calls_per_s=520)
     gateway.cpu_ms_per_call = {"client": 1.66, "proxy": 0.33, "upstream": 1.15}
-    rows = [direct, gateway]
+    same_client = Row("http-http", "direct", 32, sessions=32, calls=900, p50_ms=40.0, calls_per_s=650)
+    rows = [direct, gateway, same_client]
     compare_to_direct(rows)
     line = next(text for text in format_main(rows).splitlines() if text.startswith("http-stdio  gateway"))
     assert " 0.33   1.66   1.15 " in line
     assert goal_verdicts(rows, []) == [
         "MISS http-stdio c=32: throughput 62 % of direct (goal >= 90 %); "
-        "the bench's client process used 0.86 of a core (1.66 ms per call)"
+        "the bench's client process used 0.86 of a core (1.66 ms per call); "
+        "the whole path used 3.14 ms of CPU per call against direct's 2.08; "
+        "80 % of the same client straight to an HTTP upstream"
     ]
 
 
