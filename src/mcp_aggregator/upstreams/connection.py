@@ -188,6 +188,7 @@ class UpstreamConnection:
         self._inflight: dict[_Abortable, str] = {}
         self._tags: dict[_Abortable, object] = {}
         self._raw_ids = itertools.count(1)
+        self._pipe_envelope: tuple[object, dict[str, Any]] | None = None
         self._refresh_features = anyio.Event()
         self._watched: set[str] = set()
         self._relisten = anyio.Event()
@@ -579,8 +580,25 @@ class UpstreamConnection:
         SDK sends (the 2026-07-28 ``_meta`` envelope; nothing for a handshake session).
         """
         client = self._require_client()
+        stamp = client.session._stamp
+        if self.pipe is not None:
+            # Over stdio only the envelope counts, and it is the same for every request of a
+            # negotiated session: stamped once on a probe, then copied.
+            cached = self._pipe_envelope
+            if cached is None or cached[0] is not stamp:
+                probe: dict[str, Any] = {"method": "tools/call", "params": {}}
+                stamp(probe, {})
+                cached = self._pipe_envelope = (stamp, dict(probe["params"].get("_meta", {})))
+            if cached[1]:
+                meta = message.setdefault("params", {}).setdefault("_meta", {})
+                for key, value in cached[1].items():
+                    if key == types.LOG_LEVEL_META_KEY:
+                        meta.setdefault(key, value)  # as the SDK: a request's own level wins
+                    else:
+                        meta[key] = value
+            return {}
         opts: dict[str, Any] = {}
-        client.session._stamp(message, opts)  # type: ignore[arg-type]
+        stamp(message, opts)  # type: ignore[arg-type]
         return dict(opts.get("headers", {}))
 
     @property
