@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from mcp_aggregator.line_batch import LineBatch
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call
+from mcp_aggregator.upstreams.stdio_pipe import notification_params
 
 logger = logging.getLogger(__name__)
 
@@ -244,14 +245,8 @@ class _StdioFace:
 
     def _cancelled_here(self, line: bytes) -> bool:
         """Whether ``line`` cancels a call the fast path holds (then it has been cancelled)."""
-        try:
-            message = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return False
-        if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
-            return False
-        params = message.get("params")
-        ident = params.get("requestId") if isinstance(params, dict) else None
+        params = notification_params(line, "notifications/cancelled")
+        ident = params.get("requestId") if params is not None else None
         task = self._in_flight.get(ident) if isinstance(ident, str | int) else None
         if task is None:
             return False

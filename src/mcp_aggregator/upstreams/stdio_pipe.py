@@ -70,6 +70,18 @@ def message_id(head: bytes) -> str | int | None:
     return orjson.loads(raw)  # type: ignore[no-any-return]
 
 
+def notification_params(line: bytes, method: str) -> dict[str, Any] | None:
+    """The params of ``line`` when it is a ``method`` notification with object params, else None."""
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != method:
+        return None
+    params = message.get("params")
+    return params if isinstance(params, dict) else None
+
+
 class StdioPipe:
     """One upstream process; ``open()`` it once (in the connection's task), then ``call`` raw."""
 
@@ -205,14 +217,8 @@ class StdioPipe:
         """Hand a log message to the newest raw call that takes them (before its answer, which
         this reader has not read yet). Stdio carries no request correlation: with one call in
         flight, the common case, that is exact, as for the SDK session's own calls."""
-        try:
-            message = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return False
-        if not isinstance(message, dict) or message.get("method") != "notifications/message":
-            return False
-        params = message.get("params")
-        if not isinstance(params, dict):
+        params = notification_params(line, "notifications/message")
+        if params is None:
             return False
         sink = next(reversed(self._log_sinks.values()))
         sink(params)
