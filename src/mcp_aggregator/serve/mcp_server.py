@@ -13,7 +13,7 @@ import secrets
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import anyio
 import mcp_types as types
@@ -60,9 +60,8 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
 }
 
 
-_LOG_LEVELS: list[types.LoggingLevel] = [
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
+# The SDK's own list, most verbose first.
+_LOG_LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
 
 
 def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
