@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -49,15 +50,28 @@ async def test_a_server_over_the_tool_limit_is_refused_visibly() -> None:
             await gateway.call_tool("paged.tool_0001", {})
 
 
-async def raw_hang(connection: UpstreamConnection) -> bytes:
-    """``hang`` as the fast path sends it: a stamped raw request beside the SDK session."""
+async def raw_hang(connection: UpstreamConnection, *, callback: bool = False) -> bytes:
+    """``hang`` as the fast path sends it: a stamped raw request beside the SDK session,
+    awaited (``call_raw``) or answered by callback (``submit_raw``, the stdio face's way)."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "method": "tools/call"}
     message["params"] = {"name": "hang", "arguments": {}}
-    return await connection.call_raw(message, connection.stamp(message), what="calling tool 'hang'")
+    headers = connection.stamp(message)
+    if not callback:
+        return await connection.call_raw(message, headers, what="calling tool 'hang'")
+    settled: asyncio.Future[bytes | Exception] = asyncio.get_running_loop().create_future()
+    call = connection.submit_raw(message, what="calling tool 'hang'", settle=settled.set_result)
+    try:
+        outcome = await settled
+    except asyncio.CancelledError:
+        call.withdraw()
+        raise
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 async def disconnect_during_a_hanging_call(
-    gateway: Gateway, *, force: bool, raw: bool = False
+    gateway: Gateway, *, force: bool, raw: str = "sdk"
 ) -> tuple[int, list[Exception]]:
     """Start ``alpha.hang``, disconnect alpha once it is in flight; the call's error and the abort count."""
     connection = gateway.supervisors["alpha"].connection
@@ -66,8 +80,8 @@ async def disconnect_during_a_hanging_call(
 
     async def hang() -> None:
         try:
-            if raw:
-                await raw_hang(connection)
+            if raw != "sdk":
+                await raw_hang(connection, callback=raw == "callback")
             else:
                 await gateway.call_tool("alpha.hang")
         except UpstreamClosedError as exc:
@@ -81,8 +95,8 @@ async def disconnect_during_a_hanging_call(
     return aborted, errors
 
 
-@pytest.mark.parametrize("raw", [False, True], ids=["sdk", "raw"])
-async def test_disconnect_waits_for_running_calls_then_aborts_them(raw: bool) -> None:
+@pytest.mark.parametrize("raw", ["sdk", "raw", "callback"])
+async def test_disconnect_waits_for_running_calls_then_aborts_them(raw: str) -> None:
     settings = settings_for(stdio_fixture("alpha"), drain_timeout_secs=0.2)
     async with running_gateway(settings) as (gateway, _client):
         sup = gateway.supervisors["alpha"]
@@ -100,32 +114,34 @@ async def test_disconnect_waits_for_running_calls_then_aborts_them(raw: bool) ->
         assert gateway.catalog.for_server("alpha")
 
 
-@pytest.mark.parametrize("raw", [False, True], ids=["sdk", "raw"])
-async def test_forced_disconnect_cancels_running_calls_at_once(raw: bool) -> None:
+@pytest.mark.parametrize("raw", ["sdk", "raw", "callback"])
+async def test_forced_disconnect_cancels_running_calls_at_once(raw: str) -> None:
     async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
         aborted, errors = await disconnect_during_a_hanging_call(gateway, force=True, raw=raw)
         assert aborted == 1
         assert str(errors[0]) == "alpha: disconnect forced while calling tool 'hang'"
 
 
-async def test_a_raw_call_past_the_tool_timeout_fails_alone() -> None:
+@pytest.mark.parametrize("callback", [False, True], ids=["awaited", "callback"])
+async def test_a_raw_call_past_the_tool_timeout_fails_alone(callback: bool) -> None:
     async with running_gateway(settings_for(stdio_fixture("alpha", tool_timeout_secs=0.3))) as (gateway, _client):
         connection = gateway.connection("alpha")
         with pytest.raises(UpstreamTimeoutError, match=r"alpha: timeout after 0.3s while calling tool 'hang'"):
-            await raw_hang(connection)
+            await raw_hang(connection, callback=callback)
         await gateway.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
         result = await gateway.call_tool("alpha.echo", {"text": "after"})
         assert result.content[0].text == "after"  # type: ignore[union-attr]
 
 
-async def test_a_caller_cancelling_a_raw_call_gets_its_cancellation_not_an_error() -> None:
+@pytest.mark.parametrize("callback", [False, True], ids=["awaited", "callback"])
+async def test_a_caller_cancelling_a_raw_call_gets_its_cancellation_not_an_error(callback: bool) -> None:
     async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
         connection = gateway.connection("alpha")
         outcome: list[str] = []
 
         async def call() -> None:
             try:
-                await raw_hang(connection)
+                await raw_hang(connection, callback=callback)
             except BaseException as exc:
                 outcome.append(type(exc).__name__)
                 raise

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
 import anyio
 import mcp_types as types
@@ -24,7 +24,7 @@ from pydantic import TypeAdapter
 
 from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
-from mcp_aggregator.errors import ResourceNotFoundError, UpstreamCallError, UpstreamError
+from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection, upstream_meta
 
@@ -73,12 +73,37 @@ Next = Callable[[], Awaitable[Any]]
 Stage = Callable[[Invocation, Next], Awaitable[Any]]
 
 
+@runtime_checkable
+class ErrorStage(Protocol):
+    """A stage that leaves a successful call alone and only acts on an ``UpstreamError``
+    (as ``on_error``, before it is raised on). A pipeline of such stages alone can settle a
+    call from a callback (``settled``), without a coroutine per call."""
+
+    async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
+
+    def on_error(self, invocation: Invocation, exc: UpstreamError) -> None: ...
+
+
 class CallPipeline:
     """Routes and forwards every client request bound for an upstream."""
 
     def __init__(self, routes: Routes, stages: Sequence[Stage] = ()) -> None:
         self._routes = routes
         self._stages = tuple(stages)
+        self.errors_only = all(isinstance(stage, ErrorStage) for stage in self._stages)
+        """Whether every stage is an ``ErrorStage``: then ``settled`` may stand in for ``through``."""
+
+    def settled(self, invocation: Invocation, outcome: T | AggregatorError) -> T | AggregatorError:
+        """What ``through`` would have made of a call that ended with ``outcome``, for a call
+        answered by callback (only while ``errors_only``): counted for metrics, and an
+        ``UpstreamError`` passed through the stages' ``on_error``."""
+        if isinstance(outcome, UpstreamError):
+            for stage in self._stages:
+                cast(ErrorStage, stage).on_error(invocation, outcome)
+            self._routes.record_call(invocation.server, failed=True)
+        elif not isinstance(outcome, AggregatorError):
+            self._routes.record_call(invocation.server, failed=False)
+        return outcome
 
     async def through(self, invocation: Invocation, send: Next) -> Any:
         """Run ``send`` behind the policy stages, counted for metrics (the raw fast path enters here too)."""

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import mcp_types as types
 import orjson
@@ -33,7 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_aggregator.catalog import Catalog
-from mcp_aggregator.errors import AggregatorError
+from mcp_aggregator.errors import AggregatorError, UpstreamError
 from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.request_head import Routing
@@ -58,6 +58,23 @@ _STAMP_AT_END = re.compile(
 _TAIL: Final = 4096
 MAX_FAST_BODY: Final = 4 << 20
 """Requests larger than this go to the full pipeline: the fast path holds a request whole."""
+
+
+class Withdrawable(Protocol):
+    """A call answered by callback that the client may give up on."""
+
+    def withdraw(self) -> None: ...
+
+
+class _Settled:
+    """A call already answered (with its error) when ``answer_soon`` returned: nothing to
+    withdraw."""
+
+    def withdraw(self) -> None:
+        pass
+
+
+SETTLED: Final = _Settled()
 
 
 def asks_mid_call(capabilities: object) -> bool:
@@ -211,8 +228,49 @@ class FastCalls:
             )
         except AggregatorError as exc:
             return self._error(plan, exc)
+        shaped = self._shaped(line, plan)
+        return shaped if shaped is not None else await self._asked_back(plan)
+
+    def answer_soon(
+        self, plan: FastPlan, deliver: Callable[[bytes], None], on_log: LogSink | None = None
+    ) -> Withdrawable | None:
+        """``answer`` without a task: the call goes out now and ``deliver`` gets the response
+        from the upstream reader's callback. Returns the call (``withdraw()`` when the client
+        gives up: then nothing is delivered), or None where this lane does not apply and
+        ``answer`` must be awaited instead: an upstream that is not a stdio pipe, a policy
+        stage that must wrap the call, or a handshake-era call whose 2026-07-28 upstream may
+        ask back mid-call. Errors come back as error responses, through ``deliver`` too.
+        """
+        connection = plan.connection
+        pipeline = self.gateway.pipeline
+        if connection.pipe is None or not pipeline.errors_only:
+            return None
+        if plan.handshake_version is not None and connection.modern:
+            return None
+        route = plan.route
+        self.forwarded += 1
+
+        def settle(outcome: bytes | UpstreamError) -> None:
+            settled = pipeline.settled(route.invocation, outcome)
+            if isinstance(settled, bytes):
+                shaped = self._shaped(settled, plan)
+                # Only a modern upstream asks back, and such a call does not take this lane.
+                assert shaped is not None
+                deliver(shaped)
+            else:
+                deliver(self._error(plan, settled))
+
+        try:
+            return connection.submit_raw(plan.upstream, what=route.what, settle=settle, on_log=on_log)
+        except AggregatorError as exc:
+            deliver(self._error(plan, pipeline.settled(route.invocation, exc)))
+            return SETTLED
+
+    def _shaped(self, line: bytes, plan: FastPlan) -> bytes | None:
+        """The upstream's answer ``line`` as the client gets it, or None when a handshake-era
+        client's upstream asked back mid-call (``_asked_back`` answers then)."""
         if plan.handshake_version is not None:
-            return await self._for_handshake_era(line, plan)
+            return self._for_handshake_era(line, plan)
         match = _RESPONSE_HEAD.match(line)
         if match is not None and line[match.end() :].lstrip(b" \t\r\n,").startswith(b'"result"'):
             restamped = self._restamped(line)
@@ -227,36 +285,44 @@ class FastCalls:
         error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
 
-    async def _for_handshake_era(self, line: bytes, plan: FastPlan) -> bytes:
-        """The upstream's answer as the full pipeline gives it to a handshake-era client."""
+    def _for_handshake_era(self, line: bytes, plan: FastPlan) -> bytes | None:
+        """The upstream's answer as the full pipeline gives it to a handshake-era client, or
+        None when the upstream asked back mid-call (a 2026-07-28 ``InputRequiredResult``)."""
         assert plan.handshake_version is not None
         answer = orjson.loads(line)
         result = answer.get("result")
         if not isinstance(result, dict):
             return self._reencoded(line, plan.client_id, stamp=False)
-        if result.get("resultType") == "input_required":
-            # Such a client cannot be asked mid-call: the full pipeline answers the upstream's
-            # questions for it (refusals, or a retry for a state-only round). MRTR retries
-            # re-run the tool anyway, so the call starts again there.
-            try:
-                model: types.CallToolResult = await self.gateway.pipeline.call_tool_result(
-                    plan.tool,
-                    plan.upstream["params"]["arguments"],
-                    server=plan.server,
-                    caller=Caller(capabilities=types.ClientCapabilities()),
-                    meta=plan.upstream["params"].get("_meta"),
-                )
-            except AggregatorError as exc:
-                return self._error(plan, exc)
-            result = without_protocol_meta(model).model_dump(by_alias=True, mode="json", exclude_none=True)
-        else:
-            meta = result.get("_meta")
-            if isinstance(meta, dict):
-                kept = protocol_free(meta)
-                if kept:
-                    result["_meta"] = kept
-                else:
-                    del result["_meta"]
+        if result.get("resultType") == "input_required" and plan.connection.modern:
+            return None
+        meta = result.get("_meta")
+        if isinstance(meta, dict):
+            kept = protocol_free(meta)
+            if kept:
+                result["_meta"] = kept
+            else:
+                del result["_meta"]
+        return self._handshake_result(plan, result)
+
+    async def _asked_back(self, plan: FastPlan) -> bytes:
+        """A handshake-era client cannot be asked mid-call: the full pipeline answers the
+        upstream's questions for it (refusals, or a retry for a state-only round). MRTR
+        retries re-run the tool anyway, so the call starts again there."""
+        try:
+            model: types.CallToolResult = await self.gateway.pipeline.call_tool_result(
+                plan.tool,
+                plan.upstream["params"]["arguments"],
+                server=plan.server,
+                caller=Caller(capabilities=types.ClientCapabilities()),
+                meta=plan.upstream["params"].get("_meta"),
+            )
+        except AggregatorError as exc:
+            return self._error(plan, exc)
+        result = without_protocol_meta(model).model_dump(by_alias=True, mode="json", exclude_none=True)
+        return self._handshake_result(plan, result)
+
+    def _handshake_result(self, plan: FastPlan, result: dict[str, Any]) -> bytes:
+        assert plan.handshake_version is not None
         try:
             shaped = serialize_server_result("tools/call", plan.handshake_version, result)
         except ValidationError:

@@ -42,7 +42,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_aggregator.line_batch import LineBatch
-from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call
+from mcp_aggregator.serve.fast_call import SETTLED as _SETTLED
+from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, Withdrawable, asks_mid_call
 from mcp_aggregator.upstreams.stdio_pipe import notification_params
 
 logger = logging.getLogger(__name__)
@@ -135,7 +136,8 @@ class _StdioFace:
         self._stdout = stdout
         self._writer: asyncio.StreamWriter | None = None
         self._closed = False
-        self._in_flight: dict[Any, asyncio.Task[None]] = {}
+        self._in_flight: dict[Any, asyncio.Task[None] | Withdrawable] = {}
+        """Fast calls by client id: a task awaiting the answer, or a call answered by callback."""
         self._handshake: _Handshake | None = None
         self._outgoing = LineBatch(self._write_now)
 
@@ -157,10 +159,10 @@ class _StdioFace:
                 finally:
                     tg.cancel_scope.cancel()
         finally:
-            for task in list(self._in_flight.values()):
-                task.cancel()
-            if self._in_flight:
-                await asyncio.wait(list(self._in_flight.values()))
+            self._give_up_all()
+            tasks = [pending for pending in self._in_flight.values() if isinstance(pending, asyncio.Task)]
+            if tasks:
+                await asyncio.wait(tasks)
             read_transport.close()
             self._outgoing.flush()
             with contextlib.suppress(OSError, RuntimeError):
@@ -185,8 +187,21 @@ class _StdioFace:
             if parts:
                 await self._line(b"".join(parts), inbox)
         # End of input: the client is gone, and so is whoever waited for these answers.
-        for task in self._in_flight.values():
-            task.cancel()
+        self._give_up_all()
+
+    def _give_up_all(self) -> None:
+        for ident in list(self._in_flight):
+            self._give_up(ident)
+
+    def _give_up(self, ident: Any) -> None:
+        """No answer for this call any more: its task is cancelled (and leaves the table when
+        it ends), a callback call is withdrawn at once. Either way the upstream is told."""
+        pending = self._in_flight.get(ident)
+        if isinstance(pending, asyncio.Task):
+            pending.cancel()
+        elif pending is not None:
+            del self._in_flight[ident]
+            pending.withdraw()
 
     async def _line(self, line: bytes, inbox: Inbox) -> None:
         if not line.strip():
@@ -197,9 +212,7 @@ class _StdioFace:
             level = handshake.log_level if handshake is not None else None
             plan = self._calls.plan(line, handshake_version=version, log_level=level)
             if plan is not None and plan.client_id not in self._in_flight:
-                # A bare asyncio task: an anyio task per call costs five times as much. The
-                # face tracks and cancels these itself, and awaits them when it closes.
-                self._in_flight[plan.client_id] = asyncio.ensure_future(self._fast(plan))
+                self._start(plan)
                 return
         if self._in_flight and _CANCELLED in line and self._cancelled_here(line):
             return
@@ -247,11 +260,34 @@ class _StdioFace:
         """Whether ``line`` cancels a call the fast path holds (then it has been cancelled)."""
         params = notification_params(line, "notifications/cancelled")
         ident = params.get("requestId") if params is not None else None
-        task = self._in_flight.get(ident) if isinstance(ident, str | int) else None
-        if task is None:
+        if not isinstance(ident, str | int) or ident not in self._in_flight:
             return False
-        task.cancel()
+        self._give_up(ident)
         return True
+
+    def _start(self, plan: FastPlan) -> None:
+        """Send a fast call on its way. Over a stdio upstream it is answered from the pipe
+        reader's callback, with no task at all; otherwise by a bare asyncio task (an anyio
+        task per call costs five times as much), which the face tracks and cancels itself,
+        and awaits when it closes."""
+        assert self._calls is not None
+        client_id = plan.client_id
+        on_log = self._log_to_client if plan.handshake_version is not None else None
+        self._in_flight[client_id] = _SETTLED  # before it can be answered, below
+
+        def deliver(answer: bytes) -> None:
+            self._outgoing.add(answer + b"\n", alone=len(self._in_flight) <= 1)
+            self._in_flight.pop(client_id, None)
+
+        try:
+            call = self._calls.answer_soon(plan, deliver, on_log)
+        except Exception:
+            self._in_flight.pop(client_id, None)
+            raise
+        if call is None:
+            self._in_flight[client_id] = asyncio.ensure_future(self._fast(plan))
+        elif client_id in self._in_flight:
+            self._in_flight[client_id] = call
 
     async def _fast(self, plan: FastPlan) -> None:
         assert self._calls is not None

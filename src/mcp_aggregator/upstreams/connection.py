@@ -73,6 +73,63 @@ class _RawCall:
             self.cancelled = True
             self.task.cancel()
 
+class PipeCall:
+    """A raw call over a stdio pipe answered by callback (``UpstreamConnection.submit_raw``).
+
+    Tracked for drain and bounded by the tool timeout as any call is; ``withdraw`` is the
+    caller giving up (the client cancelled or left), after which nothing is settled.
+    """
+
+    __slots__ = ("_connection", "_settle", "_timer", "done", "ident", "what")
+
+    def __init__(self, connection: UpstreamConnection, what: str, settle: RawSettle) -> None:
+        self._connection = connection
+        self._settle = settle
+        self._timer: asyncio.TimerHandle | None = None
+        self.what = what
+        self.ident = ""
+        self.done = False
+
+    def _answered(self, outcome: bytes | Exception) -> None:
+        """From the pipe's reader: the answer line or the error that ended the pipe."""
+        if not self._finish():
+            return
+        if isinstance(outcome, bytes | UpstreamError):
+            self._settle(outcome)
+        else:
+            self._settle(self._connection._closed_error(self.what, describe_error(outcome)))
+
+    def cancel(self) -> None:
+        """The timeout, or a drain aborting the call: it fails with the reason, and the
+        upstream is told."""
+        conn = self._connection
+        reason = conn._abort_reason.pop(self, None)
+        if not self._finish():
+            return
+        assert conn.pipe is not None
+        conn.pipe.withdraw(self.ident)
+        if reason is not None:
+            self._settle(UpstreamClosedError(conn.name, f"{reason} while {self.what}"))
+        else:
+            limit = conn.config.tool_timeout_secs
+            self._settle(UpstreamTimeoutError(conn.name, f"timeout after {limit:g}s while {self.what}"))
+
+    def withdraw(self) -> None:
+        if self._finish() and self._connection.pipe is not None:
+            self._connection.pipe.withdraw(self.ident)
+
+    def _finish(self) -> bool:
+        if self.done:
+            return False
+        self.done = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._connection._untrack(self)
+        return True
+
+
+RawSettle = Callable[[bytes | UpstreamError], None]
+"""Takes a raw call's outcome: the upstream's answer line, untouched, or the error that ended it."""
 ToolsChanged = Callable[["UpstreamConnection"], None]
 ResultT = TypeVar("ResultT")
 
@@ -605,6 +662,22 @@ class UpstreamConnection:
     def raw_capable(self) -> bool:
         """Whether raw calls can go beside this session (stdio: the shared pipe; 2026-07-28 HTTP: a POST)."""
         return (self.pipe is not None or self.http_raw is not None) and self._client is not None
+
+    def submit_raw(
+        self, message: dict[str, Any], *, what: str, settle: RawSettle, on_log: LogSink | None = None
+    ) -> PipeCall:
+        """``call_raw`` for a stdio session, answered by callback instead of awaited: ``settle``
+        runs once, from the pipe's reader (or the timeout, or a drain), unless the returned
+        call is withdrawn first. Raises ``UpstreamClosedError`` when it cannot be sent."""
+        self._require_client()
+        pipe = self.pipe
+        if pipe is None:
+            raise UpstreamClosedError(self.name, "callback raw calls need a stdio session")
+        call = PipeCall(self, what, settle)
+        call.ident = pipe.submit(message, call._answered, on_log)
+        self._track(call, what)
+        call._timer = asyncio.get_running_loop().call_later(self.config.tool_timeout_secs, call.cancel)
+        return call
 
     async def call_raw(
         self, message: dict[str, Any], headers: Mapping[str, str], *, what: str, on_log: LogSink | None = None

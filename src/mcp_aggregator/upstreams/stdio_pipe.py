@@ -59,6 +59,8 @@ SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], Memory
 Inbox = MemoryObjectSendStream[SessionMessage | Exception]
 LogSink = Callable[[dict[str, Any]], None]
 """Takes the params of a log message an upstream sent while a raw call ran."""
+Settle = Callable[[bytes | Exception], None]
+"""Takes a raw call's outcome: the answer line, untouched, or the error that ended it."""
 
 
 def message_id(head: bytes) -> str | int | None:
@@ -98,7 +100,7 @@ class StdioPipe:
         self.name = name
         self.max_message_bytes = max_message_bytes
         self._ids = itertools.count(1)
-        self._waiters: dict[str, asyncio.Future[bytes]] = {}
+        self._waiters: dict[str, Settle] = {}
         self._log_sinks: dict[str, LogSink] = {}
         """Raw calls whose caller takes the server's log messages, oldest first."""
         self._stdin: asyncio.StreamWriter | None = None
@@ -199,9 +201,10 @@ class StdioPipe:
             return
         ident = message_id(line)
         if isinstance(ident, str) and ident.startswith(RAW_ID_PREFIX):
-            waiter = self._waiters.get(ident)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(line)
+            settle = self._waiters.pop(ident, None)
+            self._log_sinks.pop(ident, None)
+            if settle is not None:
+                settle(line)
             return
         if self._log_sinks and _LOG_METHOD in line and self._logged(line):
             return
@@ -229,9 +232,8 @@ class StdioPipe:
         logger.warning("upstream %s: %s; the call fails, the session stays", self.name, text)
         ident = message_id(head)
         if isinstance(ident, str) and ident in self._waiters:
-            waiter = self._waiters[ident]
-            if not waiter.done():
-                waiter.set_exception(ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE))
+            self._log_sinks.pop(ident, None)
+            self._waiters.pop(ident)(ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE))
         elif ident is not None:
             data = types.ErrorData(code=RESULT_TOO_LARGE, message=text)
             await inbox.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=data)))
@@ -274,45 +276,72 @@ class StdioPipe:
             with suppress(*_PIPE_ERRORS):
                 self._stdin.write(data)
 
-    async def call(self, message: dict[str, Any], on_log: LogSink | None = None) -> bytes:
-        """Send one JSON-RPC request as it is (its id replaced by a fresh raw id); the answer line, raw.
-
-        ``on_log`` takes the params of the server's log messages while the call runs.
-        Raises ``UpstreamClosedError`` when the pipe ends first, ``ResultTooLargeError``.
-        Cancelling the caller sends ``notifications/cancelled`` for the request.
+    def submit(self, message: dict[str, Any], settle: Settle, on_log: LogSink | None = None) -> str:
+        """Send one JSON-RPC request as it is (its id replaced by a fresh raw id) and return
+        that id; ``settle`` gets the answer line, raw, from the reader, or the error that ends
+        the call (``UpstreamClosedError``, ``ResultTooLargeError``), exactly once unless the
+        call is withdrawn first. ``on_log`` takes the params of the server's log messages
+        while the call runs. Nothing here waits: the fast path answers from callbacks, with
+        no task per call. Raises ``UpstreamClosedError`` when the pipe is not open.
         """
-        if self._closed or self._stdin is None:
+        if self._closed or self._stdin is None or self._stdin.is_closing():
             raise UpstreamClosedError(self.name, "not connected")
         ident = f"{RAW_ID_PREFIX}{next(self._ids)}"
         message["id"] = ident
         data = orjson.dumps(message) + b"\n"
-        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._waiters[ident] = waiter
+        self._waiters[ident] = settle
         if on_log is not None:
             self._log_sinks[ident] = on_log
+        self._outgoing.add(data, alone=len(self._waiters) <= 1)
+        return ident
+
+    def withdraw(self, ident: str) -> None:
+        """Give up on a raw call: it will not be settled, and the server is told with
+        ``notifications/cancelled`` if it has not answered yet."""
+        if self._waiters.pop(ident, None) is None:
+            return
+        self._log_sinks.pop(ident, None)
+        if self._closed or self._stdin is None:
+            return
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}
+        # Behind anything queued, which may hold the request it cancels; synchronous, so a
+        # cancelled caller never waits on the pipe.
+        self._outgoing.flush()
+        with suppress(*_PIPE_ERRORS):
+            self._stdin.write(orjson.dumps(cancel) + b"\n")
+
+    async def call(self, message: dict[str, Any], on_log: LogSink | None = None) -> bytes:
+        """``submit`` awaited: the answer line, raw. Waits while the pipe's buffer is full.
+
+        Raises ``UpstreamClosedError`` when the pipe ends first, ``ResultTooLargeError``.
+        Cancelling the caller withdraws the call (the server is told).
+        """
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+        def settle(outcome: bytes | Exception) -> None:
+            if waiter.done():
+                return
+            if isinstance(outcome, bytes):
+                waiter.set_result(outcome)
+            else:
+                waiter.set_exception(outcome)
+
+        ident = self.submit(message, settle, on_log)
         try:
             try:
-                await self._send(data)
+                assert self._stdin is not None
+                await self._stdin.drain()
             except _PIPE_ERRORS as exc:
                 raise UpstreamClosedError(self.name, f"writing failed: {exc}") from exc
             return await waiter
-        except asyncio.CancelledError:
-            if not self._closed and (not waiter.done() or waiter.cancelled()):
-                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}
-                # Synchronous: a cancelled task must not wait on the pipe. Behind anything
-                # queued, which may hold the request it cancels.
-                self._outgoing.flush()
-                with suppress(*_PIPE_ERRORS):
-                    self._stdin.write(orjson.dumps(cancel) + b"\n")
-            raise
         finally:
-            self._waiters.pop(ident, None)
-            self._log_sinks.pop(ident, None)
+            self.withdraw(ident)  # a no-op once settled
 
     def _fail_waiters(self, error: Exception) -> None:
-        for waiter in list(self._waiters.values()):
-            if not waiter.done():
-                waiter.set_exception(error)
+        waiters, self._waiters = self._waiters, {}
+        self._log_sinks.clear()
+        for settle in waiters.values():
+            settle(error)
 
     async def _stop(self, process: asyncio.subprocess.Process) -> None:
         """Close stdin, give the server a grace period, then end its process group."""
