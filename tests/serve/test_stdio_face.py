@@ -175,6 +175,21 @@ async def test_a_handshake_era_client_gets_the_upstreams_log_messages_on_the_fas
     assert fast[-1]["result"]["content"][0]["text"] == "Tool with logging executed successfully"
 
 
+async def test_a_level_set_in_the_same_write_as_a_call_holds_for_that_call() -> None:
+    """Lines are taken in order: the call waits behind the ``logging/setLevel`` the SDK
+    server takes first, and is still fast when its turn comes, with the new level."""
+    async with stdio_face(conformance_upstream()) as face:
+        await handshake(face, {})
+        await face.send({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
+        assert (await face.receive())["id"] == "ping"  # the handshake is over: nothing waits
+        level = {"jsonrpc": "2.0", "id": "lvl", "method": "logging/setLevel", "params": {"level": "warning"}}
+        call = legacy_call(1, "conformance__test_tool_with_logging", {})
+        await face.send(orjson.dumps(level) + b"\n" + orjson.dumps(call) + b"\n")
+        received = [await face.receive(), await face.receive()]
+        assert sorted(str(m.get("id")) for m in received) == ["1", "lvl"], "no log message below warning"
+        assert face.calls.forwarded == 1
+
+
 async def test_log_messages_from_an_http_upstream_event_stream_reach_a_handshake_era_client() -> None:
     async with fixture_http_server() as url:
         upstream = ServerConfig.model_validate(fixture_http_config(url))

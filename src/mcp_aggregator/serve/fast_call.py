@@ -45,7 +45,7 @@ from mcp_aggregator.upstreams.stdio_pipe import LogSink
 
 logger = logging.getLogger(__name__)
 
-_ASKING_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
+_ASKING_CAPABILITIES: Final = frozenset(("sampling", "elicitation", "roots"))
 _TOOLS_CALL: Final = b"tools/call"
 _RESPONSE_HEAD = re.compile(rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*"agw:\d+"')
 _STAMP_KEY: Final = types.SERVER_INFO_META_KEY.encode()
@@ -80,7 +80,7 @@ SETTLED: Final = _Settled()
 def asks_mid_call(capabilities: object) -> bool:
     """Whether a client with these capabilities may be asked something while a call runs
     (then its calls take the full pipeline, which can relay the question)."""
-    return not isinstance(capabilities, dict) or any(k in capabilities for k in _ASKING_CAPABILITIES)
+    return not isinstance(capabilities, dict) or not _ASKING_CAPABILITIES.isdisjoint(capabilities)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,7 @@ class _Route:
     what: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init sets each field through object.__setattr__
 class FastPlan:
     """A call the fast path takes: the client's id, where it goes, and the upstream message."""
 

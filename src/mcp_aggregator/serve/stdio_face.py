@@ -28,6 +28,7 @@ import fcntl
 import logging
 import os
 import stat
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final, get_args
@@ -50,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 Inbox = MemoryObjectSendStream[SessionMessage | Exception]
 SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
-_READ_CHUNK: Final = 1 << 16
+_BACKLOG_BYTES: Final = 1 << 20
 _CANCELLED: Final = b"notifications/cancelled"
 _TOOLS_CALL: Final = b'"tools/call"'
 _LOG_LEVELS: Final = frozenset(get_args(types.LoggingLevel))
@@ -129,6 +130,22 @@ def _claimed(fd: int) -> Iterator[BinaryIO]:
         os.close(private)
 
 
+class _Intake(asyncio.Protocol):
+    """The client's bytes to the face as they arrive: no reader task to wake per line."""
+
+    def __init__(self, face: _StdioFace) -> None:
+        self._face = face
+
+    def data_received(self, data: bytes) -> None:
+        self._face._received(data)
+
+    def eof_received(self) -> None:
+        self._face._ended()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._face._ended()
+
+
 class _StdioFace:
     def __init__(self, calls: FastCalls | None, stdin: BinaryIO, stdout: BinaryIO) -> None:
         self._calls = calls if calls is not None and calls.enabled else None
@@ -140,19 +157,28 @@ class _StdioFace:
         """Fast calls by client id: a task awaiting the answer, or a call answered by callback."""
         self._handshake: _Handshake | None = None
         self._outgoing = LineBatch(self._write_now)
+        self._read_transport: asyncio.ReadTransport | None = None
+        self._parts: list[bytes] = []
+        """The start of a line still arriving, in chunks (joined once: linear in its size)."""
+        self._backlog: deque[bytes] = deque()
+        """Lines waiting for the SDK server, with any that came in behind them."""
+        self._backlog_bytes = 0
+        self._paused = False
+        self._input_ended = False
+        self._wake = asyncio.Event()
 
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[SdkStreams]:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_READ_CHUNK)
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._stdin)
+        read_transport, _ = await loop.connect_read_pipe(lambda: _Intake(self), self._stdin)
+        self._read_transport = read_transport
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._stdout)
         self._writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
         inbox_send, inbox = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         outbox, outbox_receive = anyio.create_memory_object_stream[SessionMessage](0)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read, reader, inbox_send)
+                tg.start_soon(self._forward, inbox_send)
                 tg.start_soon(self._write_sdk, outbox_receive)
                 try:
                     yield inbox, outbox
@@ -171,21 +197,80 @@ class _StdioFace:
             for stream in (inbox_send, inbox, outbox, outbox_receive):
                 await stream.aclose()
 
-    async def _read(self, reader: asyncio.StreamReader, inbox: Inbox) -> None:
-        parts: list[bytes] = []
-        async with inbox:
-            while chunk := await reader.read(_READ_CHUNK):
-                start = 0
-                while (end := chunk.find(b"\n", start)) != -1:
-                    parts.append(chunk[start:end])
-                    start = end + 1
-                    line = b"".join(parts) if len(parts) > 1 else parts[0]
-                    parts = []
-                    await self._line(line, inbox)
-                if start < len(chunk):
-                    parts.append(chunk[start:])
+    # -- reading: lines are taken as the bytes arrive, in the read callback -----------------
+
+    def _received(self, chunk: bytes) -> None:
+        parts = self._parts
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
             if parts:
-                await self._line(b"".join(parts), inbox)
+                parts.append(chunk[start:end])
+                line = b"".join(parts)
+                parts.clear()
+            else:
+                line = chunk[start:end]
+            start = end + 1
+            # Lines are taken in order: behind one waiting for the SDK, the rest wait too.
+            if self._backlog or not self._took(line):
+                self._queue(line)
+        if start < len(chunk):
+            parts.append(chunk[start:])
+
+    def _ended(self) -> None:
+        if self._input_ended:
+            return
+        self._input_ended = True
+        if self._parts:
+            line = b"".join(self._parts)
+            self._parts.clear()
+            if self._backlog or not self._took(line):
+                self._queue(line)
+        self._wake.set()
+
+    def _took(self, line: bytes) -> bool:
+        """Whether ``line`` is dealt with here and now: a blank line, a fast call (sent on its
+        way), the cancellation of one. Every other line goes to the SDK, parsed."""
+        if not line or line.isspace():
+            return True
+        if self._calls is not None and _TOOLS_CALL in line:
+            handshake = self._handshake
+            version = handshake.fast_version if handshake is not None else None
+            level = handshake.log_level if handshake is not None else None
+            plan = self._calls.plan(line, handshake_version=version, log_level=level)
+            if plan is not None and plan.client_id not in self._in_flight:
+                self._start(plan)
+                return True
+        return bool(self._in_flight) and _CANCELLED in line and self._cancelled_here(line)
+
+    def _queue(self, line: bytes) -> None:
+        self._backlog.append(line)
+        self._backlog_bytes += len(line)
+        self._wake.set()
+        if self._backlog_bytes > _BACKLOG_BYTES and not self._paused and self._read_transport is not None:
+            # The SDK takes one message at a time; the client waits as it would on a full pipe.
+            self._paused = True
+            self._read_transport.pause_reading()
+
+    async def _forward(self, inbox: Inbox) -> None:
+        """Hand the queued lines to the SDK server, in order (a fast call queued behind an SDK
+        line is still fast when its turn comes)."""
+        backlog = self._backlog
+        async with inbox:
+            while True:
+                if not backlog:
+                    if self._input_ended:
+                        break
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                line = backlog[0]
+                if not self._took(line):
+                    await self._to_sdk(line, inbox)
+                backlog.popleft()
+                self._backlog_bytes -= len(line)
+                if self._paused and self._backlog_bytes <= _BACKLOG_BYTES // 2 and self._read_transport is not None:
+                    self._paused = False
+                    self._read_transport.resume_reading()
         # End of input: the client is gone, and so is whoever waited for these answers.
         self._give_up_all()
 
@@ -203,19 +288,7 @@ class _StdioFace:
             del self._in_flight[ident]
             pending.withdraw()
 
-    async def _line(self, line: bytes, inbox: Inbox) -> None:
-        if not line.strip():
-            return
-        if self._calls is not None and _TOOLS_CALL in line:
-            handshake = self._handshake
-            version = handshake.fast_version if handshake is not None else None
-            level = handshake.log_level if handshake is not None else None
-            plan = self._calls.plan(line, handshake_version=version, log_level=level)
-            if plan is not None and plan.client_id not in self._in_flight:
-                self._start(plan)
-                return
-        if self._in_flight and _CANCELLED in line and self._cancelled_here(line):
-            return
+    async def _to_sdk(self, line: bytes, inbox: Inbox) -> None:
         text = line.decode("utf-8", errors="replace")  # as the SDK's reader decodes stdin
         try:
             message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)

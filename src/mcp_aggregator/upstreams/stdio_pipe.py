@@ -25,9 +25,11 @@ import os
 import re
 import signal
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Final, TextIO
+from dataclasses import dataclass
+from typing import Any, Final, TextIO, cast
 
 import anyio
 import mcp_types as types
@@ -48,7 +50,7 @@ _LOG_METHOD: Final = b'"notifications/message"'
 _STOP_GRACE_SECS: Final = 2.0
 RESULT_TOO_LARGE: Final = -32005
 _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError)
-_READ_CHUNK: Final = 1 << 16
+_BACKLOG_BYTES: Final = 1 << 20
 
 
 class ResultTooLargeError(UpstreamCallError):
@@ -103,15 +105,28 @@ class StdioPipe:
         self._waiters: dict[str, Settle] = {}
         self._log_sinks: dict[str, LogSink] = {}
         """Raw calls whose caller takes the server's log messages, oldest first."""
-        self._stdin: asyncio.StreamWriter | None = None
+        self._process: _ServerProcess | None = None
+        self._stdin: asyncio.WriteTransport | None = None
         self._closed = False
-        self._sdk_inbox: MemoryObjectSendStream[SessionMessage | Exception] | None = None
         self._outgoing = LineBatch(self._write_now)
+        # The line arriving in chunks: its pieces (joined once), size, head once too long.
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._head = b""
+        self._too_long = False
+        self._backlog: deque[bytes | _Oversized] = deque()
+        """Lines waiting for the SDK session, with any that came in behind them."""
+        self._backlog_bytes = 0
+        self._paused = False
+        self._output_ended = False
+        self._wake = asyncio.Event()
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
         """Start the process; yield the SDK's (read, write) streams; stop it on exit."""
-        process = await asyncio.create_subprocess_exec(
+        loop = asyncio.get_running_loop()
+        transport, process = await loop.subprocess_exec(
+            lambda: _ServerProcess(self, errlog),
             self.params.command,
             *self.params.args,
             stdin=asyncio.subprocess.PIPE,
@@ -120,93 +135,120 @@ class StdioPipe:
             env=get_default_environment() | (self.params.env or {}),
             cwd=self.params.cwd,
             start_new_session=True,
-            limit=_READ_CHUNK,
         )
-        assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
+        self._process = process
+        # uvloop's pipe transports implement asyncio's without deriving from them.
+        self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         inbox_send, inbox = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         outbox, outbox_receive = anyio.create_memory_object_stream[SessionMessage](0)
-        self._sdk_inbox = inbox_send
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read, process.stdout, inbox_send)
-                if process.stderr is not None:
-                    tg.start_soon(self._relay_stderr, process.stderr, errlog)
+                tg.start_soon(self._forward, inbox_send)
                 tg.start_soon(self._write_sdk, outbox_receive, inbox_send)
                 try:
                     yield inbox, outbox
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await self._stop(process)
+                        await self._stop(transport, process)
                     tg.cancel_scope.cancel()
         finally:
             self._closed = True
+            transport.close()
             self._fail_waiters(UpstreamClosedError(self.name, "the server process ended"))
             for stream in (inbox_send, inbox, outbox, outbox_receive):
                 await stream.aclose()
 
-    # -- reading ------------------------------------------------------------------------
+    # -- reading: lines are taken as the bytes arrive, in the read callback -----------------
 
-    async def _relay_stderr(self, stderr: asyncio.StreamReader, errlog: TextIO) -> None:
-        """The server's stderr, line by line, with expanded secrets scrubbed, onto ours."""
-        pending = b""
-        with suppress(OSError):
-            while chunk := await stderr.read(_READ_CHUNK):
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()[-_HEAD_BYTES:]  # a runaway line keeps only its tail
-                for line in lines:
-                    text = self._scrub(line.decode(errors="replace"))
-                    print(f"[{self.name}] {text}", file=errlog, flush=True)
-
-    async def _read(
-        self, stdout: asyncio.StreamReader, inbox: MemoryObjectSendStream[SessionMessage | Exception]
-    ) -> None:
-        parts: list[bytes] = []
-        size = 0
-        head = b""
-        too_long = False
-        try:
-            while chunk := await stdout.read(_READ_CHUNK):
-                start = 0
-                while (end := chunk.find(b"\n", start)) != -1:
-                    piece = chunk[start:end]
-                    start = end + 1
-                    if too_long:
-                        await self._oversized(head, size + len(piece), inbox)
-                    else:
-                        parts.append(piece)
-                        await self._line(b"".join(parts), inbox)
-                    parts, size, head, too_long = [], 0, b"", False
-                rest = chunk[start:]
-                if not rest:
-                    continue
-                size += len(rest)
-                if too_long:
-                    continue
-                parts.append(rest)
-                if size > self.max_message_bytes:
-                    head = b"".join(parts)[:_HEAD_BYTES]
-                    parts, too_long = [], True
-        except OSError:
-            pass
-        finally:
-            self._fail_waiters(UpstreamClosedError(self.name, "the server closed its output"))
-            await inbox.aclose()
-
-    async def _line(self, line: bytes, inbox: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-        if not line.strip():
+    def _received(self, chunk: bytes) -> None:
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            piece = chunk[start:end]
+            start = end + 1
+            if self._too_long:
+                self._arrived(_Oversized(self._head, self._size + len(piece)))
+            elif self._parts:
+                self._parts.append(piece)
+                self._arrived(b"".join(self._parts))
+            else:
+                self._arrived(piece)
+            self._parts, self._size, self._head, self._too_long = [], 0, b"", False
+        rest = chunk[start:]
+        if not rest:
             return
-        if len(line) > self.max_message_bytes:
-            await self._oversized(line[:_HEAD_BYTES], len(line), inbox)
+        self._size += len(rest)
+        if self._too_long:
             return
+        self._parts.append(rest)
+        if self._size > self.max_message_bytes:
+            # Discarded as it streams in: only the head is kept, to learn whose answer it was.
+            self._head = b"".join(self._parts)[:_HEAD_BYTES]
+            self._parts, self._too_long = [], True
+
+    def _arrived(self, line: bytes | _Oversized) -> None:
+        if isinstance(line, bytes) and len(line) > self.max_message_bytes:
+            line = _Oversized(line[:_HEAD_BYTES], len(line))
+        # Lines are taken in order: behind one waiting for the SDK session, the rest wait too.
+        if self._backlog or not self._took(line):
+            self._backlog.append(line)
+            self._backlog_bytes += len(line) if isinstance(line, bytes) else _HEAD_BYTES
+            self._wake.set()
+            if self._backlog_bytes > _BACKLOG_BYTES and not self._paused and self._process is not None:
+                self._paused = True  # the server waits as it would on a full pipe
+                self._process.pause_output()
+
+    def _ended(self) -> None:
+        self._output_ended = True
+        self._wake.set()
+
+    def _took(self, line: bytes | _Oversized) -> bool:
+        """Whether ``line`` is dealt with here and now: a raw call's answer (settled, its bytes
+        untouched), a log message for a raw call's caller, a blank line. Everything else is
+        for the SDK session."""
+        if isinstance(line, _Oversized):
+            return self._oversized_here(line)
+        if not line or line.isspace():
+            return True
         ident = message_id(line)
         if isinstance(ident, str) and ident.startswith(RAW_ID_PREFIX):
             settle = self._waiters.pop(ident, None)
             self._log_sinks.pop(ident, None)
             if settle is not None:
                 settle(line)
-            return
-        if self._log_sinks and _LOG_METHOD in line and self._logged(line):
+            return True
+        return bool(self._log_sinks) and _LOG_METHOD in line and self._logged(line)
+
+    async def _forward(self, inbox: Inbox) -> None:
+        """Hand the queued lines to the SDK session, in order (a raw answer queued behind an
+        SDK line is settled when its turn comes)."""
+        backlog = self._backlog
+        try:
+            while True:
+                if not backlog:
+                    if self._output_ended:
+                        break
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                line = backlog[0]
+                if not self._took(line):
+                    await self._to_sdk(line, inbox)
+                backlog.popleft()
+                self._backlog_bytes -= len(line) if isinstance(line, bytes) else _HEAD_BYTES
+                if self._paused and self._backlog_bytes <= _BACKLOG_BYTES // 2 and self._process is not None:
+                    self._paused = False
+                    self._process.resume_output()
+        finally:
+            self._fail_waiters(UpstreamClosedError(self.name, "the server closed its output"))
+            await inbox.aclose()
+
+    async def _to_sdk(self, line: bytes | _Oversized, inbox: Inbox) -> None:
+        if isinstance(line, _Oversized):
+            logger.warning("upstream %s: %s; the call fails, the session stays", self.name, self._too_large(line))
+            ident = message_id(line.head)
+            if ident is not None:
+                data = types.ErrorData(code=RESULT_TOO_LARGE, message=self._too_large(line))
+                await inbox.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=data)))
             return
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -227,16 +269,33 @@ class StdioPipe:
         sink(params)
         return True
 
-    async def _oversized(self, head: bytes, size: int, inbox: Inbox) -> None:
-        text = f"result of {size} bytes exceeds serve.max_result_bytes ({self.max_message_bytes})"
-        logger.warning("upstream %s: %s; the call fails, the session stays", self.name, text)
-        ident = message_id(head)
-        if isinstance(ident, str) and ident in self._waiters:
-            self._log_sinks.pop(ident, None)
-            self._waiters.pop(ident)(ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE))
-        elif ident is not None:
-            data = types.ErrorData(code=RESULT_TOO_LARGE, message=text)
-            await inbox.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=data)))
+    def _too_large(self, line: _Oversized) -> str:
+        return f"result of {line.size} bytes exceeds serve.max_result_bytes ({self.max_message_bytes})"
+
+    def _oversized_here(self, line: _Oversized) -> bool:
+        """Fail the raw call an oversized line answered (True), or leave it to the SDK session
+        (False) when it answers one of the session's requests. A line with no id is dropped."""
+        ident = message_id(line.head)
+        if ident is None or (isinstance(ident, str) and ident in self._waiters):
+            text = self._too_large(line)
+            logger.warning("upstream %s: %s; the call fails, the session stays", self.name, text)
+            if ident is not None:
+                assert isinstance(ident, str)
+                self._log_sinks.pop(ident, None)
+                self._waiters.pop(ident)(ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE))
+            return True
+        return False
+
+    def _relay_stderr(self, pending: bytes, chunk: bytes, errlog: TextIO) -> bytes:
+        """The server's stderr, line by line, with expanded secrets scrubbed, onto ours; what
+        is left of an unfinished line is returned (a runaway line keeps only its tail)."""
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()[-_HEAD_BYTES:]
+        for line in lines:
+            text = self._scrub(line.decode(errors="replace"))
+            with suppress(OSError, ValueError):
+                print(f"[{self.name}] {text}", file=errlog, flush=True)
+        return pending
 
     # -- writing ------------------------------------------------------------------------
 
@@ -267,9 +326,15 @@ class StdioPipe:
         messages are queued for one write at the end of this turn of the loop: requests that
         came in together reach the server in one read. A lone call's request is written at
         once. Then wait only if the pipe's buffer is full."""
-        assert self._stdin is not None
         self._outgoing.add(data, alone=len(self._waiters) <= 1)
-        await self._stdin.drain()
+        await self._drain()
+
+    async def _drain(self) -> None:
+        """Wait while the server's stdin is full; raises ``BrokenPipeError`` once it is closed."""
+        process = self._process
+        if process is None or self._stdin is None or self._stdin.is_closing():
+            raise BrokenPipeError("the server's stdin is closed")
+        await process.writable()
 
     def _write_now(self, data: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():
@@ -329,8 +394,7 @@ class StdioPipe:
         ident = self.submit(message, settle, on_log)
         try:
             try:
-                assert self._stdin is not None
-                await self._stdin.drain()
+                await self._drain()
             except _PIPE_ERRORS as exc:
                 raise UpstreamClosedError(self.name, f"writing failed: {exc}") from exc
             return await waiter
@@ -343,27 +407,96 @@ class StdioPipe:
         for settle in waiters.values():
             settle(error)
 
-    async def _stop(self, process: asyncio.subprocess.Process) -> None:
+    async def _stop(self, transport: asyncio.SubprocessTransport, process: _ServerProcess) -> None:
         """Close stdin, give the server a grace period, then end its process group."""
         if self._stdin is not None:
             self._outgoing.flush()
             with suppress(*_PIPE_ERRORS):
                 self._stdin.close()
         with anyio.move_on_after(_STOP_GRACE_SECS):
-            await process.wait()
-        if process.returncode is None:
-            await _end_group(process)
+            await process.exited.wait()
+        if transport.get_returncode() is None:
+            await _end_group(transport.get_pid(), process)
 
     def __repr__(self) -> str:
         return f"StdioPipe({self.name!r})"
 
 
-async def _end_group(process: asyncio.subprocess.Process) -> None:
+@dataclass(frozen=True, slots=True)
+class _Oversized:
+    """A line past ``max_message_bytes``: its head (to learn whose answer it was) and size."""
+
+    head: bytes
+    size: int
+
+
+class _ServerProcess(asyncio.SubprocessProtocol):
+    """The server process's pipes as callbacks: stdout's bytes go to the pipe as they arrive
+    (no reader task to wake per line), stderr's to our stderr; writes wait while stdin is
+    full."""
+
+    def __init__(self, pipe: StdioPipe, errlog: TextIO) -> None:
+        self._pipe = pipe
+        self._errlog = errlog
+        self._stderr_pending = b""
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._writable: asyncio.Future[None] | None = None
+        self.exited = asyncio.Event()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.SubprocessTransport, transport)
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        assert isinstance(data, bytes)
+        if fd == 1:
+            self._pipe._received(data)
+        elif fd == 2:
+            self._stderr_pending = self._pipe._relay_stderr(self._stderr_pending, data, self._errlog)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self._pipe._ended()
+        elif fd == 0:
+            self.resume_writing()  # nobody waits on a pipe that is gone: writes fail instead
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._pipe._ended()
+        self.exited.set()
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        waiter, self._writable = self._writable, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def writable(self) -> None:
+        if self._writable is not None:
+            await asyncio.shield(self._writable)
+
+    def pause_output(self) -> None:
+        self._stdout().pause_reading()
+
+    def resume_output(self) -> None:
+        self._stdout().resume_reading()
+
+    def _stdout(self) -> asyncio.ReadTransport:
+        assert self._transport is not None
+        return cast(asyncio.ReadTransport, self._transport.get_pipe_transport(1))
+
+
+async def _end_group(pid: int, process: _ServerProcess) -> None:
     """SIGTERM the server's process group (it leads one: ``start_new_session``), SIGKILL
-    it after the grace period, and reap the leader."""
+    it after the grace period, and wait for the leader to be reaped."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
+            os.killpg(pid, sig)
         with anyio.move_on_after(_STOP_GRACE_SECS):
-            await process.wait()
+            await process.exited.wait()
             return
