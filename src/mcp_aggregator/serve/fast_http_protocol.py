@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any, Final
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -247,25 +247,51 @@ class _RawRequests:
             return None
         self.busy = True
         self.held = data[body_end:]
-        protocol = self.protocol
-        task = protocol.loop.create_task(self._answer(plan, head.keep_alive))
-        task.add_done_callback(protocol.tasks.discard)
-        protocol.tasks.add(task)
+        keep_alive = head.keep_alive
+        # Over a stdio upstream the answer comes from the pipe reader's callback, with no
+        # task per call; otherwise a task awaits it.
+        if self.front.calls.answer_soon(plan, lambda body: self._delivered(body, keep_alive)) is None:
+            self._spawn(self._answer(plan, keep_alive))
         return _TAKEN
 
-    async def _answer(self, plan: FastPlan, keep_alive: bool) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         protocol = self.protocol
+        task = protocol.loop.create_task(work)
+        task.add_done_callback(protocol.tasks.discard)
+        protocol.tasks.add(task)
+
+    def _delivered(self, body: bytes, keep_alive: bool) -> None:
+        if not self._respond(body, keep_alive):
+            return
+        if self.protocol.flow.write_paused:
+            self._spawn(self._drained())
+        else:
+            self._next()
+
+    async def _drained(self) -> None:
+        await self.protocol.flow.drain()
+        self._next()
+
+    async def _answer(self, plan: FastPlan, keep_alive: bool) -> None:
         try:
             body = await self.front.calls.answer(plan)
         except Exception:
             logger.exception("fast path: answering tools/call %s failed", plan.tool)
-            protocol.transport.close()
-            return
-        finally:
             self.busy = False
+            self.protocol.transport.close()
+            return
+        if self._respond(body, keep_alive):
+            await self._drained()
+
+    def _respond(self, body: bytes, keep_alive: bool) -> bool:
+        """Write the answer; whether the connection goes on. Called back without a task
+        (``_delivered``), the next request is read at once unless the client is not reading
+        its answers: then a task waits for it to."""
+        self.busy = False
+        protocol = self.protocol
         transport = protocol.transport
         if transport.is_closing():
-            return
+            return False
         keep_alive = keep_alive and not self.close_after
         transport.write(_response(body, protocol.server_state.default_headers, keep_alive))
         if not keep_alive:
@@ -273,8 +299,11 @@ class _RawRequests:
         # uvicorn's own bookkeeping after a response: the request count, reading resumed,
         # the keep-alive timer armed (the next request's bytes disarm it).
         protocol.on_response_complete()
-        await protocol.flow.drain()
-        if self.held and not transport.is_closing():
+        return True
+
+    def _next(self) -> None:
+        """Read what arrived while the answer was pending, as if it had just come."""
+        if self.held and not self.protocol.transport.is_closing():
             data, self.held = self.held, b""
             self.received(data)
 

@@ -337,9 +337,13 @@ class StdioPipe:
         await process.writable()
 
     def _write_now(self, data: bytes) -> None:
-        if self._stdin is not None and not self._stdin.is_closing():
-            with suppress(*_PIPE_ERRORS):
-                self._stdin.write(data)
+        stdin = self._stdin
+        if stdin is not None and not stdin.is_closing():
+            try:  # not ``suppress``: this runs once per call, and a context manager shows
+                stdin.write(data)
+            except _PIPE_ERRORS as exc:
+                # The server is going: its output ends too, and that fails what waits on it.
+                logger.debug("upstream %s: writing failed: %s", self.name, exc)
 
     def submit(self, message: dict[str, Any], settle: Settle, on_log: LogSink | None = None) -> str:
         """Send one JSON-RPC request as it is (its id replaced by a fresh raw id) and return
