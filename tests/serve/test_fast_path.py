@@ -27,6 +27,8 @@ async def http_gateway(*, upstream: ServerConfig | None = None, **serve: Any) ->
     settings = settings_for(upstream or stdio_fixture("alpha"), **serve)
     async with served_over_http(settings) as served:
         [fast] = [r.endpoint for r in served.app.routes if isinstance(r, Route) and r.path == "/mcp"]
+        if not isinstance(fast, FastPath):
+            fast = fast.app  # behind client authentication, when tokens are set
         assert isinstance(fast, FastPath)
         yield fast, served.mcp_url
 

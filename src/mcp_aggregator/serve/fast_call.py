@@ -77,6 +77,18 @@ class _Settled:
 SETTLED: Final = _Settled()
 
 
+def log_notification(params: dict[str, Any]) -> bytes | None:
+    """An upstream's log message during a fast call as the full pipeline relays it to a
+    handshake-era client (the SDK's model of it, dumped), or None when it is malformed."""
+    try:
+        model = types.LoggingMessageNotificationParams.model_validate(params)
+    except ValidationError:
+        logger.debug("dropped a malformed log message from an upstream: %s", str(params)[:200])
+        return None
+    shown = model.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    return orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": shown})
+
+
 def asks_mid_call(capabilities: object) -> bool:
     """Whether a client with these capabilities may be asked something while a call runs
     (then its calls take the full pipeline, which can relay the question)."""

@@ -77,6 +77,8 @@ class FastFront:
         head = read_head(headers)
         if head is None or head.framed or head.routing.version not in _MODERN or head.host is None:
             return None
+        if head.session_id is not None:  # a handshake-era session's: the ASGI path knows them
+            return None
         length = head.content_length
         if length is None or not length.isdigit() or int(length) > self._max_body:
             return None

@@ -4,8 +4,9 @@ Most calls through a gateway need nothing but the answer: no progress, no questi
 to the client, no log stream. For those, parsing the request into the SDK's models,
 building a result model from the upstream's and serialising it again costs more than the
 network hop. This ASGI wrapper sits in front of the SDK's ``/mcp`` endpoint and hands a
-2026-07-28 (stateless) POST to ``FastCalls``; what that declines goes to the SDK endpoint
-and the full pipeline unchanged, so behaviour is the same either way.
+2026-07-28 (stateless) POST to ``FastCalls``, and a handshake-era session's POST to
+``HandshakeSessions`` when it may serve that session; what they decline goes to the SDK
+endpoint and the full pipeline unchanged, so behaviour is the same either way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls
+from mcp_aggregator.serve.handshake_http import HandshakeSession, HandshakeSessions
 from mcp_aggregator.serve.request_head import read_head
 
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
@@ -25,9 +27,10 @@ _JSON_HEADERS: Final = [(b"content-type", b"application/json")]
 class FastPath:
     """Wraps the SDK's ``/mcp`` ASGI app; see the module docstring for what it takes."""
 
-    def __init__(self, app: ASGIApp, calls: FastCalls) -> None:
+    def __init__(self, app: ASGIApp, calls: FastCalls, sessions: HandshakeSessions | None = None) -> None:
         self.app = app
         self.calls = calls
+        self.sessions = sessions
 
     @property
     def forwarded(self) -> int:
@@ -39,6 +42,13 @@ class FastPath:
             await self.app(scope, receive, send)
             return
         head = read_head(scope["headers"])
+        if head is not None and head.session_id is not None:
+            session = self.sessions.find(head, scope) if self.sessions is not None else None
+            if session is None:
+                await self.app(scope, receive, send)
+            else:
+                await self._in_session(session, scope, receive, send)
+            return
         if head is None or head.routing.version not in _MODERN:
             await self.app(scope, receive, send)
             return
@@ -48,6 +58,21 @@ class FastPath:
             await self.app(scope, _replay(body, complete, receive), send)
             return
         await _answer(send, await self.calls.answer(plan))
+
+
+    async def _in_session(self, session: HandshakeSession, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.sessions is not None
+        body, complete = await _read_body(receive)
+        if complete and self.sessions.cancels(session, body):
+            await self.sessions.accepted(session, send)
+            return
+        plan = None
+        if complete:
+            plan = self.calls.plan(body, handshake_version=session.version, log_level=session.log_level)
+        if plan is None:
+            await self.app(scope, _replay(body, complete, receive), send)
+            return
+        await self.sessions.answer(session, plan, send)
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:

@@ -31,6 +31,7 @@ from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, StaticToke
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
+from mcp_aggregator.serve.handshake_http import HandshakeSessions
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -86,7 +87,10 @@ def build_http_app(
     )
     oauth = serve.oauth
     fast = FastCalls(gateway_server.gateway, gateway_server.server.server_info_stamp)
-    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), fast)
+    # The handshake-era fast path answers as an event-stream server may; a JSON-only or
+    # stateless server has no sessions of that kind to serve, or answers them otherwise.
+    sessions = None if json_response or stateless else HandshakeSessions(manager, gateway_server, fast)
+    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), fast, sessions)
     if serve.mcp_tokens or oauth is not None:
         # Clients authenticate before anything reads their request, the fast path included.
         mcp_endpoint = McpClientAuth(

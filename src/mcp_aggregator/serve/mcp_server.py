@@ -86,6 +86,8 @@ class GatewayServer:
         self.bus = InMemorySubscriptionBus()
         self.parked = ParkedCalls(ttl_secs=gateway.settings.serve.input_wait_secs)
         self._legacy_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._legacy_sessions: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
+        """Handshake-era connections over streamable HTTP, by session id (for the fast path)."""
         self._subscribers: dict[str, weakref.WeakSet[Connection]] = {}
         self._log_levels: weakref.WeakKeyDictionary[Connection, types.LoggingLevel] = weakref.WeakKeyDictionary()
         self._changed = anyio.Event()
@@ -161,8 +163,18 @@ class GatewayServer:
         connection = getattr(ctx.session, "_connection", None)
         if isinstance(connection, Connection):
             self._legacy_connections.add(connection)
+            if connection.session_id is not None:
+                self._legacy_sessions[connection.session_id] = connection
             return connection
         return None
+
+    def handshake_session(self, session_id: str) -> tuple[Connection, types.LoggingLevel | None] | None:
+        """A handshake-era HTTP session this server has served a request of (its connection
+        is known from then on), with the log level its client set (None: none)."""
+        connection = self._legacy_sessions.get(session_id)
+        if connection is None:
+            return None
+        return connection, self._log_levels.get(connection)
 
     def _caller(self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None) -> Caller:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS

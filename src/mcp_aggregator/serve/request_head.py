@@ -5,7 +5,7 @@ its body (``Mcp-Protocol-Version`` against the envelope, ``Mcp-Method`` against 
 ``Mcp-Name`` against the tool name) and refuses a routing header given twice. A fast path
 that skipped those checks would answer requests the SDK refuses, and a client could tell
 the two apart; so the fast paths read the same headers, and anything doubtful (a routing
-header given twice, ``Mcp-Param-*`` headers, a session id, an upgrade) goes to the SDK,
+header given twice, ``Mcp-Param-*`` headers, an upgrade) goes to the SDK,
 which answers it as it always has. Below ASGI, a chunked body or one that waits for
 ``100 Continue`` is left to uvicorn too.
 """
@@ -17,9 +17,20 @@ from dataclasses import dataclass
 from typing import Final
 
 _READ: Final = frozenset(
-    {b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"host", b"origin", b"content-length", b"connection"}
+    {
+        b"mcp-protocol-version",
+        b"mcp-method",
+        b"mcp-name",
+        b"host",
+        b"origin",
+        b"content-length",
+        b"connection",
+        b"mcp-session-id",
+        b"accept",
+        b"content-type",
+    }
 )
-_LEFT_TO_THE_SDK: Final = frozenset({b"mcp-session-id", b"upgrade"})
+_LEFT_TO_THE_SDK: Final = frozenset({b"upgrade"})
 _BODY_FRAMING: Final = frozenset({b"expect", b"transfer-encoding"})
 _PARAM_HEADER: Final = b"mcp-param-"
 
@@ -45,6 +56,10 @@ class RequestHead:
     keep_alive: bool
     framed: bool
     """The body is chunked or waits for ``100 Continue``: only ASGI, which has read it, can take it."""
+    session_id: bytes | None = None
+    """A handshake-era session's id (such a request is taken only on the ASGI path)."""
+    accept: bytes | None = None
+    content_type: bytes | None = None
 
 
 def read_head(headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
@@ -65,4 +80,14 @@ def read_head(headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
     keep_alive = connection is None or b"close" not in [t.strip() for t in connection.lower().split(b",")]
     routing = Routing(seen.get(b"mcp-protocol-version"), seen.get(b"mcp-method"), seen.get(b"mcp-name"))
     host, origin, length = seen.get(b"host"), seen.get(b"origin"), seen.get(b"content-length")
-    return RequestHead(routing, host, origin, length, keep_alive, framed)
+    return RequestHead(
+        routing,
+        host,
+        origin,
+        length,
+        keep_alive,
+        framed,
+        seen.get(b"mcp-session-id"),
+        seen.get(b"accept"),
+        seen.get(b"content-type"),
+    )

@@ -40,11 +40,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 from mcp_aggregator.line_batch import LineBatch
 from mcp_aggregator.serve.fast_call import SETTLED as _SETTLED
-from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, Withdrawable, asks_mid_call
+from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, Withdrawable, asks_mid_call, log_notification
 from mcp_aggregator.upstreams.stdio_pipe import notification_params
 
 logger = logging.getLogger(__name__)
@@ -382,14 +381,8 @@ class _StdioFace:
     def _log_to_client(self, params: dict[str, Any]) -> None:
         """An upstream's log message during a fast call, relayed as the full pipeline relays it
         to a handshake-era client (queued now, so it leaves before the call's answer)."""
-        try:
-            model = types.LoggingMessageNotificationParams.model_validate(params)
-        except ValidationError:
-            logger.debug("dropped a malformed log message from an upstream: %s", str(params)[:200])
-            return
-        shown = model.model_dump(by_alias=True, mode="json", exclude_unset=True)
-        line = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": shown})
-        if not self._closed:
+        line = log_notification(params)
+        if line is not None and not self._closed:
             self._outgoing.add(line + b"\n", alone=False)
 
     async def _write_sdk(self, outbox: MemoryObjectReceiveStream[SessionMessage]) -> None:
