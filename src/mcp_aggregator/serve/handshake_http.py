@@ -140,6 +140,8 @@ class HandshakeSessions:
                 events.put_nowait(line)
 
         key = (session.session_id, plan.client_id)
+        # The whole exchange counts against the idle timer, the answer's sending included,
+        # as the transport counts a request of its own.
         with _holding(session.transport):
             task = asyncio.ensure_future(self._calls.answer(plan, on_log))
             self._in_flight.setdefault(key, task)
@@ -160,20 +162,7 @@ class HandshakeSessions:
                     task.cancel()
                 if self._in_flight.get(key) is task:
                     del self._in_flight[key]
-        if streaming:
-            await send({"type": "http.response.body", "body": _event(body) if body else b""})
-        elif body is None:
-            # Cancelled by the client: the transport's stream would end with no event.
-            await _start_events(session, send)
-            await send({"type": "http.response.body", "body": b""})
-        else:
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                session.id_header,
-            ]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await _finish(session, send, body, streaming=streaming)
 
     def _final(self, task: asyncio.Task[bytes], plan: FastPlan) -> bytes | None:
         """The call's answer; None when it was cancelled."""
@@ -187,6 +176,24 @@ class HandshakeSessions:
         logger.error("tools/call %s failed", plan.tool, exc_info=error)
         message = {"code": -32603, "message": "internal error in the gateway"}
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": message})
+
+
+async def _finish(session: HandshakeSession, send: Send, body: bytes | None, *, streaming: bool) -> None:
+    """The answer (None: the call was cancelled) as JSON, or as the stream's last event."""
+    if streaming:
+        await send({"type": "http.response.body", "body": _event(body) if body else b""})
+    elif body is None:
+        # Cancelled by the client: the transport's stream would end with no event.
+        await _start_events(session, send)
+        await send({"type": "http.response.body", "body": b""})
+    else:
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            session.id_header,
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _event(line: bytes) -> bytes:
