@@ -59,7 +59,8 @@ async def raw_hang(connection: UpstreamConnection, *, callback: bool = False) ->
     if not callback:
         return await connection.call_raw(message, headers, what="calling tool 'hang'")
     settled: asyncio.Future[bytes | Exception] = asyncio.get_running_loop().create_future()
-    call = connection.submit_raw(message, what="calling tool 'hang'", settle=settled.set_result)
+    call = connection.submit_raw(message, headers, what="calling tool 'hang'", settle=settled.set_result)
+    assert call is not None, "a stdio upstream takes a callback call at once"
     try:
         outcome = await settled
     except asyncio.CancelledError:

@@ -693,3 +693,88 @@ def test_https_to_a_server_the_client_does_not_trust_is_refused(
             assert origin.requests == []
 
     run(scenario)
+
+
+# -- answered by callback (the fast path's lane once a pooled connection is free)
+
+
+async def by_callback(raw: HttpRaw, ident: Any, text: str, logs: list[dict[str, Any]] | None = None) -> bytes:
+    """One call as ``HttpRaw.submit`` makes it, on the connection a first call left idle."""
+    settled: asyncio.Future[bytes | Exception] = asyncio.get_running_loop().create_future()
+    exchange = raw.submit(message(ident, text), HEADERS, settled.set_result, logs.append if logs is not None else None)
+    assert exchange is not None, "a pooled connection was free"
+    try:
+        outcome = await settled
+    except asyncio.CancelledError:
+        exchange.withdraw()
+        raise
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+async def scripted(seen: Seen, stream: ByteStream) -> bool:
+    """Answers by the call's text: ``sse`` as an event stream with a log message first,
+    ``error`` with HTTP 500, ``big`` past a 1,000-byte limit, ``cut`` cut off mid-body,
+    ``hang`` not until the client closes; anything else with a JSON echo."""
+    text = orjson.loads(seen.body)["params"]["arguments"]["text"]
+    if text == "sse":
+        params = {"level": "info", "data": 1}
+        log = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+        await stream.send(chunked_head("text/event-stream") + chunk(event(log)) + chunk(event(answer_to(seen))))
+        await stream.send(LAST_CHUNK)
+    elif text == "error":
+        await stream.send(response(b"boom", status="500 Internal Server Error", kind="text/plain"))
+    elif text == "big":
+        await stream.send(response(answer_to(seen, size=5_000)))
+    elif text == "cut":
+        await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
+        return False
+    elif text == "hang":
+        with suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            await stream.receive()  # until the client closes the connection
+        return False
+    else:
+        await stream.send(response(answer_to(seen)))
+    return True
+
+
+def test_answers_by_callback_come_back_as_awaited_ones_do(run: Run) -> None:
+    async def scenario() -> None:
+        async with serving(scripted) as origin, client(origin.url, max_message_bytes=1_000) as raw:
+            assert raw.submit(message(0), HEADERS, lambda _: None) is None, "no connection yet: call instead"
+            await raw.call(message(0), HEADERS)
+            assert await by_callback(raw, 1, "plain") == answer_to(origin.requests[-1])
+            assert raw.pool.idle_count == 1, "the connection went back to the pool with the answer"
+            logs: list[dict[str, Any]] = []
+            assert await by_callback(raw, 2, "sse", logs) == answer_to(origin.requests[-1])
+            assert logs == [{"level": "info", "data": 1}]
+            await until(lambda: raw.pool.idle_count == 1)
+            with pytest.raises(UpstreamCallError, match="HTTP 500: boom"):
+                await by_callback(raw, 3, "error")
+            await raw.call(message(4), HEADERS)
+            with pytest.raises(ResultTooLargeError):
+                await by_callback(raw, 5, "big")
+            await raw.call(message(6), HEADERS)
+            with pytest.raises(UpstreamClosedError, match="closed before the response ended"):
+                await by_callback(raw, 7, "cut")
+            assert origin.opened == 3  # a new connection after the refused body and the cut one
+
+    run(scenario)
+
+
+def test_a_withdrawn_call_closes_its_connection_and_settles_nothing(run: Run) -> None:
+    async def scenario() -> None:
+        async with serving(scripted) as origin, client(origin.url) as raw:
+            await raw.call(message(0), HEADERS)
+            outcomes: list[bytes | Exception] = []
+            exchange = raw.submit(message(1, "hang"), HEADERS, outcomes.append)
+            assert exchange is not None
+            await origin.wait_for(lambda: len(origin.requests) == 2)
+            exchange.withdraw()
+            await origin.wait_for(lambda: origin.ended == 1)
+            assert outcomes == []
+            assert raw.pool.idle_count == 0
+            assert orjson.loads(await raw.call(message(2), HEADERS))["id"] == 2
+
+    run(scenario)

@@ -249,18 +249,16 @@ class FastCalls:
         """``answer`` without a task: the call goes out now and ``deliver`` gets the response
         from the upstream reader's callback. Returns the call (``withdraw()`` when the client
         gives up: then nothing is delivered), or None where this lane does not apply and
-        ``answer`` must be awaited instead: an upstream that is not a stdio pipe, a policy
-        stage that must wrap the call, or a handshake-era call whose 2026-07-28 upstream may
-        ask back mid-call. Errors come back as error responses, through ``deliver`` too.
+        ``answer`` must be awaited instead: an HTTP upstream with no pooled connection free
+        this instant, a policy stage that must wrap the call, or a handshake-era call whose
+        2026-07-28 upstream may ask back mid-call. Errors come back as error responses,
+        through ``deliver`` too.
         """
         connection = plan.connection
         pipeline = self.gateway.pipeline
-        if connection.pipe is None or not pipeline.errors_only:
-            return None
-        if plan.handshake_version is not None and connection.modern:
+        if not pipeline.errors_only or (plan.handshake_version is not None and connection.modern):
             return None
         route = plan.route
-        self.forwarded += 1
 
         def settle(outcome: bytes | UpstreamError) -> None:
             settled = pipeline.settled(route.invocation, outcome)
@@ -273,10 +271,15 @@ class FastCalls:
                 deliver(self._error(plan, settled))
 
         try:
-            return connection.submit_raw(plan.upstream, what=route.what, settle=settle, on_log=on_log)
+            call = connection.submit_raw(plan.upstream, plan.headers, what=route.what, settle=settle, on_log=on_log)
         except AggregatorError as exc:
+            self.forwarded += 1
             deliver(self._error(plan, pipeline.settled(route.invocation, exc)))
             return SETTLED
+        if call is None:
+            return None  # no pooled connection free this instant: ``answer`` waits for one
+        self.forwarded += 1
+        return call
 
     def _shaped(self, line: bytes, plan: FastPlan) -> bytes | None:
         """The upstream's answer ``line`` as the client gets it, or None when a handshake-era

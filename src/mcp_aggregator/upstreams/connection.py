@@ -10,6 +10,7 @@ map that to ``UpstreamClosedError`` and stop the owner task.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import math
@@ -73,25 +74,27 @@ class _RawCall:
             self.cancelled = True
             self.task.cancel()
 
-class PipeCall:
-    """A raw call over a stdio pipe answered by callback (``UpstreamConnection.submit_raw``).
+class RawCall:
+    """A raw call answered by callback (``UpstreamConnection.submit_raw``), over a stdio pipe
+    or a pooled HTTP connection.
 
     Tracked for drain and bounded by the tool timeout as any call is; ``withdraw`` is the
     caller giving up (the client cancelled or left), after which nothing is settled.
     """
 
-    __slots__ = ("_connection", "_settle", "_timer", "done", "ident", "what")
+    __slots__ = ("_connection", "_settle", "_timer", "_withdraw", "done", "what")
 
     def __init__(self, connection: UpstreamConnection, what: str, settle: RawSettle) -> None:
         self._connection = connection
         self._settle = settle
         self._timer: asyncio.TimerHandle | None = None
+        self._withdraw: Callable[[], None] = _nothing
+        """Tells the upstream side the call is given up (a cancellation, a closed exchange)."""
         self.what = what
-        self.ident = ""
         self.done = False
 
     def _answered(self, outcome: bytes | Exception) -> None:
-        """From the pipe's reader: the answer line or the error that ended the pipe."""
+        """From the upstream's reader: the answer or the error that ended the exchange."""
         if not self._finish():
             return
         if isinstance(outcome, bytes | UpstreamError):
@@ -106,8 +109,7 @@ class PipeCall:
         reason = conn._abort_reason.pop(self, None)
         if not self._finish():
             return
-        assert conn.pipe is not None
-        conn.pipe.withdraw(self.ident)
+        self._withdraw()
         if reason is not None:
             self._settle(UpstreamClosedError(conn.name, f"{reason} while {self.what}"))
         else:
@@ -115,8 +117,8 @@ class PipeCall:
             self._settle(UpstreamTimeoutError(conn.name, f"timeout after {limit:g}s while {self.what}"))
 
     def withdraw(self) -> None:
-        if self._finish() and self._connection.pipe is not None:
-            self._connection.pipe.withdraw(self.ident)
+        if self._finish():
+            self._withdraw()
 
     def _finish(self) -> bool:
         if self.done:
@@ -126,6 +128,10 @@ class PipeCall:
             self._timer.cancel()
         self._connection._untrack(self)
         return True
+
+
+def _nothing() -> None:
+    pass
 
 
 RawSettle = Callable[[bytes | UpstreamError], None]
@@ -664,17 +670,32 @@ class UpstreamConnection:
         return (self.pipe is not None or self.http_raw is not None) and self._client is not None
 
     def submit_raw(
-        self, message: dict[str, Any], *, what: str, settle: RawSettle, on_log: LogSink | None = None
-    ) -> PipeCall:
-        """``call_raw`` for a stdio session, answered by callback instead of awaited: ``settle``
-        runs once, from the pipe's reader (or the timeout, or a drain), unless the returned
-        call is withdrawn first. Raises ``UpstreamClosedError`` when it cannot be sent."""
+        self,
+        message: dict[str, Any],
+        headers: Mapping[str, str],
+        *,
+        what: str,
+        settle: RawSettle,
+        on_log: LogSink | None = None,
+    ) -> RawCall | None:
+        """``call_raw`` answered by callback instead of awaited: ``settle`` runs once, from the
+        upstream's reader (or the timeout, or a drain), unless the returned call is withdrawn
+        first. None where it cannot go now (an HTTP upstream with no pooled connection free:
+        nothing was sent, ``call_raw`` instead). Raises ``UpstreamClosedError`` when it cannot
+        be sent, ``InvalidInputError`` for a header that cannot."""
         self._require_client()
-        pipe = self.pipe
-        if pipe is None:
-            raise UpstreamClosedError(self.name, "callback raw calls need a stdio session")
-        call = PipeCall(self, what, settle)
-        call.ident = pipe.submit(message, call._answered, on_log)
+        call = RawCall(self, what, settle)
+        if self.pipe is not None:
+            ident = self.pipe.submit(message, call._answered, on_log)
+            call._withdraw = functools.partial(self.pipe.withdraw, ident)
+        elif self.http_raw is not None:
+            message["id"] = f"agw:{next(self._raw_ids)}"
+            exchange = self.http_raw.submit(message, headers, call._answered, on_log)
+            if exchange is None:
+                return None
+            call._withdraw = exchange.withdraw
+        else:
+            raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
         self._track(call, what)
         call._timer = asyncio.get_running_loop().call_later(self.config.tool_timeout_secs, call.cancel)
         return call

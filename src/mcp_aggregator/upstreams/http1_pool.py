@@ -33,7 +33,8 @@ import functools
 import re
 import socket
 import ssl
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
 from urllib.parse import unquote, urlsplit
@@ -93,6 +94,7 @@ class Response(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._drain_timer: asyncio.TimerHandle | None = None
         self._holds_slot = False
+        self._listener: Callable[[], None] | None = None
         self.closed: asyncio.Future[None] = self._loop.create_future()
         """Done once the transport is gone."""
         self.reused = False
@@ -100,6 +102,7 @@ class Response(asyncio.Protocol):
         self._reset()
 
     def _reset(self) -> None:
+        self._listener = None
         self.status = 0
         self.media_type = b""
         self.content_length: int | None = None
@@ -130,8 +133,39 @@ class Response(asyncio.Protocol):
         self._buffered = 0
         return body
 
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        """Have ``listener`` called, instead of waking a reader, whenever the response moves
+        on (its head, body bytes, its end, a failure): a caller answered by callback reads it
+        with ``ready``, ``take_body`` and ``check``. None: back to ``head``/``read``."""
+        self._listener = listener
+
+    @property
+    def head_done(self) -> bool:
+        return self._head_done
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    @property
+    def buffered(self) -> int:
+        """Body bytes received and not taken yet."""
+        return self._buffered
+
+    def take_body(self) -> list[bytes]:
+        """The body bytes received since the last take."""
+        body = self._body
+        self._body = []
+        self._buffered = 0
+        return body
+
+    def check(self) -> None:
+        """Raises ``UpstreamClosedError`` when the exchange failed or its connection ended."""
+        self._check()
+
     def finish(self) -> None:
         """The caller has what it needs: the connection returns to the pool once the response ended."""
+        self._listener = None
         self._release_slot()
         if self._state is not _State.ACTIVE:
             return
@@ -149,6 +183,7 @@ class Response(asyncio.Protocol):
 
     def close(self) -> None:
         """Close the connection, whatever its exchange is doing (never pooled again)."""
+        self._listener = None
         self._release_slot()
         if self._state is _State.IDLE:
             self._pool._forget(self)
@@ -200,6 +235,10 @@ class Response(asyncio.Protocol):
             self._waiter = None
 
     def _wake(self) -> None:
+        listener = self._listener
+        if listener is not None:
+            listener()
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -369,7 +408,7 @@ class Http1Pool:
         self._request_line = f"POST {target} HTTP/1.1\r\n"
         self._fields = fields
         self._field_text = "".join(fields.values())
-        self._slots = asyncio.Semaphore(self.limits.max_connections)
+        self._slots = _Slots(self.limits.max_connections)
         self._idle: list[Response] = []
         self._open: set[Response] = set()
         self._sweeper: asyncio.TimerHandle | None = None
@@ -414,6 +453,24 @@ class Http1Pool:
         except BaseException:
             response.close()
             raise
+        return response
+
+    def post_now(self, body: bytes, headers: Mapping[str, str]) -> Response | None:
+        """``post`` without waiting, when it can: a free slot and an idle connection that took
+        the request. Then the response is on its way (read it by callback: ``listen``); else
+        None, and nothing was sent. Raises ``InvalidInputError`` as ``post`` does."""
+        if self._closing or not self._idle:
+            return None
+        request = self._request(body, headers)
+        if not self._slots.take():
+            return None
+        response = self._take_idle()
+        if response is None or not response.send(request):
+            if response is not None:
+                response.close()  # the reused socket was already reset: nothing left
+            self._slots.release()
+            return None
+        response.hold_slot()
         return response
 
     def _request(self, body: bytes, headers: Mapping[str, str]) -> bytes:
@@ -502,6 +559,43 @@ class Http1Pool:
         finally:
             for response in list(self._open):
                 response.abort()
+
+
+class _Slots:
+    """At most ``limit`` exchanges at once, in the order they asked; ``take`` one without
+    waiting where one is free (a semaphore that can be tried synchronously)."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def take(self) -> bool:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.take():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # woken with the slot handed over
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed over as the waiter was cancelled: pass it on
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
 
 @functools.lru_cache(maxsize=1024)

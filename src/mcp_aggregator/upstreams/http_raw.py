@@ -8,15 +8,16 @@ answer. Bodies past ``max_message_bytes`` fail that call only.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import anyio
 import orjson
 
-from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
+from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError, UpstreamError
 from mcp_aggregator.upstreams.http1_pool import Http1Pool, PoolLimits, Response
-from mcp_aggregator.upstreams.stdio_pipe import RESULT_TOO_LARGE, LogSink, ResultTooLargeError
+from mcp_aggregator.upstreams.stdio_pipe import RESULT_TOO_LARGE, LogSink, ResultTooLargeError, Settle
 
 _ACCEPT: Final = "application/json, text/event-stream"
 _ERROR_TEXT: Final = 2048
@@ -55,12 +56,31 @@ class HttpRaw:
         """POST one request; the JSON-RPC answer as bytes. ``on_log`` takes the params of log
         messages the answer's event stream carries before it. Raises ``UpstreamError``s."""
         response = await self.pool.post(orjson.dumps(message), headers)
+        return await self._answer(response, message["id"], on_log)
+
+    def submit(
+        self, message: dict[str, Any], headers: Mapping[str, str], settle: Settle, on_log: LogSink | None = None
+    ) -> HttpExchange | None:
+        """``call`` answered by callback, when a pooled connection is free now: ``settle`` gets
+        the answer or the error, once, unless the exchange is withdrawn first. A plain JSON
+        answer is read in the connection's callbacks, with no task; an event stream or an
+        HTTP error is read by a task as ``call`` reads it. None when no connection is free
+        (nothing was sent: ``call`` instead). Raises ``InvalidInputError`` for a header that
+        cannot be sent."""
+        response = self.pool.post_now(orjson.dumps(message), headers)
+        if response is None:
+            return None
+        exchange = HttpExchange(self, response, message["id"], settle, on_log)
+        response.listen(exchange.moved)
+        return exchange
+
+    async def _answer(self, response: Response, ident: Any, on_log: LogSink | None) -> bytes:
         try:
             if response.status >= 400:
                 text = (await _prefix(response, _ERROR_TEXT)).decode(errors="replace")
                 raise UpstreamCallError(self.name, f"HTTP {response.status}: {text}", code=-32603)
             if response.media_type == b"text/event-stream":
-                answer = await self._from_events(response, message["id"], on_log)
+                answer = await self._from_events(response, ident, on_log)
             else:
                 answer = await self._bounded(response)
         except BaseException:
@@ -110,6 +130,74 @@ class HttpRaw:
     def _too_large(self, size: int) -> ResultTooLargeError:
         text = f"result of more than {size} bytes exceeds serve.max_result_bytes ({self.max_message_bytes})"
         return ResultTooLargeError(self.name, text, code=RESULT_TOO_LARGE)
+
+
+class HttpExchange:
+    """One raw call answered by callback (``HttpRaw.submit``)."""
+
+    __slots__ = ("_ident", "_on_log", "_raw", "_response", "_settle", "_size", "_task", "done")
+
+    def __init__(self, raw: HttpRaw, response: Response, ident: Any, settle: Settle, on_log: LogSink | None) -> None:
+        self._raw = raw
+        self._response = response
+        self._ident = ident
+        self._settle = settle
+        self._on_log = on_log
+        self._size = 0
+        self._task: asyncio.Task[None] | None = None
+        self.done = False
+
+    def moved(self) -> None:
+        """The response moved on (called by the connection, from its read callbacks)."""
+        if self.done:
+            return
+        response = self._response
+        try:
+            response.check()
+        except UpstreamClosedError as exc:
+            self._end(exc)
+            return
+        if not response.head_done:
+            return
+        if response.status >= 400 or response.media_type == b"text/event-stream":
+            # Read as ``call`` reads them, by a task: rare, or long (a stream with log messages).
+            response.listen(None)
+            self._task = asyncio.get_running_loop().create_task(self._read_rest())
+            return
+        limit = self._raw.max_message_bytes
+        length = response.content_length
+        if (length is not None and length > limit) or response.buffered > limit:
+            response.close()
+            self._end(self._raw._too_large(max(length or 0, response.buffered)))
+            return
+        if response.complete:
+            parts = response.take_body()
+            response.finish()
+            self._end(parts[0] if len(parts) == 1 else b"".join(parts))
+
+    async def _read_rest(self) -> None:
+        try:
+            answer: bytes | Exception = await self._raw._answer(self._response, self._ident, self._on_log)
+        except UpstreamError as exc:
+            answer = exc
+        except (OSError, ValueError) as exc:
+            answer = UpstreamClosedError(self._raw.name, f"reading the answer failed: {exc}")
+        self._end(answer)
+
+    def _end(self, outcome: bytes | Exception) -> None:
+        if not self.done:
+            self.done = True
+            self._settle(outcome)
+
+    def withdraw(self) -> None:
+        """The caller gave up: nothing is settled, and the connection, mid-exchange, closes."""
+        if self.done:
+            return
+        self.done = True
+        if self._task is not None:
+            self._task.cancel()  # the task closes the response
+        else:
+            self._response.close()
 
 
 async def _prefix(response: Response, limit: int) -> bytes:
