@@ -226,7 +226,17 @@ async def test_a_cancelled_fast_call_gets_no_answer_and_the_next_call_does() -> 
 
 @pytest.mark.parametrize(
     "junk",
-    [b"{not json\n", b"\xff\xfe\n", b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[]}\n', b"[]\n"],
+    [
+        b"{not json\n",
+        b"\xff\xfe\n",
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[]}\n',
+        b"[]\n",
+        # Values the fast path reads, of types it must not trip over.
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"alpha__echo",'
+        b'"_meta":{"io.modelcontextprotocol/protocolVersion":{},"io.modelcontextprotocol/clientCapabilities":[]}}}\n',
+        b'{"jsonrpc":"2.0","id":[],"method":"tools/call","params":{"name":{},"arguments":[]}}\n',
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}\n',
+    ],
 )
 async def test_a_bad_line_harms_no_other_call(junk: bytes) -> None:
     async with stdio_face() as face:

@@ -47,6 +47,11 @@ logger = logging.getLogger(__name__)
 
 _ASKING_CAPABILITIES: Final = frozenset(("sampling", "elicitation", "roots"))
 _TOOLS_CALL: Final = b"tools/call"
+# Read on every call: module constants, not attribute lookups on ``mcp_types``.
+_LOG_LEVEL_KEY: Final = types.LOG_LEVEL_META_KEY
+_VERSION_KEY: Final = types.PROTOCOL_VERSION_META_KEY
+_CAPABILITIES_KEY: Final = types.CLIENT_CAPABILITIES_META_KEY
+_MODERN: Final = MODERN_PROTOCOL_VERSIONS  # a tuple: a client's unhashable value is just "not in"
 _RESPONSE_HEAD = re.compile(rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*"agw:\d+"')
 _STAMP_KEY: Final = types.SERVER_INFO_META_KEY.encode()
 # The upstream's serverInfo stamp as the last entry of the result's ``_meta``, which ends
@@ -188,20 +193,20 @@ class FastCalls:
         name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta") or {}
         if not isinstance(name, str) or not isinstance(meta, dict) or not isinstance(arguments, dict | None):
             return None
-        if "progressToken" in meta or types.LOG_LEVEL_META_KEY in meta:
+        if "progressToken" in meta or _LOG_LEVEL_KEY in meta:
             return None
         if handshake_version is not None:
-            if types.PROTOCOL_VERSION_META_KEY in meta:
+            if _VERSION_KEY in meta:
                 return None
         else:
-            version = meta.get(types.PROTOCOL_VERSION_META_KEY)
-            if version not in MODERN_PROTOCOL_VERSIONS or types.CLIENT_CAPABILITIES_META_KEY not in meta:
+            version = meta.get(_VERSION_KEY)
+            if version not in _MODERN or _CAPABILITIES_KEY not in meta:
                 return None
             if routing is not None and (
                 routing.version != version.encode() or routing.method != _TOOLS_CALL or routing.name != name.encode()
             ):
                 return None
-        if asks_mid_call(meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}):
+        if asks_mid_call(meta.get(_CAPABILITIES_KEY) or {}):
             return None
         # The routes come from the current catalogue, which holds exposed servers only.
         route = self._route(name)
@@ -220,7 +225,7 @@ class FastCalls:
                 return None
             if handshake_version is not None and connection.modern:
                 # A 2026-07-28 upstream logs only what a request opts into.
-                upstream_params.setdefault("_meta", {})[types.LOG_LEVEL_META_KEY] = log_level or "debug"
+                upstream_params.setdefault("_meta", {})[_LOG_LEVEL_KEY] = log_level or "debug"
             headers = connection.stamp(upstream)
         except AggregatorError:
             return None
