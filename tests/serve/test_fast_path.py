@@ -48,27 +48,39 @@ def summary(result: types.CallToolResult) -> tuple[Any, ...]:
     return (result.is_error, content, result.structured_content, result.meta)
 
 
-async def calls_through(upstream: ServerConfig, **serve: Any) -> tuple[list[tuple[Any, ...]], int]:
+async def calls_through(
+    upstream: ServerConfig, *, mode: str = "auto", **serve: Any
+) -> tuple[list[tuple[Any, ...]], int]:
+    """``CALLS`` through the gateway by an SDK client; ``mode="legacy"``: a handshake-era one."""
     async with (
         http_gateway(upstream=upstream, **serve) as (fast, url),
-        Client(url, mode="auto", cache=None) as client,
+        Client(url, mode=mode, cache=None) as client,  # type: ignore[arg-type]
     ):
+        if mode == "legacy":
+            assert client.protocol_version == "2025-11-25"
+            await client.list_tools()  # the gateway's server knows the session from here on
         results = [summary(await client.call_tool(name, args)) for name, args in CALLS]
         return results, fast.forwarded
 
 
+@asynccontextmanager
+async def alpha_upstream(transport: str) -> AsyncIterator[ServerConfig]:
+    """The ``alpha`` fixture as a stdio upstream, or served over streamable HTTP."""
+    if transport == "stdio":
+        yield stdio_fixture("alpha")
+        return
+    web = start_http_upstream("http", name="alpha")
+    try:
+        yield ServerConfig(name="alpha", transport="http", base_url=web.mcp_url)  # type: ignore[arg-type]
+    finally:
+        web.stop()
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers(transport: str) -> None:
-    web = start_http_upstream("http", name="alpha") if transport == "http" else None
-    try:
-        upstream = stdio_fixture("alpha")
-        if web is not None:
-            upstream = ServerConfig(name="alpha", transport="http", base_url=web.mcp_url)  # type: ignore[arg-type]
+    async with alpha_upstream(transport) as upstream:
         fast, forwarded = await calls_through(upstream, fast_path=True)
         full, not_forwarded = await calls_through(upstream, fast_path=False)
-    finally:
-        if web is not None:
-            web.stop()
     assert fast == full
     assert forwarded == len(CALLS)
     assert not_forwarded == 0

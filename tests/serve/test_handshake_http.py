@@ -21,38 +21,19 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.settings import ServerConfig
-from tests.conftest import start_http_upstream, stdio_fixture
 from tests.serve.conformance_runner import fixture_stdio_config
-from tests.serve.test_fast_path import CALLS, http_gateway, summary
+from tests.serve.test_fast_path import CALLS, alpha_upstream, calls_through, http_gateway
 
 DEADLINE = 30
 ACCEPT = "application/json, text/event-stream"
 TOKENS = ("token-of-a-" + "x" * 30, "token-of-b-" + "y" * 30)
 
 
-async def legacy_calls(upstream: ServerConfig, *, fast_path: bool) -> tuple[list[tuple[Any, ...]], int]:
-    async with (
-        http_gateway(upstream=upstream, fast_path=fast_path) as (fast, url),
-        Client(url, mode="legacy", cache=None) as client,
-    ):
-        assert client.protocol_version == "2025-11-25"
-        await client.list_tools()  # the gateway's server knows the session from here on
-        results = [summary(await client.call_tool(name, args)) for name, args in CALLS]
-        return results, fast.forwarded
-
-
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_handshake_era_session_gets_from_the_fast_path_what_the_full_pipeline_gives(transport: str) -> None:
-    web = start_http_upstream("http", name="alpha") if transport == "http" else None
-    try:
-        upstream = stdio_fixture("alpha")
-        if web is not None:
-            upstream = ServerConfig(name="alpha", transport="http", base_url=web.mcp_url)  # type: ignore[arg-type]
-        fast, forwarded = await legacy_calls(upstream, fast_path=True)
-        full, not_forwarded = await legacy_calls(upstream, fast_path=False)
-    finally:
-        if web is not None:
-            web.stop()
+    async with alpha_upstream(transport) as upstream:
+        fast, forwarded = await calls_through(upstream, mode="legacy", fast_path=True)
+        full, not_forwarded = await calls_through(upstream, mode="legacy", fast_path=False)
     assert fast == full
     assert (forwarded, not_forwarded) == (len(CALLS), 0)
     assert fast[1][2] == {"total": 42}

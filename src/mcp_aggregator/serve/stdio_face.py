@@ -28,7 +28,6 @@ import fcntl
 import logging
 import os
 import stat
-from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final, get_args
@@ -41,6 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
 from mcp_aggregator.serve.fast_call import SETTLED as _SETTLED
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, Withdrawable, asks_mid_call, log_notification
@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 Inbox = MemoryObjectSendStream[SessionMessage | Exception]
 SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
-_BACKLOG_BYTES: Final = 1 << 20
 _CANCELLED: Final = b"notifications/cancelled"
 _TOOLS_CALL: Final = b'"tools/call"'
 _LOG_LEVELS: Final = frozenset(get_args(types.LoggingLevel))
@@ -159,12 +158,9 @@ class _StdioFace:
         self._read_transport: asyncio.ReadTransport | None = None
         self._parts: list[bytes] = []
         """The start of a line still arriving, in chunks (joined once: linear in its size)."""
-        self._backlog: deque[bytes] = deque()
+        self._backlog = LineBacklog[bytes](len, self._pause_input, self._resume_input)
         """Lines waiting for the SDK server, with any that came in behind them."""
-        self._backlog_bytes = 0
-        self._paused = False
         self._input_ended = False
-        self._wake = asyncio.Event()
 
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[SdkStreams]:
@@ -224,7 +220,15 @@ class _StdioFace:
             self._parts.clear()
             if self._backlog or not self._took(line):
                 self._queue(line)
-        self._wake.set()
+        self._backlog.end()
+
+    def _pause_input(self) -> None:
+        if self._read_transport is not None:
+            self._read_transport.pause_reading()
+
+    def _resume_input(self) -> None:
+        if self._read_transport is not None:
+            self._read_transport.resume_reading()
 
     def _took(self, line: bytes) -> bool:
         """Whether ``line`` is dealt with here and now: a blank line, a fast call (sent on its
@@ -242,34 +246,13 @@ class _StdioFace:
         return bool(self._in_flight) and _CANCELLED in line and self._cancelled_here(line)
 
     def _queue(self, line: bytes) -> None:
-        self._backlog.append(line)
-        self._backlog_bytes += len(line)
-        self._wake.set()
-        if self._backlog_bytes > _BACKLOG_BYTES and not self._paused and self._read_transport is not None:
-            # The SDK takes one message at a time; the client waits as it would on a full pipe.
-            self._paused = True
-            self._read_transport.pause_reading()
+        self._backlog.add(line)
 
     async def _forward(self, inbox: Inbox) -> None:
         """Hand the queued lines to the SDK server, in order (a fast call queued behind an SDK
         line is still fast when its turn comes)."""
-        backlog = self._backlog
         async with inbox:
-            while True:
-                if not backlog:
-                    if self._input_ended:
-                        break
-                    self._wake.clear()
-                    await self._wake.wait()
-                    continue
-                line = backlog[0]
-                if not self._took(line):
-                    await self._to_sdk(line, inbox)
-                backlog.popleft()
-                self._backlog_bytes -= len(line)
-                if self._paused and self._backlog_bytes <= _BACKLOG_BYTES // 2 and self._read_transport is not None:
-                    self._paused = False
-                    self._read_transport.resume_reading()
+            await self._backlog.run(self._took, lambda line: self._to_sdk(line, inbox))
         # End of input: the client is gone, and so is whoever waited for these answers.
         self._give_up_all()
 

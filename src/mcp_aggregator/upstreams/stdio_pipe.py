@@ -25,7 +25,6 @@ import os
 import re
 import signal
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
+from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,6 @@ _LOG_METHOD: Final = b'"notifications/message"'
 _STOP_GRACE_SECS: Final = 2.0
 RESULT_TOO_LARGE: Final = -32005
 _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError)
-_BACKLOG_BYTES: Final = 1 << 20
 
 
 class ResultTooLargeError(UpstreamCallError):
@@ -114,12 +113,8 @@ class StdioPipe:
         self._size = 0
         self._head = b""
         self._too_long = False
-        self._backlog: deque[bytes | _Oversized] = deque()
+        self._backlog = LineBacklog[bytes | _Oversized](_backlog_size, self._pause_output, self._resume_output)
         """Lines waiting for the SDK session, with any that came in behind them."""
-        self._backlog_bytes = 0
-        self._paused = False
-        self._output_ended = False
-        self._wake = asyncio.Event()
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
@@ -190,16 +185,18 @@ class StdioPipe:
             line = _Oversized(line[:_HEAD_BYTES], len(line))
         # Lines are taken in order: behind one waiting for the SDK session, the rest wait too.
         if self._backlog or not self._took(line):
-            self._backlog.append(line)
-            self._backlog_bytes += len(line) if isinstance(line, bytes) else _HEAD_BYTES
-            self._wake.set()
-            if self._backlog_bytes > _BACKLOG_BYTES and not self._paused and self._process is not None:
-                self._paused = True  # the server waits as it would on a full pipe
-                self._process.pause_output()
+            self._backlog.add(line)
 
     def _ended(self) -> None:
-        self._output_ended = True
-        self._wake.set()
+        self._backlog.end()
+
+    def _pause_output(self) -> None:
+        if self._process is not None:
+            self._process.pause_output()
+
+    def _resume_output(self) -> None:
+        if self._process is not None:
+            self._process.resume_output()
 
     def _took(self, line: bytes | _Oversized) -> bool:
         """Whether ``line`` is dealt with here and now: a raw call's answer (settled, its bytes
@@ -221,23 +218,8 @@ class StdioPipe:
     async def _forward(self, inbox: Inbox) -> None:
         """Hand the queued lines to the SDK session, in order (a raw answer queued behind an
         SDK line is settled when its turn comes)."""
-        backlog = self._backlog
         try:
-            while True:
-                if not backlog:
-                    if self._output_ended:
-                        break
-                    self._wake.clear()
-                    await self._wake.wait()
-                    continue
-                line = backlog[0]
-                if not self._took(line):
-                    await self._to_sdk(line, inbox)
-                backlog.popleft()
-                self._backlog_bytes -= len(line) if isinstance(line, bytes) else _HEAD_BYTES
-                if self._paused and self._backlog_bytes <= _BACKLOG_BYTES // 2 and self._process is not None:
-                    self._paused = False
-                    self._process.resume_output()
+            await self._backlog.run(self._took, lambda line: self._to_sdk(line, inbox))
         finally:
             self._fail_waiters(UpstreamClosedError(self.name, "the server closed its output"))
             await inbox.aclose()
@@ -424,6 +406,10 @@ class StdioPipe:
 
     def __repr__(self) -> str:
         return f"StdioPipe({self.name!r})"
+
+
+def _backlog_size(line: bytes | _Oversized) -> int:
+    return len(line) if isinstance(line, bytes) else _HEAD_BYTES
 
 
 @dataclass(frozen=True, slots=True)
