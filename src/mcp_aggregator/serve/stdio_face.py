@@ -4,9 +4,11 @@ The SDK's ``stdio_server`` parses every line into its models, hands it to the se
 serialises every answer back: for a plain passthrough ``tools/call`` that is most of the
 gateway's cost. Here we own the framing (newline-delimited, read as chunks and joined once
 per line, so a large message stays linear) and offer each request line to ``FastCalls``
-first; what it declines is parsed exactly as the SDK would and goes to the SDK server, so
-behaviour is the same either way. A ``notifications/cancelled`` for a call the fast path
-holds cancels that call (which tells the upstream) and goes no further.
+first, in the read callback; what it declines is parsed exactly as the SDK would and goes to
+the SDK server, in order (``LineBacklog``), so behaviour is the same either way. A call to a
+stdio upstream is answered from that pipe's read callback: no task per call. A
+``notifications/cancelled`` for a call the fast path holds cancels that call (which tells
+the upstream) and goes no further.
 
 A handshake-era client (Claude Desktop, say) sends its calls without the 2026-07-28
 envelope; the face learns what the fast path needs from the handshake passing through it

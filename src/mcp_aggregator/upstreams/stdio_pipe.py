@@ -6,14 +6,17 @@ buffer on every chunk, which is quadratic in the message size (5/10/20 MB result
 is linear, and a line longer than ``max_message_bytes`` is discarded as it streams in
 (keeping only its head to learn whose answer it was) and fails that one request.
 
-One reader task serves both users of the pipe: a line answering a raw call (its id is one
-the fast path minted, ``agw:<n>``) goes to that caller as bytes, untouched; every other
-line is parsed for the SDK session. Each message is one synchronous write, so messages
-from both never interleave, and one that cannot be encoded fails its own request only.
+One reader serves both users of the pipe, in the read callback as the bytes arrive (no
+task to wake per line): a line answering a raw call (its id is one the fast path minted,
+``agw:<n>``) settles that call with its bytes, untouched; every other line waits its turn
+for the SDK session, parsed (``LineBacklog``). Each message is one synchronous write, so
+messages from both never interleave, and one that cannot be encoded fails its own request
+only.
 
-The process and its pipes are asyncio's own (the gateway runs on asyncio): anyio's stream
-wrappers and locks add two trips through the event loop to every write, which on the hot
-path cost more than the write.
+The process and its pipes are asyncio's own (the gateway runs on asyncio), driven through a
+subprocess protocol: anyio's stream wrappers and locks add two trips through the event loop
+to every write, and a stream reader one more to every read, which on the hot path cost more
+than the system calls.
 """
 
 from __future__ import annotations
