@@ -20,6 +20,7 @@ from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import settings_for, start_http_upstream, stdio_fixture
 from tests.http_serving import served_over_http
+from tests.relay.test_mrtr_through_gateway import upstream
 
 
 @asynccontextmanager
@@ -177,3 +178,30 @@ async def test_below_asgi_a_plain_call_is_answered_and_the_guards_still_hold() -
             again = await http.post(url, json=echo_call(ident, str(ident)), headers=MODERN_HEADERS)
             assert again.json()["result"]["content"][0]["text"] == str(ident)
         assert fast.forwarded == 23
+
+
+async def test_a_broken_answer_from_an_upstream_fails_that_call_only_over_http() -> None:
+    garbled = upstream("garbled", "tests.upstream.garbled_server")
+    async with http_gateway(upstream=garbled, fast_path=True) as (fast, url), Client(url, cache=None) as client:
+        assert (await client.call_tool("garbled__echo", {"text": "before"})).content[0].text == "before"  # type: ignore[union-attr]
+        with pytest.raises(MCPError, match="garbled: answered with a line that is not JSON"):
+            await client.call_tool("garbled__garble", {})
+        assert (await client.call_tool("garbled__echo", {"text": "after"})).content[0].text == "after"  # type: ignore[union-attr]
+        assert fast.forwarded == 3
+
+
+async def test_a_handshake_era_upstream_answers_a_modern_client_as_the_full_pipeline_does() -> None:
+    """A 2025-11-25 stdio upstream's result lacks ``resultType``: the fast path shapes it for
+    the 2026-07-28 client, as the SDK's server does on the full pipeline."""
+    garbled = upstream("garbled", "tests.upstream.garbled_server")
+    seen = {}
+    for fast_path in (True, False):
+        async with (
+            http_gateway(upstream=garbled, fast_path=fast_path) as (fast, url),
+            Client(url, cache=None) as client,
+        ):
+            result = await client.call_tool("garbled__echo", {"text": "héllo ✓"})
+            seen[fast_path] = summary(result), fast.forwarded
+    assert seen[True][0] == seen[False][0]
+    assert (seen[True][1], seen[False][1]) == (1, 0)
+    assert seen[True][0][3][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"

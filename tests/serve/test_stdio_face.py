@@ -252,6 +252,17 @@ async def test_a_bad_line_harms_no_other_call(junk: bytes) -> None:
         assert by_id["after"]["result"]["content"][0]["text"] == "after"
 
 
+async def test_a_broken_answer_from_an_upstream_fails_that_call_only() -> None:
+    async with stdio_face(upstream("garbled", "tests.upstream.garbled_server")) as face:
+        before = await face.call(1, "garbled__echo", {"text": "before"})
+        broken = await face.call(2, "garbled__garble", {})
+        after = await face.call(3, "garbled__echo", {"text": "after"})
+        assert before["result"]["content"][0]["text"] == "before"
+        assert broken["error"]["message"].startswith("garbled: answered with a line that is not JSON")
+        assert after["result"]["content"][0]["text"] == "after", "the upstream pipe is still up"
+        assert face.calls.forwarded == 3
+
+
 async def test_a_20_mb_result_comes_through_whole() -> None:
     async with stdio_face() as face:
         answer = await face.call(1, "alpha__blob", {"size": 20 << 20})

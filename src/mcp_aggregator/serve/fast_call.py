@@ -33,7 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_aggregator.catalog import Catalog
-from mcp_aggregator.errors import AggregatorError, UpstreamError
+from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.request_head import Routing
@@ -121,6 +121,8 @@ class FastPlan:
     headers: dict[str, str]
     handshake_version: str | None = None
     """The handshake-era version to shape the answer for; None for a 2026-07-28 request."""
+    modern_version: str | None = None
+    """The 2026-07-28 (or later) version of a request that carried the envelope."""
 
     @property
     def server(self) -> str:
@@ -229,7 +231,8 @@ class FastCalls:
             headers = connection.stamp(upstream)
         except AggregatorError:
             return None
-        return FastPlan(message["id"], route, connection, upstream, headers, handshake_version)
+        modern_version = None if handshake_version is not None else meta[_VERSION_KEY]
+        return FastPlan(message["id"], route, connection, upstream, headers, handshake_version, modern_version)
 
     async def answer(self, plan: FastPlan, on_log: LogSink | None = None) -> bytes:
         """The JSON-RPC response to send the client (an error response when the call failed).
@@ -245,7 +248,7 @@ class FastCalls:
             )
         except AggregatorError as exc:
             return self._error(plan, exc)
-        shaped = self._shaped(line, plan)
+        shaped = self._relayed(line, plan)
         return shaped if shaped is not None else await self._asked_back(plan)
 
     def answer_soon(
@@ -266,14 +269,21 @@ class FastCalls:
         route = plan.route
 
         def settle(outcome: bytes | UpstreamError) -> None:
-            settled = pipeline.settled(route.invocation, outcome)
-            if isinstance(settled, bytes):
-                shaped = self._shaped(settled, plan)
-                # Only a modern upstream asks back, and such a call does not take this lane.
-                assert shaped is not None
-                deliver(shaped)
-            else:
-                deliver(self._error(plan, settled))
+            # Runs in the upstream reader's callback: whatever goes wrong here must fail this
+            # call only, never the reader every other call on that upstream depends on.
+            try:
+                settled = pipeline.settled(route.invocation, outcome)
+                if isinstance(settled, bytes):
+                    shaped = self._relayed(settled, plan)
+                    # Only a modern upstream asks back, and such a call does not take this lane.
+                    assert shaped is not None
+                    answer = shaped
+                else:
+                    answer = self._error(plan, settled)
+            except Exception:
+                logger.exception("tools/call %s: the upstream's answer could not be relayed", plan.tool)
+                answer = self.internal_error(plan)
+            deliver(answer)
 
         try:
             call = connection.submit_raw(plan.upstream, plan.headers, what=route.what, settle=settle, on_log=on_log)
@@ -286,11 +296,21 @@ class FastCalls:
         self.forwarded += 1
         return call
 
+    def _relayed(self, line: bytes, plan: FastPlan) -> bytes | None:
+        """``_shaped``, with an answer that is not JSON failing as the upstream's error."""
+        try:
+            return self._shaped(line, plan)
+        except orjson.JSONDecodeError as exc:
+            text = f"answered with a line that is not JSON: {exc}"
+            return self._error(plan, UpstreamCallError(plan.server, text, code=types.INTERNAL_ERROR))
+
     def _shaped(self, line: bytes, plan: FastPlan) -> bytes | None:
         """The upstream's answer ``line`` as the client gets it, or None when a handshake-era
         client's upstream asked back mid-call (``_asked_back`` answers then)."""
         if plan.handshake_version is not None:
             return self._for_handshake_era(line, plan)
+        if not plan.connection.modern:
+            return self._from_handshake_era(line, plan)
         match = _RESPONSE_HEAD.match(line)
         if match is not None and line[match.end() :].lstrip(b" \t\r\n,").startswith(b'"result"'):
             restamped = self._restamped(line)
@@ -299,6 +319,18 @@ class FastCalls:
                 head = match.group(0)
                 return head[: head.rindex(b'"agw:')] + orjson.dumps(plan.client_id) + restamped[match.end() :]
         return self._reencoded(line, plan.client_id)
+
+    @staticmethod
+    def invalid_result(plan: FastPlan) -> bytes:
+        """What the SDK's server answers for a result its client's version cannot carry."""
+        error = {"code": types.INTERNAL_ERROR, "message": "Handler returned an invalid result"}
+        return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+
+    @staticmethod
+    def internal_error(plan: FastPlan) -> bytes:
+        """The answer for a call the gateway itself failed (a bug, logged where it happened)."""
+        error = {"code": types.INTERNAL_ERROR, "message": "internal error in the gateway"}
+        return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
 
     def _error(self, plan: FastPlan, exc: AggregatorError) -> bytes:
         logger.warning("tools/call %s failed: %s", plan.tool, exc)
@@ -324,6 +356,26 @@ class FastCalls:
                 del result["_meta"]
         return self._handshake_result(plan, result)
 
+    def _from_handshake_era(self, line: bytes, plan: FastPlan) -> bytes:
+        """A handshake-era upstream's answer as the full pipeline gives it to a 2026-07-28
+        client: the result in that version's shape (``resultType``: such an upstream's result
+        is always complete), stamped with the gateway's ``serverInfo``."""
+        assert plan.modern_version is not None
+        answer = orjson.loads(line)
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            return self._reencoded(line, plan.client_id)
+        meta = result.get("_meta")
+        kept = protocol_free(meta) if isinstance(meta, dict) else {}
+        data = {**result, "resultType": "complete", "_meta": kept}
+        try:
+            shaped = serialize_server_result("tools/call", plan.modern_version, data)
+        except ValidationError:
+            logger.exception("tools/call %s: the upstream's result does not fit %s", plan.tool, plan.modern_version)
+            return self.invalid_result(plan)
+        shaped["_meta"] = {**kept, types.SERVER_INFO_META_KEY: self._server_info}
+        return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "result": shaped})
+
     async def _asked_back(self, plan: FastPlan) -> bytes:
         """A handshake-era client cannot be asked mid-call: the full pipeline answers the
         upstream's questions for it (refusals, or a retry for a state-only round). MRTR
@@ -346,10 +398,8 @@ class FastCalls:
         try:
             shaped = serialize_server_result("tools/call", plan.handshake_version, result)
         except ValidationError:
-            # What the SDK's server answers for a result its version cannot carry.
             logger.exception("tools/call %s: the upstream's result does not fit %s", plan.tool, plan.handshake_version)
-            error = {"code": types.INTERNAL_ERROR, "message": "Handler returned an invalid result"}
-            return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+            return self.invalid_result(plan)
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "result": shaped})
 
     def _restamped(self, line: bytes) -> bytes | None:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
-import orjson
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -174,8 +173,7 @@ class HandshakeSessions:
         # One call's failure must not look like the session's: an error response, as the
         # full pipeline gives for a failure of its own.
         logger.error("tools/call %s failed", plan.tool, exc_info=error)
-        message = {"code": -32603, "message": "internal error in the gateway"}
-        return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": message})
+        return FastCalls.internal_error(plan)
 
 
 async def _finish(session: HandshakeSession, send: Send, body: bytes | None, *, streaming: bool) -> None:

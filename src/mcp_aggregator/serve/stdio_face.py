@@ -36,7 +36,6 @@ from typing import Any, BinaryIO, Final, get_args
 
 import anyio
 import mcp_types as types
-import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -234,7 +233,15 @@ class _StdioFace:
 
     def _took(self, line: bytes) -> bool:
         """Whether ``line`` is dealt with here and now: a blank line, a fast call (sent on its
-        way), the cancellation of one. Every other line goes to the SDK, parsed."""
+        way), the cancellation of one. Every other line goes to the SDK, parsed (and a bug
+        met on the way sends it there too, instead of ending the face)."""
+        try:
+            return self._took_here(line)
+        except Exception:
+            logger.exception("the fast path failed on a line; the SDK server takes it")
+            return False
+
+    def _took_here(self, line: bytes) -> bool:
         if not line or line.isspace():
             return True
         if self._calls is not None and _TOOLS_CALL in line:
@@ -357,8 +364,7 @@ class _StdioFace:
             except Exception:
                 # One call's failure must not end the face and every other client's calls.
                 logger.exception("tools/call %s failed", plan.tool)
-                error = {"code": types.INTERNAL_ERROR, "message": "internal error in the gateway"}
-                answer = orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
+                answer = self._calls.internal_error(plan)
             await self._send(answer + b"\n")
         finally:
             self._in_flight.pop(plan.client_id, None)

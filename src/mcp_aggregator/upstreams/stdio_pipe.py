@@ -72,8 +72,10 @@ def message_id(head: bytes) -> str | int | None:
     match = _ID_IN_HEAD.search(head[:_HEAD_BYTES])
     if match is None:
         return None
-    raw = match.group(1)
-    return orjson.loads(raw)  # type: ignore[no-any-return]
+    try:
+        return orjson.loads(match.group(1))  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:
+        return None  # a string with a bad escape: no id anyone is waiting for
 
 
 def notification_params(line: bytes, method: str) -> dict[str, Any] | None:
