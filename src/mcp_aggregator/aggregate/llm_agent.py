@@ -191,11 +191,14 @@ class LlmAgent:
             if not uses:
                 return
             messages.append({"role": "assistant", "content": response.content})
-            replies: dict[str, ToolResultBlockParam] = {}
+            replies: dict[str, ToolResultBlockParam | list[RawResult]] = {}
             async with anyio.create_task_group() as tg:
                 for use in uses:
-                    tg.start_soon(self._call, use.id, use.name, use.input, by_name, max_results, outcome, ids, replies)
-            messages.append({"role": "user", "content": [replies[use.id] for use in uses]})
+                    tg.start_soon(self._call, use.id, use.name, use.input, by_name, max_results, outcome, replies)
+            # Results are numbered in the order the model asked, not the order the servers
+            # answered: the same conversation gives the same ids every time.
+            content = [_numbered(use.id, replies[use.id], ids, outcome) for use in uses]
+            messages.append({"role": "user", "content": content})
 
     async def _call(
         self,
@@ -205,8 +208,7 @@ class LlmAgent:
         by_name: Mapping[str, AgentTool],
         max_results: int,
         outcome: AgentOutcome,
-        ids: dict[str, RawResult],
-        replies: dict[str, ToolResultBlockParam],
+        replies: dict[str, ToolResultBlockParam | list[RawResult]],
     ) -> None:
         tool = by_name.get(name)
         query = arguments.get("query") if isinstance(arguments, Mapping) else None
@@ -230,15 +232,25 @@ class LlmAgent:
         if error is not None:
             replies[use_id] = _tool_result(use_id, error, is_error=True)
             return
-        lines = []
-        for item in found:
-            result_id = next((key for key, seen in ids.items() if seen.content == item.content), None)
-            if result_id is None:
-                result_id = f"r{len(ids) + 1}"
-                ids[result_id] = item
-                outcome.seen.append(item)
-            lines.append(f"[{result_id}] {_excerpt(item.content)}")
-        replies[use_id] = _tool_result(use_id, "\n".join(lines) or "no results")
+        replies[use_id] = list(found)
+
+
+def _numbered(
+    use_id: str, reply: ToolResultBlockParam | list[RawResult], ids: dict[str, RawResult], outcome: AgentOutcome
+) -> ToolResultBlockParam:
+    """A call's results as the model reads them, each with its id (a result seen before
+    keeps the id it had); an error reply as it is."""
+    if not isinstance(reply, list):
+        return reply
+    lines = []
+    for item in reply:
+        result_id = next((key for key, seen in ids.items() if seen.content == item.content), None)
+        if result_id is None:
+            result_id = f"r{len(ids) + 1}"
+            ids[result_id] = item
+            outcome.seen.append(item)
+        lines.append(f"[{result_id}] {_excerpt(item.content)}")
+    return _tool_result(use_id, "\n".join(lines) or "no results")
 
 
 def agent_tools(servers: Sequence[tuple[QueryTarget, QueryPlan]]) -> list[AgentTool]:
