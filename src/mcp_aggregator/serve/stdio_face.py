@@ -208,7 +208,7 @@ class _StdioFace:
             start = end + 1
             # Lines are taken in order: behind one waiting for the SDK, the rest wait too.
             if self._backlog or not self._took(line):
-                self._queue(line)
+                self._backlog.add(line)
         if start < len(chunk):
             parts.append(chunk[start:])
 
@@ -220,7 +220,7 @@ class _StdioFace:
             line = b"".join(self._parts)
             self._parts.clear()
             if self._backlog or not self._took(line):
-                self._queue(line)
+                self._backlog.add(line)
         self._backlog.end()
 
     def _pause_input(self) -> None:
@@ -253,9 +253,6 @@ class _StdioFace:
                 self._start(plan)
                 return True
         return bool(self._in_flight) and _CANCELLED in line and self._cancelled_here(line)
-
-    def _queue(self, line: bytes) -> None:
-        self._backlog.add(line)
 
     async def _forward(self, inbox: Inbox) -> None:
         """Hand the queued lines to the SDK server, in order (a fast call queued behind an SDK

@@ -43,6 +43,7 @@ from mcp_aggregator.errors import (
 )
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.http_raw import HttpRaw
+from mcp_aggregator.upstreams.raw_call import AwaitedRawCall, RawCall, RawSettle
 from mcp_aggregator.upstreams.stdio_pipe import LogSink, StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
 
@@ -59,83 +60,6 @@ class _Abortable(Protocol):
     def cancel(self) -> Any: ...
 
 
-class _RawCall:
-    """A raw call in flight, for drain and its timeout: cancels its task. The raw calls are
-    the fast path, and an anyio cancel scope per call costs several times this."""
-
-    __slots__ = ("cancelled", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        if not self.cancelled:
-            self.cancelled = True
-            self.task.cancel()
-
-class RawCall:
-    """A raw call answered by callback (``UpstreamConnection.submit_raw``), over a stdio pipe
-    or a pooled HTTP connection.
-
-    Tracked for drain and bounded by the tool timeout as any call is; ``withdraw`` is the
-    caller giving up (the client cancelled or left), after which nothing is settled.
-    """
-
-    __slots__ = ("_connection", "_settle", "_timer", "_withdraw", "done", "what")
-
-    def __init__(self, connection: UpstreamConnection, what: str, settle: RawSettle) -> None:
-        self._connection = connection
-        self._settle = settle
-        self._timer: asyncio.TimerHandle | None = None
-        self._withdraw: Callable[[], None] = _nothing
-        """Tells the upstream side the call is given up (a cancellation, a closed exchange)."""
-        self.what = what
-        self.done = False
-
-    def _answered(self, outcome: bytes | Exception) -> None:
-        """From the upstream's reader: the answer or the error that ended the exchange."""
-        if not self._finish():
-            return
-        if isinstance(outcome, bytes | UpstreamError):
-            self._settle(outcome)
-        else:
-            self._settle(self._connection._closed_error(self.what, describe_error(outcome)))
-
-    def cancel(self) -> None:
-        """The timeout, or a drain aborting the call: it fails with the reason, and the
-        upstream is told."""
-        conn = self._connection
-        reason = conn._abort_reason.pop(self, None)
-        if not self._finish():
-            return
-        self._withdraw()
-        if reason is not None:
-            self._settle(UpstreamClosedError(conn.name, f"{reason} while {self.what}"))
-        else:
-            limit = conn.config.tool_timeout_secs
-            self._settle(UpstreamTimeoutError(conn.name, f"timeout after {limit:g}s while {self.what}"))
-
-    def withdraw(self) -> None:
-        if self._finish():
-            self._withdraw()
-
-    def _finish(self) -> bool:
-        if self.done:
-            return False
-        self.done = True
-        if self._timer is not None:
-            self._timer.cancel()
-        self._connection._untrack(self)
-        return True
-
-
-def _nothing() -> None:
-    pass
-
-
-RawSettle = Callable[[bytes | UpstreamError], None]
-"""Takes a raw call's outcome: the upstream's answer line, untouched, or the error that ended it."""
 ToolsChanged = Callable[["UpstreamConnection"], None]
 ResultT = TypeVar("ResultT")
 
@@ -686,18 +610,18 @@ class UpstreamConnection:
         self._require_client()
         call = RawCall(self, what, settle)
         if self.pipe is not None:
-            ident = self.pipe.submit(message, call._answered, on_log)
-            call._withdraw = functools.partial(self.pipe.withdraw, ident)
+            ident = self.pipe.submit(message, call.answered, on_log)
+            withdraw: Callable[[], None] = functools.partial(self.pipe.withdraw, ident)
         elif self.http_raw is not None:
             message["id"] = f"agw:{next(self._raw_ids)}"
-            exchange = self.http_raw.submit(message, headers, call._answered, on_log)
+            exchange = self.http_raw.submit(message, headers, call.answered, on_log)
             if exchange is None:
                 return None
-            call._withdraw = exchange.withdraw
+            withdraw = exchange.withdraw
         else:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
         self._track(call, what)
-        call._timer = asyncio.get_running_loop().call_later(self.config.tool_timeout_secs, call.cancel)
+        call.start(withdraw, self.config.tool_timeout_secs)
         return call
 
     async def call_raw(
@@ -719,7 +643,7 @@ class UpstreamConnection:
         else:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
         limit = self.config.tool_timeout_secs
-        call = _RawCall(task)
+        call = AwaitedRawCall(task)
         self._track(call, what)
         timer = task.get_loop().call_later(limit, call.cancel)
         try:
@@ -735,7 +659,7 @@ class UpstreamConnection:
             raise self._closed_error(what, describe_error(exc)) from exc
         finally:
             timer.cancel()
-            self._untrack(call)
+            self.untrack(call)
         return answer
 
     async def send(
@@ -782,16 +706,20 @@ class UpstreamConnection:
         except _TRANSPORT_ERRORS as exc:
             raise self._closed_error(what, describe_error(exc)) from exc
         finally:
-            self._untrack(scope)
+            self.untrack(scope)
         if not done:
             self._raise_aborted(scope, what, limit)
         return result
 
     def _raise_aborted(self, scope: _Abortable, what: str, limit: float) -> NoReturn:
+        raise self.aborted_error(scope, what, limit)
+
+    def aborted_error(self, scope: _Abortable, what: str, limit: float) -> UpstreamError:
+        """Why ``scope`` was cancelled: a drain's reason, or else its timeout."""
         reason = self._abort_reason.pop(scope, None)
         if reason is not None:
-            raise UpstreamClosedError(self.name, f"{reason} while {what}")
-        raise UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
+            return UpstreamClosedError(self.name, f"{reason} while {what}")
+        return UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
 
     async def ping(self, timeout_secs: float = 5.0) -> None:
         """A liveness probe that works in both protocol eras (one page of ``tools/list``)."""
@@ -803,7 +731,7 @@ class UpstreamConnection:
             self._tags[scope] = tag
         self._on_activity()
 
-    def _untrack(self, scope: _Abortable) -> None:
+    def untrack(self, scope: _Abortable) -> None:
         self._inflight.pop(scope, None)
         self._tags.pop(scope, None)
         if not self._inflight and self._idle is not None:
@@ -815,6 +743,10 @@ class UpstreamConnection:
         if exc.error.code == CONNECTION_CLOSED:
             return self._closed_error(what, "connection closed")
         return UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data)
+
+    def closed_by(self, what: str, exc: BaseException) -> UpstreamClosedError:
+        """The error for a call whose transport failed with ``exc`` (the session ends)."""
+        return self._closed_error(what, describe_error(exc))
 
     def _closed_error(self, what: str, detail: str) -> UpstreamClosedError:
         self.close_reason = f"upstream went away ({detail})"
