@@ -176,9 +176,7 @@ class PrebuiltTarget:
         self.name = name
         self.result = result
         self.tools = [
-            mcp_types.Tool(
-                name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
-            )
+            mcp_types.Tool(name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}})
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
@@ -222,9 +220,7 @@ async def timed(fn: Callable[[], Awaitable[object]]) -> float:
 
 async def bench_added_latency(repeat: int) -> list[Row]:
     corpus = make_corpus(10, 15, 0.1)
-    servers = {
-        f"server{i}": search_server(f"server{i}", docs, UPSTREAM_DELAY_S) for i, docs in enumerate(corpus)
-    }
+    servers = {f"server{i}": search_server(f"server{i}", docs, UPSTREAM_DELAY_S) for i, docs in enumerate(corpus)}
     engine = AggregatorEngine(AggregatorSettings(), clock=lambda: NOW)
     request = QueryRequest(QUERY, 30)
     direct: list[float] = []
@@ -262,9 +258,7 @@ async def bench_memory() -> list[Row]:
     request = QueryRequest(QUERY, 100)
     engine = AggregatorEngine(AggregatorSettings(), clock=lambda: NOW)
     prebuilt = [
-        PrebuiltTarget(
-            f"server{i}", mcp_types.CallToolResult(content=[], structured_content={"result": docs})
-        )
+        PrebuiltTarget(f"server{i}", mcp_types.CallToolResult(content=[], structured_content={"result": docs}))
         for i, docs in enumerate(corpus)
     ]
     engine_only = await peak_mb(lambda: engine.query(request, prebuilt))
@@ -369,8 +363,6 @@ async def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     anyio.run(main, parser.parse_args().quick)

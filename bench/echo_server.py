@@ -1,4 +1,5 @@
-"""Echo MCP server (``echo`` and ``blob``), the upstream for ``proxy_bench.py``.
+"""Echo MCP server, the upstream for ``proxy_bench.py``: tools ``echo`` and ``blob``, a prompt
+``echo`` (argument ``text``) and a resource ``echo://static``.
 
 Usage::
 
@@ -33,6 +34,18 @@ def blob(size: int) -> str:
     """Return ``size`` bytes of text, for timing large results through a proxy (the SDK sends
     a str result twice, as text content and as structuredContent: ~2x ``size`` on the wire)."""
     return "x" * size
+
+
+@app.prompt()
+def echo_prompt(text: str) -> str:
+    """A user message saying ``text``."""
+    return text
+
+
+@app.resource("echo://static", mime_type="text/plain")
+def static() -> str:
+    """A short fixed text."""
+    return "static echo resource"
 
 
 async def serve_http(port: int, *, stateless: bool, json_response: bool) -> None:

@@ -66,16 +66,12 @@ def load_catalogue(path: Path = DATA) -> list[ServerEntry]:
             name = f"{base}-{n}"
         taken.add(name)
         tools = tuple(
-            types.Tool(
-                name=tool["name"], description=tool.get("description"), input_schema=tool["inputSchema"]
-            )
+            types.Tool(name=tool["name"], description=tool.get("description"), input_schema=tool["inputSchema"])
             for group in record["tools"].values()
             for tool in group["tools"]
         )
         entries.append(
-            ServerEntry(
-                name, record["name"], record.get("description") or "", record.get("category") or "", tools
-            )
+            ServerEntry(name, record["name"], record.get("description") or "", record.get("category") or "", tools)
         )
     return entries
 
@@ -99,9 +95,7 @@ def build_server(entry: ServerEntry) -> Server[Any]:
         text = call_text(entry, params.name, params.arguments)
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
-    return Server(
-        entry.name, description=entry.description or None, on_list_tools=list_tools, on_call_tool=call_tool
-    )
+    return Server(entry.name, description=entry.description or None, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -110,9 +104,7 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--server", help="sanitised name of the server to serve on stdio")
     group.add_argument("--list", action="store_true", help="print 'name<TAB>tools<TAB>original name' lines")

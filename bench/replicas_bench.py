@@ -125,12 +125,15 @@ async def wait_healthy(url: str, within: float = 60) -> None:
 
 def write_config(directory: Path, schema: str, port: int) -> Path:
     config = {
-        "servers": [
-            {"name": "echo", "transport": "stdio", "command": sys.executable, "args": [str(ECHO), "stdio"]}
-        ],
+        "servers": [{"name": "echo", "transport": "stdio", "command": sys.executable, "args": [str(ECHO), "stdio"]}],
         "registry": {"database_url": PG_URL, "pg_schema": schema},
-        "serve": {"host": "127.0.0.1", "port": port, "admin_token": TOKEN, "exposure": "passthrough",
-                  "data_dir": str(directory / "data")},
+        "serve": {
+            "host": "127.0.0.1",
+            "port": port,
+            "admin_token": TOKEN,
+            "exposure": "passthrough",
+            "data_dir": str(directory / "data"),
+        },
         "search": {"embedder": "none"},
     }
     path = directory / f"config-{port}.yaml"

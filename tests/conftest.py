@@ -175,7 +175,11 @@ def npm_server(name: str, binary: str, *args: str, env: dict[str, str] | None = 
             pytest.fail(f"{path} is missing; run ./scripts/bootstrap.sh")
         pytest.skip(f"{path} is missing; run ./scripts/bootstrap.sh")
     return ServerConfig(
-        name=name, transport="stdio", command=str(path), args=args, env=env or {}  # type: ignore[arg-type]
+        name=name,
+        transport="stdio",
+        command=str(path),
+        args=args,
+        env=env or {},  # type: ignore[arg-type]
     )
 
 

@@ -12,6 +12,7 @@ from .procs import BENCH
 
 PARTS = ("main", "side", "large", "idle")
 SIDE_PEERS = ("direct", "relay", "gateway")
+SIDE_METHODS = ("tools/call", "prompts/get", "resources/read")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Options:
     """The paths whose c=1 calls the side-by-side part interleaves."""
     side_calls: int = 2000
     side_seconds: float = 60.0
+    side_method: str = "tools/call"
+    """What the side part's calls are: the echo tool, the echo prompt, or a read of ``echo://static``."""
 
 
 def _ints(text: str, name: str) -> tuple[int, ...]:
@@ -75,6 +78,12 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
     )
     parser.add_argument("--side-calls", type=int, help="rounds of the side part, one call per path (default 2000)")
     parser.add_argument("--side-seconds", type=float, help="time cap of the side part per pair (default 60)")
+    parser.add_argument(
+        "--side-method",
+        choices=SIDE_METHODS,
+        default="tools/call",
+        help="the request the side part times (default tools/call)",
+    )
     parser.add_argument("--parts", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
     parser.add_argument("--profile", action="store_true", help="py-spy the gateway at http-http c=1")
     parser.add_argument(
@@ -116,6 +125,7 @@ def parse_options(argv: Sequence[str] | None = None, description: str = "") -> O
             side_peers=_subset(args.side_peers or ",".join(SIDE_PEERS), PEERS, "--side-peers"),
             side_calls=args.side_calls or (100 if quick else 2000),
             side_seconds=args.side_seconds or (10.0 if quick else 60.0),
+            side_method=args.side_method,
         )
     except (argparse.ArgumentTypeError, ValueError) as exc:
         parser.error(str(exc))

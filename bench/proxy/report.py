@@ -150,7 +150,8 @@ def goal_verdicts(rows: Sequence[Row], idle: Sequence[IdleRow], side: Sequence[S
         paired = f", paired {s.paired_added_ms:+.2f} ms" if s.paired_added_ms is not None else ""
         verdict(
             s.added_p50_ms <= goal,
-            f"{s.pair} c=1 side by side: added p50 {s.added_p50_ms:+.2f} ms{paired} (goal <= {goal} ms){beside}",
+            f"{s.pair} c=1 side by side ({s.method}): added p50 {s.added_p50_ms:+.2f} ms{paired} "
+            f"(goal <= {goal} ms){beside}",
         )
         decided.add(s.pair)
     for r in rows:
@@ -202,6 +203,7 @@ def machine_bound(row: Row, rows: Sequence[Row]) -> str:
     machine's cores: the CPU the whole path spends per call (client, proxy, upstream) against
     the direct path's. For a pair that changes transport, also the same client straight to an
     upstream of its own transport, which costs the client what the gateway path costs it."""
+
     def total(r: Row) -> float | None:
         parts = [r.cpu_ms_per_call.get(k) for k in ("client", "proxy", "upstream")]
         known = [p for p in parts if p is not None]

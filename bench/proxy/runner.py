@@ -92,8 +92,9 @@ async def measure_path(
 
 def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
     """The main table; with ``--rounds`` it is measured that many times (every path in turn
-    each round, so a slow minute of the machine hits them alike) and each cell is its median
-    round: on two shared cores one round's ratio moves by tens of percent."""
+    each round, so a slow minute of the machine hits them alike, starting one path later each
+    round, so that no path is always the first or the last) and each cell is its median round:
+    on two shared cores one round's ratio moves by tens of percent."""
     ignore_existing_children()
     rounds = []
     for index in range(options.rounds):
@@ -101,7 +102,7 @@ def run_main(options: Options, env: PathEnv, http_upstream: Upstream, profile_li
             print(f"round {index + 1} of {options.rounds}:", flush=True)
         # The profile is taken once: py-spy slows the row it samples.
         once = options if index == 0 else dataclasses.replace(options, profile=False)
-        rounds.append(run_round(once, env, http_upstream, profile_lines))
+        rounds.append(run_round(once, env, http_upstream, profile_lines, rotate=index))
     return rounds[0] if len(rounds) == 1 else median_rows(rounds)
 
 
@@ -127,13 +128,20 @@ def median_rows(rounds: Sequence[Sequence[Row]]) -> list[Row]:
     return merged
 
 
-def run_round(options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str]) -> list[Row]:
+def run_round(
+    options: Options, env: PathEnv, http_upstream: Upstream, profile_lines: list[str], *, rotate: int = 0
+) -> list[Row]:
+    """One measurement of every path of every pair; each pair's paths are taken starting at
+    the ``rotate``-th (the rows come back in the options' order all the same)."""
     results: list[Row] = []
     direct_runs: dict[tuple[str, tuple[int, ...]], list[Row]] = {}
+    start = rotate % len(options.peers)
+    order = options.peers[start:] + options.peers[:start]
     for pair_text in options.pairs:
         pair = Pair.parse(pair_text)
         upstream = http_upstream if pair.upstream == "http" else Upstream("stdio")
-        for peer in options.peers:
+        by_peer: dict[str, list[Row]] = {}
+        for peer in order:
             rows = [Row(pair_text, peer, c) for c in options.concurrency]
             reason = unsupported(peer, pair)
             sessions = [sessions_for(peer, pair, c, options) for c in options.concurrency]
@@ -161,7 +169,9 @@ def run_round(options: Options, env: PathEnv, http_upstream: Upstream, profile_l
                 print(f"  {pair_text:11} {peer:12} n/a: {reason}", flush=True)
                 for row in rows:
                     row.note = reason
-            results.extend(rows)
+            by_peer[peer] = rows
+        for peer in options.peers:
+            results.extend(by_peer[peer])
     compare_to_direct(results)
     return results
 
@@ -190,7 +200,7 @@ def main(argv: Sequence[str] | None = None, description: str = "") -> int:
             if "main" in options.parts:
                 rows = run_main(options, env, http_upstream, profile_lines)
             if "side" in options.parts:
-                print("side by side at c=1 (one call per path per round):", flush=True)
+                print(f"side by side at c=1 ({options.side_method}, one per path per round):", flush=True)
                 side = run_side(options, env, http_upstream)
             if "large" in options.parts:
                 print("large results:", flush=True)
@@ -204,7 +214,10 @@ def main(argv: Sequence[str] | None = None, description: str = "") -> int:
             "tool calls: ratios vs direct; cpu/call (ms) and peak RSS summed over the proxy processes",
             format_main(rows) if rows else "",
         ),
-        ("c=1 side by side: calls interleaved one by one; added vs direct", format_side(side) if side else ""),
+        (
+            f"c=1 side by side: {options.side_method} interleaved one by one; added vs direct",
+            format_side(side) if side else "",
+        ),
         (f"large results (timeout {options.large_timeout:.0f} s)", format_large(large) if large else ""),
         ("held-open sessions against the gateway (HTTP)", format_idle(idle) if idle else ""),
         ("goals (issue 13)", "\n".join(verdicts)),

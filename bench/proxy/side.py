@@ -20,7 +20,7 @@ import anyio
 from mcp import Client
 
 from .idle import ERAS
-from .measure import find_tool, open_sessions, summarize_latencies
+from .measure import find_tool, open_sessions, resolve_tool, summarize_latencies
 from .options import Options
 from .paths import Endpoint, Pair, PathEnv, Unavailable, Upstream, start_path, unsupported
 from .procs import describe
@@ -39,25 +39,47 @@ class SideRow:
     """This path's p50 minus direct's."""
     paired_added_ms: float | None = None
     """The median over rounds of (this path's call - direct's call in the same round)."""
+    method: str = "tools/call"
     note: str | None = None
     failure: str | None = None
 
 
-async def _call(client: Client, tool: str) -> float | None:
-    """One call's seconds, or None for an error (an error is counted, not timed)."""
+RESOURCE_URI = "echo://static"
+
+
+async def _call(client: Client, method: str, target: str) -> float | None:
+    """One request's seconds, or None for an error (an error is counted, not timed)."""
     start = time.perf_counter()
     try:
-        result = await client.call_tool(tool, {"text": "ping"})
+        if method == "tools/call":
+            if (await client.call_tool(target, {"text": "ping"})).is_error:
+                return None
+        elif method == "prompts/get":
+            await client.get_prompt(target, {"text": "ping"})
+        else:
+            await client.read_resource(target)
     except Exception:
         return None
-    elapsed = time.perf_counter() - start
-    return None if result.is_error else elapsed
+    return time.perf_counter() - start
+
+
+async def _target(client: Client, method: str) -> str:
+    """The echo tool's or prompt's name on this path, or the resource's URI (unchanged through a
+    gateway in front of one server)."""
+    if method == "resources/read":
+        await find_tool(client, "echo")  # the upstream is connected once its tools show
+        return RESOURCE_URI
+    if method == "prompts/get":
+        await find_tool(client, "echo")
+        return resolve_tool([prompt.name for prompt in (await client.list_prompts()).prompts], "echo_prompt")
+    return await find_tool(client, "echo")
 
 
 async def interleave(endpoints: Sequence[tuple[str, Endpoint]], pair: str, options: Options) -> list[SideRow]:
     """Warm every path up, then make rounds of one call per path until the call count or the
     time cap (``--side-seconds``) is reached."""
-    rows = [SideRow(pair, peer) for peer, _ in endpoints]
+    method = options.side_method
+    rows = [SideRow(pair, peer, method=method) for peer, _ in endpoints]
     latencies: list[list[float]] = [[] for _ in endpoints]
     differences: list[list[float]] = [[] for _ in endpoints]
     mode = ERAS[options.era]
@@ -69,10 +91,10 @@ async def interleave(endpoints: Sequence[tuple[str, Endpoint]], pair: str, optio
             if pool.open_errors:
                 raise RuntimeError(f"{peer}: the session failed to open: {pool.open_errors[0]}")
             clients.append(pool.clients[0])
-            tools.append(await find_tool(pool.clients[0], "echo"))
+            tools.append(await _target(pool.clients[0], method))
         for _ in range(options.warmup):
             for client, tool in zip(clients, tools, strict=True):
-                await _call(client, tool)
+                await _call(client, method, tool)
         direct = next((i for i, (peer, _) in enumerate(endpoints) if peer == "direct"), None)
         deadline = time.perf_counter() + options.side_seconds
         count = len(endpoints)
@@ -82,7 +104,7 @@ async def interleave(endpoints: Sequence[tuple[str, Endpoint]], pair: str, optio
             taken: list[float | None] = [None] * count
             for step in range(count):
                 index = (round_index + step) % count
-                taken[index] = await _call(clients[index], tools[index])
+                taken[index] = await _call(clients[index], method, tools[index])
             base = taken[direct] if direct is not None else None
             for index, seconds in enumerate(taken):
                 if seconds is None:
@@ -111,7 +133,11 @@ def run_side(options: Options, env: PathEnv, http_upstream: Upstream) -> list[Si
     for pair_text in options.pairs:
         pair = Pair.parse(pair_text)
         upstream = http_upstream if pair.upstream == "http" else Upstream("stdio")
-        absent = [SideRow(pair_text, p, note=r) for p in options.side_peers if (r := unsupported(p, pair))]
+        absent = [
+            SideRow(pair_text, p, note=r, method=options.side_method)
+            for p in options.side_peers
+            if (r := unsupported(p, pair))
+        ]
         peers = [p for p in options.side_peers if unsupported(p, pair) is None]
         print(f"  {pair_text:11} {', '.join(peers)} interleaved ...", end="", flush=True)
         try:
@@ -119,9 +145,9 @@ def run_side(options: Options, env: PathEnv, http_upstream: Upstream) -> list[Si
                 endpoints = [(peer, stack.enter_context(start_path(peer, pair, upstream, env))) for peer in peers]
                 rows = anyio.run(interleave, endpoints, pair_text, options)
         except Unavailable as exc:
-            rows = [SideRow(pair_text, peer, note=str(exc)) for peer in peers]
+            rows = [SideRow(pair_text, peer, note=str(exc), method=options.side_method) for peer in peers]
         except Exception as exc:  # one broken pair must not hide the others' figures
-            rows = [SideRow(pair_text, peer, failure=describe(exc)[:300]) for peer in peers]
+            rows = [SideRow(pair_text, peer, failure=describe(exc)[:300], method=options.side_method) for peer in peers]
         measured = ", ".join(f"{r.peer} {r.p50_ms:.2f} ms" for r in rows if r.calls)
         print(f" {measured or 'failed'}", flush=True)
         results.extend(rows + absent)

@@ -50,7 +50,7 @@ async def test_with_no_admin_token_configured_the_api_wants_the_one_made_at_firs
             assert page.status_code == 200, "the page itself carries no data"
             assert page.headers["x-frame-options"] == "DENY"
             assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
-            assert 'new URLSearchParams(location.hash.slice(1))' in page.text
+            assert "new URLSearchParams(location.hash.slice(1))" in page.text
         async with face.admin() as admin:
             assert (await admin.get(f"{API}/servers")).status_code == 200
         first = face.admin_token

@@ -47,8 +47,11 @@ def test_binding_beyond_loopback_without_client_auth_for_mcp_is_refused() -> Non
 def test_binding_is_allowed_on_loopback_or_with_client_auth() -> None:
     check_bind_allowed(ServeSettings(host="127.0.0.1"))
     check_bind_allowed(ServeSettings(host="0.0.0.0", mcp_tokens=("a-client-token-0123456789",)))
-    oauth = {"issuer": "https://id.example.com", "audience": "https://gw.example.com/mcp",
-             "jwks_url": "https://id.example.com/jwks"}
+    oauth = {
+        "issuer": "https://id.example.com",
+        "audience": "https://gw.example.com/mcp",
+        "jwks_url": "https://id.example.com/jwks",
+    }
     check_bind_allowed(ServeSettings.model_validate({"host": "0.0.0.0", "oauth": oauth}))
 
 

@@ -92,17 +92,15 @@ def test_rules_match_case_insensitively() -> None:
 
 
 def test_weights_are_normalised_so_any_positive_sum_works() -> None:
-    assert RankingWeights(
-        keyword_match=2, freshness=0, server_reputation=0, length_penalty=0
-    ).normalised() == (
+    assert RankingWeights(keyword_match=2, freshness=0, server_reputation=0, length_penalty=0).normalised() == (
         1.0,
         0.0,
         0.0,
         0.0,
     )
-    assert sum(
-        RankingWeights(keyword_match=3, freshness=1, server_reputation=1, length_penalty=1).normalised()
-    ) == (pytest.approx(1.0))
+    assert sum(RankingWeights(keyword_match=3, freshness=1, server_reputation=1, length_penalty=1).normalised()) == (
+        pytest.approx(1.0)
+    )
 
 
 @pytest.mark.parametrize(
@@ -149,11 +147,7 @@ def test_weights_are_normalised_so_any_positive_sum_works() -> None:
         ({"rankingWeights": {"recency": 1}}, "aggregator.rankingWeights.recency: unknown field"),
         ({"bogus": 1}, "aggregator.bogus: unknown field"),
         (
-            {
-                "servers": {
-                    "m": {"queryTool": "t", "queryArgument": "q", "argumentsTemplate": {"q": "{query}"}}
-                }
-            },
+            {"servers": {"m": {"queryTool": "t", "queryArgument": "q", "argumentsTemplate": {"q": "{query}"}}}},
             "aggregator.servers.m: give either queryArgument or argumentsTemplate, not both",
         ),
         (

@@ -101,10 +101,7 @@ def test_dedup_matches_brute_force_pairwise_definition_when_all_fit() -> None:
     expected: list[str] = []
     for item in items:
         norm = normalise(item.raw.content)
-        if all(
-            norm != normalise(k) and Levenshtein.normalized_similarity(norm, normalise(k)) <= 0.9
-            for k in expected
-        ):
+        if all(norm != normalise(k) and Levenshtein.normalized_similarity(norm, normalise(k)) <= 0.9 for k in expected):
             expected.append(item.raw.content)
     assert kept(outcome.kept) == expected
     assert outcome.duplicates == len(items) - len(expected)

@@ -64,9 +64,7 @@ def engine(**raw: Any) -> AggregatorEngine:
     return AggregatorEngine(AggregatorSettings.from_mapping({**FAST, **raw}), clock=lambda: NOW)
 
 
-def request(
-    query: str = "react hooks state", max_results: int = 30, servers: Sequence[str] = ()
-) -> QueryRequest:
+def request(query: str = "react hooks state", max_results: int = 30, servers: Sequence[str] = ()) -> QueryRequest:
     return QueryRequest(query=query, max_results=max_results, servers=tuple(servers))
 
 
@@ -108,9 +106,7 @@ async def test_results_from_several_servers_are_ranked_deduplicated_and_counted(
     assert [r["rank"] for r in results] == list(range(1, distinct + 1))
     assert all(set(r) == {"content", "server", "relevanceScore", "rank", "timestamp"} for r in results)
     assert all(r["timestamp"] == NOW_TEXT for r in results)
-    assert [r["relevanceScore"] for r in results] == sorted(
-        (r["relevanceScore"] for r in results), reverse=True
-    )
+    assert [r["relevanceScore"] for r in results] == sorted((r["relevanceScore"] for r in results), reverse=True)
     assert {r["content"] for r in results} <= set(raw_contents)
     assert payload["metadata"] == {
         "serversQueried": 3,
@@ -156,10 +152,7 @@ async def test_same_query_twice_gives_identical_output_apart_from_processing_tim
 
 
 async def test_max_results_caps_the_answer_and_metadata_says_so() -> None:
-    docs = [
-        f"document {i} about hooks number {i * 7919 % 1000} in topic {chr(65 + i % 26)}" * 3
-        for i in range(40)
-    ]
+    docs = [f"document {i} about hooks number {i * 7919 % 1000} in topic {chr(65 + i % 26)}" * 3 for i in range(40)]
     async with connect_targets({"big": list_server("big", docs)}) as targets:
         response = await engine(dedupThreshold=1.0).query(request("hooks", max_results=10), targets)
     assert response.metadata.results_returned == 10
@@ -238,9 +231,7 @@ async def test_one_success_among_failures_is_a_partial_answer() -> None:
     assert (response.metadata.servers_queried, response.metadata.servers_succeeded) == (2, 1)
     assert response.metadata.server_diversity == 0.5
     metadata = response.to_json()["metadata"]
-    assert metadata["failedServers"] == [
-        {"server": "broken", "reason": "Error executing tool search: index offline"}
-    ]
+    assert metadata["failedServers"] == [{"server": "broken", "reason": "Error executing tool search: index offline"}]
     assert metadata["skippedServers"] == [{"server": "calc", "reason": "no usable query tool"}]
 
 
@@ -279,9 +270,7 @@ async def test_rules_pick_servers_and_explicit_servers_override_them() -> None:
 async def test_configured_tool_gets_the_templated_arguments() -> None:
     seen: list[dict[str, Any]] = []
     settings = {
-        "servers": {
-            "kb": {"queryTool": "lookup", "argumentsTemplate": {"topic": "{query}", "limit": "{maxResults}"}}
-        }
+        "servers": {"kb": {"queryTool": "lookup", "argumentsTemplate": {"topic": "{query}", "limit": "{maxResults}"}}}
     }
     async with connect_targets({"kb": recording_server("kb", seen)}) as targets:
         response = await engine(**settings).query(request("hooks", max_results=20), targets)
@@ -308,9 +297,7 @@ async def test_huge_result_is_truncated_and_loses_to_short_ones() -> None:
 
 
 async def test_subprocess_server_over_stdio_answers() -> None:
-    async with connect_targets(
-        {"sub": stdio_params("search"), "local": list_server("local", ALPHA_DOCS)}
-    ) as targets:
+    async with connect_targets({"sub": stdio_params("search"), "local": list_server("local", ALPHA_DOCS)}) as targets:
         response = await engine().query(request(), targets)
     assert response.metadata.servers_succeeded == 2
     assert {r.server for r in response.results} == {"sub", "local"}

@@ -19,8 +19,7 @@ pytestmark = [
     pytest.mark.npm,
     pytest.mark.skipif(
         not MEMORY_BIN.exists() or shutil.which("node") is None,
-        reason="needs node and @modelcontextprotocol/server-memory at "
-        f"{MEMORY_BIN} (run npm install in upstreams/)",
+        reason=f"needs node and @modelcontextprotocol/server-memory at {MEMORY_BIN} (run npm install in upstreams/)",
     ),
 ]
 

@@ -12,9 +12,7 @@ from mcp_aggregator.aggregate.query_tool_detection import (
 )
 
 
-def tool(
-    name: str, properties: dict[str, Any], required: list[str] | None = None, **extra: Any
-) -> mcp_types.Tool:
+def tool(name: str, properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> mcp_types.Tool:
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required is not None:
         schema["required"] = required
@@ -131,9 +129,7 @@ def test_arguments_template_fills_query_everywhere_and_max_results_as_integer() 
         "tags": ["{query}", 1],
         "limit": "{maxResults}",
     }
-    plan = plan_query(
-        [tool("lookup", {})], ServerQuerySettings(query_tool="lookup", arguments_template=template)
-    )
+    plan = plan_query([tool("lookup", {})], ServerQuerySettings(query_tool="lookup", arguments_template=template))
     assert isinstance(plan, QueryPlan)
     assert plan.arguments_for("hooks", 20) == {
         "topic": "hooks",

@@ -43,9 +43,7 @@ def raw(
         ("?!", "anything", 0.0),
     ],
 )
-def test_keyword_match_is_the_saturating_share_of_query_stems_found(
-    query: str, content: str, expected: float
-) -> None:
+def test_keyword_match_is_the_saturating_share_of_query_stems_found(query: str, content: str, expected: float) -> None:
     assert keyword_match(query_terms(query), content) == pytest.approx(expected)
 
 
@@ -127,8 +125,7 @@ def test_same_results_in_any_arrival_order_rank_identically() -> None:
     rng = random.Random(7)
     words = ["react", "hooks", "state", "vue", "signal", "store", "redux", "context"]
     results = [
-        raw(" ".join(rng.choices(words, k=rng.randint(1, 12))), f"server{rng.randint(0, 4)}")
-        for _ in range(200)
+        raw(" ".join(rng.choices(words, k=rng.randint(1, 12))), f"server{rng.randint(0, 4)}") for _ in range(200)
     ]
     settings = AggregatorSettings()
     first = rank_results(results, query="react state hooks", settings=settings, now=NOW)
@@ -142,9 +139,7 @@ def test_same_results_in_any_arrival_order_rank_identically() -> None:
 
 def test_every_score_is_within_unit_interval_with_four_decimals() -> None:
     settings = AggregatorSettings(
-        ranking_weights=RankingWeights(
-            keyword_match=7, freshness=0.001, server_reputation=3, length_penalty=1
-        )
+        ranking_weights=RankingWeights(keyword_match=7, freshness=0.001, server_reputation=3, length_penalty=1)
     )
     results = [raw("react " * n, source_time=NOW - timedelta(days=n), length=n * 900) for n in range(50)]
     for scored in rank_results(results, query="react", settings=settings, now=NOW):

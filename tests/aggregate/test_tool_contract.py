@@ -139,9 +139,7 @@ def test_errors_map_to_the_contract_json_rpc_shapes() -> None:
         "data": {"field": "maxResults", "reason": "Must be between 10 and 100, got 500"},
     }
     failed = jsonrpc_error_of(
-        AggregationFailedError(
-            ["context7", "serena"], ["context7: timeout after 3s", "serena: connection refused"]
-        )
+        AggregationFailedError(["context7", "serena"], ["context7: timeout after 3s", "serena: connection refused"])
     )
     assert failed.model_dump() == {
         "code": -32603,

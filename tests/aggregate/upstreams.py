@@ -230,9 +230,7 @@ class ExplodingTarget:
 
     name = "buggy"
     tools: ClassVar[list[mcp_types.Tool]] = [
-        mcp_types.Tool(
-            name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}}
-        )
+        mcp_types.Tool(name="search", input_schema={"type": "object", "properties": {"query": {"type": "string"}}})
     ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:

@@ -150,7 +150,9 @@ def test_bad_pair_is_refused_naming_the_option(capsys: pytest.CaptureFixture[str
 
 
 def test_direct_and_gateway_over_http_complete_without_errors(tmp_path: Path) -> None:
-    argv = "--only http-http --peers direct,gateway --concurrency 1 --calls 20 --warmup 2 --row-seconds 60"
+    """Two rounds (the second starts with the gateway): the rows come back in the options'
+    order, each with both rounds' ratios."""
+    argv = "--only http-http --peers direct,gateway --concurrency 1 --calls 20 --warmup 2 --row-seconds 60 --rounds 2"
     options = parse_options([*argv.split(), "--parts", "main", "--json", str(tmp_path / "proxy.json")])
     with (tmp_path / "stdio.log").open("w") as errlog:
         env = PathEnv(tmp_path, errlog, serve_fields_known())
@@ -165,6 +167,7 @@ def test_direct_and_gateway_over_http_complete_without_errors(tmp_path: Path) ->
     assert gateway.calls_per_s > 0 and gateway.added_p50_ms is not None
     assert gateway.cpu_ms_per_call["proxy"] >= 0 and gateway.proxy_rss_peak_mb
     assert "proxy" not in direct.cpu_ms_per_call
+    assert len(gateway.round_throughput_pct) == 2 and not direct.round_throughput_pct
 
 
 def test_side_by_side_decides_the_latency_goal_and_names_the_floor() -> None:
@@ -176,7 +179,8 @@ def test_side_by_side_decides_the_latency_goal_and_names_the_floor() -> None:
     ]
     apart = Row("http-http", "gateway", 1, sessions=1, calls=100, p50_ms=9.0, calls_per_s=100, added_p50_ms=8.0)
     assert goal_verdicts([apart], [], side) == [
-        "PASS http-http c=1 side by side: added p50 +0.40 ms, paired +0.35 ms (goal <= 0.5 ms); the bare relay +0.30 ms"
+        "PASS http-http c=1 side by side (tools/call): added p50 +0.40 ms, paired +0.35 ms (goal <= 0.5 ms); "
+        "the bare relay +0.30 ms"
     ]
     table = format_side(side)
     assert "bare byte relay (floor)" in table and "FAILED: RuntimeError: boom" in table
@@ -190,13 +194,17 @@ def test_relay_is_only_a_peer_where_no_transport_changes() -> None:
         parse_options(["--side-peers", "direct,nginx"])
 
 
-def test_side_by_side_interleaves_real_paths_over_both_transports(tmp_path: Path) -> None:
-    argv = "--only http-http,stdio-stdio --side-calls 12 --warmup 2 --parts side --stdio-sessions 1"
-    options = parse_options([*argv.split(), "--json", str(tmp_path / "proxy.json")])
+def side_rows(tmp_path: Path, argv: str) -> list[SideRow]:
+    """The side part, run for real with these options."""
+    options = parse_options([*argv.split(), "--parts", "side", "--json", str(tmp_path / "proxy.json")])
     with (tmp_path / "stdio.log").open("w") as errlog:
         env = PathEnv(tmp_path, errlog, serve_fields_known())
         with http_echo(tmp_path) as upstream:
-            rows = run_side(options, env, upstream)
+            return run_side(options, env, upstream)
+
+
+def test_side_by_side_interleaves_real_paths_over_both_transports(tmp_path: Path) -> None:
+    rows = side_rows(tmp_path, "--only http-http,stdio-stdio --side-calls 12 --warmup 2 --stdio-sessions 1")
     assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
         (pair, peer, None, 0, 12) for pair in ("http-http", "stdio-stdio") for peer in ("direct", "relay", "gateway")
     ]
@@ -204,3 +212,18 @@ def test_side_by_side_interleaves_real_paths_over_both_transports(tmp_path: Path
         assert 0 < row.p50_ms <= row.p95_ms <= row.p99_ms
         assert (row.added_p50_ms is None) == (row.peer == "direct")
         assert (row.paired_added_ms is None) == (row.peer == "direct")
+
+
+@pytest.mark.parametrize("method", ["prompts/get", "resources/read"])
+def test_side_by_side_times_prompts_and_reads_too(tmp_path: Path, method: str) -> None:
+    argv = f"--only http-http --side-peers direct,gateway --side-calls 6 --warmup 1 --side-method {method}"
+    rows = side_rows(tmp_path, argv)
+    assert [(r.peer, r.method, r.failure, r.errors, r.calls) for r in rows] == [
+        (peer, method, None, 0, 6) for peer in ("direct", "gateway")
+    ]
+
+
+def test_an_unknown_side_method_is_refused_naming_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_options(["--side-method", "tools/list"])
+    assert "--side-method" in capsys.readouterr().err

@@ -101,9 +101,7 @@ class FakeServers:
     def __init__(self) -> None:
         self.servers = [
             ServerRecord("docs", "CONNECTED", "http", 1, "Project documentation.", ("search",)),
-            ServerRecord(
-                "git", "DEGRADED", "stdio", 2, "Git for the repo.", ("git_log", "git_status"), "slow answers"
-            ),
+            ServerRecord("git", "DEGRADED", "stdio", 2, "Git for the repo.", ("git_log", "git_status"), "slow answers"),
         ]
 
     async def list(self) -> Sequence[ServerRecord]:

@@ -40,7 +40,5 @@ async def test_query_params_follow_the_aggregator_contract(runner: FakeRunner) -
 
 
 async def test_query_failure_of_every_server_is_an_envelope(runner: FakeRunner) -> None:
-    envelope = await build_aggregator_domain(runner).dispatch(
-        {"cmd": "query", "params": {"query": "nothing answers"}}
-    )
+    envelope = await build_aggregator_domain(runner).dispatch({"cmd": "query", "params": {"query": "nothing answers"}})
     assert envelope == {"ok": False, "cmd": "query", "error": "Aggregation failed: all servers unavailable"}

@@ -49,9 +49,7 @@ def test_bad_detail_is_refused_naming_the_field(value: object) -> None:
         ("第一句。第二句很长很长很长。", 8, "第一句。"),
     ],
 )
-def test_excerpt_keeps_whole_sentences_or_words_within_the_limit(
-    text: str | None, limit: int, expected: str
-) -> None:
+def test_excerpt_keeps_whole_sentences_or_words_within_the_limit(text: str | None, limit: int, expected: str) -> None:
     assert excerpt(text, limit) == expected
 
 

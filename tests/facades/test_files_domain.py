@@ -20,18 +20,14 @@ def files(root: Path) -> Domain:
 
 
 async def test_start_at_each_detail_level(files: Domain) -> None:
-    minimal = await files.dispatch(
-        {"cmd": "roundtrip_start", "detail": "minimal", "params": {"paths": ["a.txt"]}}
-    )
+    minimal = await files.dispatch({"cmd": "roundtrip_start", "detail": "minimal", "params": {"paths": ["a.txt"]}})
     assert minimal == {
         "ok": True,
         "cmd": "roundtrip_start",
         "data": {"manifestId": "m1", "files": [{"path": "a.txt", "sha256": ALPHA_SHA}]},
         "count": 1,
     }
-    full = await files.dispatch(
-        {"cmd": "roundtrip_start", "detail": "full", "params": {"paths": ["a.txt", "b.txt"]}}
-    )
+    full = await files.dispatch({"cmd": "roundtrip_start", "detail": "full", "params": {"paths": ["a.txt", "b.txt"]}})
     assert full["data"]["files"] == [
         {"path": "a.txt", "sha256": ALPHA_SHA, "content": "alpha\n", "exists": True, "bytes": 6},
         {"path": "b.txt", "sha256": None, "content": None, "exists": False, "bytes": 0},
@@ -41,9 +37,7 @@ async def test_start_at_each_detail_level(files: Domain) -> None:
 async def test_preview_returns_diffs_and_warns_of_conflicts(files: Domain, root: Path) -> None:
     await files.dispatch({"cmd": "roundtrip_start", "params": {"paths": ["a.txt", "b.txt"]}})
     changes = [{"path": "a.txt", "content": "alpha\nbeta\n"}, {"path": "b.txt", "content": "b\n"}]
-    clean = await files.dispatch(
-        {"cmd": "roundtrip_preview", "params": {"manifestId": "m1", "changes": changes}}
-    )
+    clean = await files.dispatch({"cmd": "roundtrip_preview", "params": {"manifestId": "m1", "changes": changes}})
     assert clean["count"] == 2
     assert clean["data"]["files"][0] == {
         "path": "a.txt",
@@ -96,9 +90,7 @@ async def test_a_conflicting_commit_fails_and_writes_nothing(files: Domain, root
     await files.dispatch({"cmd": "roundtrip_start", "params": {"paths": ["a.txt", "b.txt"]}})
     (root / "a.txt").write_text("theirs\n")
     changes = [{"path": "b.txt", "content": "B"}, {"path": "a.txt", "content": "A"}]
-    envelope = await files.dispatch(
-        {"cmd": "roundtrip_commit", "params": {"manifestId": "m1", "changes": changes}}
-    )
+    envelope = await files.dispatch({"cmd": "roundtrip_commit", "params": {"manifestId": "m1", "changes": changes}})
     assert envelope == {
         "ok": False,
         "cmd": "roundtrip_commit",
@@ -136,9 +128,7 @@ async def test_a_conflicting_commit_fails_and_writes_nothing(files: Domain, root
         ),
     ],
 )
-async def test_bad_requests_name_the_field(
-    files: Domain, cmd: str, params: dict[str, object], error: str
-) -> None:
+async def test_bad_requests_name_the_field(files: Domain, cmd: str, params: dict[str, object], error: str) -> None:
     envelope = await files.dispatch({"cmd": cmd, "params": params})
     assert envelope["ok"] is False
     assert envelope["cmd"] == cmd

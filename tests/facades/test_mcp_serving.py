@@ -45,19 +45,13 @@ async def test_a_client_sees_one_small_tool_per_domain_and_can_drive_each(
         wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools])
         assert len(wire) < 4000
 
-        found = envelope_of(
-            await client.call_tool("tools", {"cmd": "Search", "params": {"query": "commit log"}})
-        )
+        found = envelope_of(await client.call_tool("tools", {"cmd": "Search", "params": {"query": "commit log"}}))
         assert (found["cmd"], found["count"], found["data"][0]["name"]) == ("Search", 1, "git__git_log")
 
-        ran = envelope_of(
-            await client.call_tool("tools", {"cmd": "execute", "params": {"name": "git__git_log"}})
-        )
+        ran = envelope_of(await client.call_tool("tools", {"cmd": "execute", "params": {"name": "git__git_log"}}))
         assert ran == {"ok": True, "cmd": "execute", "data": "git_log ran with {}"}
 
-        failed = envelope_of(
-            await client.call_tool("tools", {"cmd": "execute", "params": {"name": "flaky__fail"}})
-        )
+        failed = envelope_of(await client.call_tool("tools", {"cmd": "execute", "params": {"name": "flaky__fail"}}))
         assert failed == {"ok": False, "cmd": "execute", "error": "disk full"}
 
         unknown = envelope_of(await client.call_tool("servers", {"cmd": "restart"}))
@@ -66,9 +60,7 @@ async def test_a_client_sees_one_small_tool_per_domain_and_can_drive_each(
         status = envelope_of(await client.call_tool("servers", {"cmd": "status", "detail": "minimal"}))
         assert status["count"] == 2
 
-        query = envelope_of(
-            await client.call_tool("aggregator", {"cmd": "query", "params": {"query": "hooks"}})
-        )
+        query = envelope_of(await client.call_tool("aggregator", {"cmd": "query", "params": {"query": "hooks"}}))
         assert query["count"] == 2
 
         started = envelope_of(

@@ -70,7 +70,5 @@ def test_draft_07_schemas_with_local_refs_validate() -> None:
         ),
     ],
 )
-def test_signature_marks_optional_args_and_caps_their_number(
-    schema: dict[str, object], signature: str
-) -> None:
+def test_signature_marks_optional_args_and_caps_their_number(schema: dict[str, object], signature: str) -> None:
     assert ParamSchema(schema).signature() == signature

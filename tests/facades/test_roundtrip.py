@@ -16,8 +16,7 @@ def sha(text: str) -> str:
 def snapshot(root: Path) -> dict[str, str | None]:
     """Every entry under root: file contents, None for directories."""
     return {
-        str(path.relative_to(root)): (path.read_text() if path.is_file() else None)
-        for path in sorted(root.rglob("*"))
+        str(path.relative_to(root)): (path.read_text() if path.is_file() else None) for path in sorted(root.rglob("*"))
     }
 
 
@@ -148,9 +147,7 @@ def test_a_failure_while_staging_leaves_every_file_as_it_was(store: RoundtripSto
     assert snapshot(root) == before
 
 
-def test_a_successful_commit_updates_the_manifest_for_the_next_round(
-    store: RoundtripStore, root: Path
-) -> None:
+def test_a_successful_commit_updates_the_manifest_for_the_next_round(store: RoundtripStore, root: Path) -> None:
     store.start(["a.txt"])
     store.commit("m0", [Change("a.txt", "one")], CommitMode.REPLACE)
     store.commit("m0", [Change("a.txt", "two")], CommitMode.REPLACE)
@@ -174,9 +171,7 @@ def test_paths_escaping_the_root_are_refused(store: RoundtripStore, path: str, r
         store.start([path])
 
 
-def test_symlinks_resolving_outside_the_root_are_refused(
-    store: RoundtripStore, root: Path, tmp_path: Path
-) -> None:
+def test_symlinks_resolving_outside_the_root_are_refused(store: RoundtripStore, root: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("s")

@@ -4,9 +4,7 @@ from .conftest import FakeCatalog
 
 
 async def test_search_returns_ranked_hits_with_count(catalog: FakeCatalog) -> None:
-    envelope = await build_tools_domain(catalog).dispatch(
-        {"cmd": "search", "params": {"query": "commit log"}}
-    )
+    envelope = await build_tools_domain(catalog).dispatch({"cmd": "search", "params": {"query": "commit log"}})
     assert envelope["ok"] is True
     assert envelope["count"] == 1
     assert envelope["data"] == [
@@ -23,9 +21,7 @@ async def test_search_filters_by_server_and_skill_and_honours_k(catalog: FakeCat
     domain = build_tools_domain(catalog)
     show = await domain.dispatch({"cmd": "search", "detail": "minimal", "params": {"query": "show", "k": 1}})
     assert show["data"] == [{"name": "git__git_log", "server": "git"}]
-    by_skill = await domain.dispatch(
-        {"cmd": "search", "params": {"query": "search docs", "skill": "research"}}
-    )
+    by_skill = await domain.dispatch({"cmd": "search", "params": {"query": "search docs", "skill": "research"}})
     assert [hit["name"] for hit in by_skill["data"]] == ["docs__search"]
     by_server = await domain.dispatch({"cmd": "search", "params": {"query": "show", "server": "docs"}})
     assert by_server == {"ok": True, "cmd": "search", "data": [], "count": 0}
@@ -125,9 +121,7 @@ async def test_execute_reports_tool_errors_and_upstream_failures(catalog: FakeCa
 
 async def test_validate_checks_arguments_without_calling(catalog: FakeCatalog) -> None:
     domain = build_tools_domain(catalog)
-    bad = await domain.dispatch(
-        {"cmd": "validate", "params": {"name": "docs__search", "arguments": {"limit": "ten"}}}
-    )
+    bad = await domain.dispatch({"cmd": "validate", "params": {"name": "docs__search", "arguments": {"limit": "ten"}}})
     assert bad == {
         "ok": True,
         "cmd": "validate",
@@ -139,8 +133,6 @@ async def test_validate_checks_arguments_without_calling(catalog: FakeCatalog) -
             ],
         },
     }
-    good = await domain.dispatch(
-        {"cmd": "validate", "params": {"name": "docs__search", "arguments": {"query": "q"}}}
-    )
+    good = await domain.dispatch({"cmd": "validate", "params": {"name": "docs__search", "arguments": {"query": "q"}}})
     assert good["data"] == {"valid": True, "errors": []}
     assert catalog.calls == []

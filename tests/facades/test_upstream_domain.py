@@ -117,9 +117,7 @@ async def test_help_lists_commands_and_gives_schemas_at_full() -> None:
                 "args": "city, days?",
             }
         ]
-        full = await weather.dispatch(
-            {"cmd": "help", "detail": "full", "params": {"command": "get_forecast"}}
-        )
+        full = await weather.dispatch({"cmd": "help", "detail": "full", "params": {"command": "get_forecast"}})
         assert full["data"][0]["inputSchema"] == WEATHER_TOOLS[0].input_schema
         unknown = await weather.dispatch({"cmd": "help", "params": {"command": "rain"}})
         assert (

@@ -180,9 +180,7 @@ async def test_only_connected_and_degraded_servers_are_checked(registry: Registr
     assert pings.calls == ["git"]
 
 
-async def test_a_server_with_a_health_url_is_checked_over_http_not_pinged(
-    registry: Registry, clock: FakeClock
-) -> None:
+async def test_a_server_with_a_health_url_is_checked_over_http_not_pinged(registry: Registry, clock: FakeClock) -> None:
     pings, callbacks = Pings(), Callbacks()
     async with health_endpoints() as base:
         ok = await connected_server(registry, "ok", f"{base}/ok")
@@ -209,9 +207,7 @@ async def test_a_ping_that_raises_counts_as_a_failure(registry: Registry, clock:
     assert (stored.consecutive_failures, stored.last_error) == (1, "ConnectionResetError: session gone")
 
 
-async def test_a_ping_that_hangs_past_the_timeout_counts_as_a_failure(
-    registry: Registry, clock: FakeClock
-) -> None:
+async def test_a_ping_that_hangs_past_the_timeout_counts_as_a_failure(registry: Registry, clock: FakeClock) -> None:
     server = await connected_server(registry)
     never = anyio.Event()
 

@@ -44,9 +44,7 @@ def test_the_product_has_ten_legal_pairs() -> None:
 
 
 @pytest.mark.parametrize(("state", "event"), list(LEGAL), ids=str)
-def test_legal_transition_leads_to_the_contracts_state(
-    state: ServerStatus | None, event: ServerEvent
-) -> None:
+def test_legal_transition_leads_to_the_contracts_state(state: ServerStatus | None, event: ServerEvent) -> None:
     assert transition(state, event) is LEGAL[(state, event)]
 
 

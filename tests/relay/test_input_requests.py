@@ -111,7 +111,12 @@ async def test_every_input_request_reaches_the_calling_client_in_every_era_pairi
         for tool, expected in EXPECTED.items():
             assert text(await client.call_tool(f"cb__{tool}", {})) == expected, tool
     assert side.asked == [
-        "sampling", "form:Your name?", "url:https://example.com/login", "roots", "form:First name?", "form:Last name?"
+        "sampling",
+        "form:Your name?",
+        "url:https://example.com/login",
+        "roots",
+        "form:First name?",
+        "form:Last name?",
     ]
 
 
@@ -127,8 +132,11 @@ async def test_a_modern_client_gets_the_modern_upstreams_request_state_untouched
         assert first.request_state == "round1"
         answer = types.ElicitResult(action="accept", content={"name": "Grace"})
         second = await client.session.call_tool(
-            "cb__two_rounds", {}, input_responses={"first": answer},
-            request_state=first.request_state, allow_input_required=True,
+            "cb__two_rounds",
+            {},
+            input_responses={"first": answer},
+            request_state=first.request_state,
+            allow_input_required=True,
         )
         assert isinstance(second, types.InputRequiredResult)
         assert second.request_state == "round2:Grace"
@@ -148,8 +156,11 @@ async def test_a_modern_client_is_asked_a_legacy_upstreams_question_as_input_req
         assert isinstance(request, types.ElicitRequest)
         answer = types.ElicitResult(action="accept", content={"name": "Lin"})
         final = await client.session.call_tool(
-            "cb__ask_user", {}, input_responses={key: answer},
-            request_state=first.request_state, allow_input_required=True,
+            "cb__ask_user",
+            {},
+            input_responses={key: answer},
+            request_state=first.request_state,
+            allow_input_required=True,
         )
         assert isinstance(final, types.CallToolResult)
         assert text(final) == 'user accept: {"name": "Lin"}'
@@ -180,9 +191,7 @@ async def test_facade_execute_relays_sampling_to_the_client(client_era: str) -> 
         serving_gateway(settings) as (_, gateway_server),
         side.client(gateway_server.server, client_era) as client,
     ):
-        result = await client.call_tool(
-            "tools", {"cmd": "execute", "params": {"name": "cb.ask_llm", "arguments": {}}}
-        )
+        result = await client.call_tool("tools", {"cmd": "execute", "params": {"name": "cb.ask_llm", "arguments": {}}})
         assert '"llm said: 4"' in text(result) or "llm said: 4" in text(result)
     assert side.asked == ["sampling"]
 
@@ -213,7 +222,6 @@ async def test_a_modern_client_gets_logs_only_when_it_opted_in() -> None:
 
 def text_of_error(result: types.CallToolResult) -> str:
     return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
 
 
 async def test_a_resource_subscription_is_forwarded_and_its_updates_reach_the_subscriber() -> None:

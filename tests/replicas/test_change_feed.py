@@ -34,9 +34,7 @@ def test_payloads_parse_and_unknown_shapes_are_ignored(payload: str, expected: C
 
 def pg_settings(schema: str, **registry: object) -> Settings:
     base = settings_for(database_url=PG_URL)
-    return base.model_copy(
-        update={"registry": RegistrySettings(database_url=PG_URL, pg_schema=schema, **registry)}
-    )
+    return base.model_copy(update={"registry": RegistrySettings(database_url=PG_URL, pg_schema=schema, **registry)})
 
 
 async def test_sqlite_registry_runs_no_change_feed() -> None:

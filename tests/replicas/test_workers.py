@@ -54,7 +54,12 @@ def test_the_cli_refuses_several_workers_on_sqlite_with_a_clear_error(tmp_path: 
     config.write_text(f"registry:\n  database_url: sqlite+aiosqlite:///{tmp_path / 'r.db'}\n")
     result = subprocess.run(
         [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config), "--workers", "2"],
-        capture_output=True, text=True, cwd=REPO, env=child_env(), timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=child_env(),
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 2
     assert "registry.database_url" in result.stderr and "PostgreSQL" in result.stderr, result.stderr

@@ -113,8 +113,13 @@ async def jwks_server(key: RSAPrivateKey) -> AsyncIterator[tuple[str, list[int]]
 def mint(key: RSAPrivateKey, issuer: str, **overrides: Any) -> str:
     now = int(time.time())
     claims: dict[str, Any] = {
-        "iss": issuer, "aud": AUDIENCE, "sub": "alice", "client_id": "cli", "scope": "mcp other",
-        "iat": now, "exp": now + 600,
+        "iss": issuer,
+        "aud": AUDIENCE,
+        "sub": "alice",
+        "client_id": "cli",
+        "scope": "mcp other",
+        "iat": now,
+        "exp": now + 600,
     }
     claims.update(overrides)
     return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm="RS256", headers={"kid": KID})

@@ -34,10 +34,12 @@ def upstream_line(result: dict[str, Any]) -> bytes:
 async def test_a_stamp_that_ends_the_message_is_spliced_without_parsing() -> None:
     async with fast_calls() as calls:
         line = upstream_line({"content": [{"type": "text", "text": "}}} {"}], "_meta": {STAMP: {"name": "up"}}})
-        spliced = calls._restamped(line)
+        spliced = calls._spliced(line, b'{"jsonrpc":"2.0","id":42', len(b'{"jsonrpc":"2.0","id":"agw:7"'))
         assert spliced is not None
-        assert orjson.loads(spliced)["result"]["_meta"][STAMP] == OURS
-        assert orjson.loads(spliced)["result"]["content"][0]["text"] == "}}} {"
+        answer = orjson.loads(spliced)
+        assert answer["id"] == 42
+        assert answer["result"]["_meta"][STAMP] == OURS
+        assert answer["result"]["content"][0]["text"] == "}}} {"
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,7 @@ async def test_a_stamp_that_ends_the_message_is_spliced_without_parsing() -> Non
 async def test_any_other_shape_is_parsed_and_stamped_the_same(result: dict[str, Any]) -> None:
     async with fast_calls() as calls:
         line = upstream_line(result)
-        assert calls._restamped(line) is None
+        assert calls._spliced(line, b"", 0) is None
         answer = orjson.loads(calls._reencoded(line, 42))
         assert answer["id"] == 42
         assert answer["result"]["_meta"][STAMP] == OURS

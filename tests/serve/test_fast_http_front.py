@@ -146,9 +146,7 @@ def disagreeing(case: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     elif case == "version-header":
         message["params"]["_meta"] = {**MODERN_META, types.PROTOCOL_VERSION_META_KEY: "2099-01-01"}
     elif case == "no-capabilities":
-        message["params"]["_meta"] = {
-            k: v for k, v in MODERN_META.items() if k != types.CLIENT_CAPABILITIES_META_KEY
-        }
+        message["params"]["_meta"] = {k: v for k, v in MODERN_META.items() if k != types.CLIENT_CAPABILITIES_META_KEY}
     elif case == "no-envelope":
         del message["params"]["_meta"]
     elif case == "name-header-twice":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +60,14 @@ class Face:
     async def call(self, ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
         await self.send(tool_call(ident, name, arguments, **meta))
         return await self.receive()
+
+    async def one_by_one(self, messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each message's answer, each sent once the one before it is answered."""
+        answers = []
+        for message in messages:
+            await self.send(message)
+            answers.append(await self.receive())
+        return answers
 
 
 def tool_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
@@ -292,10 +300,7 @@ async def legacy_answers(
     """A handshake-era client with no capabilities making ``calls``, one at a time."""
     async with stdio_face(*upstreams, fast_path=fast_path) as face:
         await handshake(face, {})
-        got = []
-        for i, (name, args) in enumerate(calls):
-            await face.send(legacy_call(i, name, args))
-            got.append(await face.receive())
+        got = await face.one_by_one(legacy_call(i, name, args) for i, (name, args) in enumerate(calls))
         return got, face.calls.forwarded
 
 

@@ -19,11 +19,19 @@ def test_expanded_variables_and_what_redaction_hides_are_secrets() -> None:
         "env": {"API": "${TOKEN}", "PLAIN": "plain-env-value", "TINY": "1"},
     }
     assert secret_values(stdio, ENV) == {
-        "literal-arg-secret", "flag-value-secret", "${TOKEN}", "expanded-token-value", "plain-env-value",
+        "literal-arg-secret",
+        "flag-value-secret",
+        "${TOKEN}",
+        "expanded-token-value",
+        "plain-env-value",
     }
     http = {"base_url": "https://u:url-password@h/mcp/tok9876543210abcdefghij", "headers": {"X-Key": "Key ${TOKEN}"}}
     assert secret_values(http, ENV) == {
-        "url-password", "tok9876543210abcdefghij", "Key ${TOKEN}", "Key expanded-token-value", "expanded-token-value",
+        "url-password",
+        "tok9876543210abcdefghij",
+        "Key ${TOKEN}",
+        "Key expanded-token-value",
+        "expanded-token-value",
     }
 
 

@@ -120,11 +120,15 @@ def test_variables_expand_when_set() -> None:
 
 def test_check_config_exits_non_zero_without_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("servers:\n  - {name: a, transport: stdio, command: x}\n  - {name: b, transport: stdio}\n"
-                    "  - {name: c, transport: http}\n")
+    path.write_text(
+        "servers:\n  - {name: a, transport: stdio, command: x}\n  - {name: b, transport: stdio}\n"
+        "  - {name: c, transport: http}\n"
+    )
     result = subprocess.run(
         [sys.executable, "-m", "mcp_aggregator", "check-config", str(path)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 2
     assert "servers[1].command: required for transport stdio" in result.stderr
@@ -135,7 +139,9 @@ def test_check_config_exits_non_zero_without_a_traceback(tmp_path: Path) -> None
 def test_check_config_reports_a_missing_file(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mcp_aggregator", "check-config", str(tmp_path / "nope.yaml")],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 2
     assert "cannot read configuration file" in result.stderr

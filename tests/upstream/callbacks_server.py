@@ -47,9 +47,7 @@ def _form(message: str) -> types.ElicitRequest:
 
 
 def _url() -> types.ElicitRequest:
-    params = types.ElicitRequestURLParams(
-        message="Sign in", url="https://example.com/login", elicitation_id="login-1"
-    )
+    params = types.ElicitRequestURLParams(message="Sign in", url="https://example.com/login", elicitation_id="login-1")
     return types.ElicitRequest(params=params)
 
 

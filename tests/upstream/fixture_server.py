@@ -1,8 +1,8 @@
 """A real MCP server used as an upstream in the tests; runs in-process or as a subprocess.
 
-    python -m tests.upstream.fixture_server stdio
-    python -m tests.upstream.fixture_server http --port 0   (prints "PORT <n>" when listening)
-    python -m tests.upstream.fixture_server sse --port 0
+python -m tests.upstream.fixture_server stdio
+python -m tests.upstream.fixture_server http --port 0   (prints "PORT <n>" when listening)
+python -m tests.upstream.fixture_server sse --port 0
 """
 
 from __future__ import annotations
@@ -59,9 +59,7 @@ def build_server(name: str = "fixture") -> MCPServer[Any]:
         return "released"
 
     @app.tool(description="Report progress `steps` times, then answer.")
-    async def progress(
-        ctx: Context, steps: Annotated[int, Field(ge=1, le=100)] = 3
-    ) -> str:
+    async def progress(ctx: Context, steps: Annotated[int, Field(ge=1, le=100)] = 3) -> str:
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step}")
         return f"done after {steps} steps"

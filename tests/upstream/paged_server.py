@@ -1,6 +1,6 @@
 """A low-level MCP server listing many tools over several pages (EC-006), on stdio.
 
-    python -m tests.upstream.paged_server --tools 600 --page 100
+python -m tests.upstream.paged_server --tools 600 --page 100
 """
 
 from __future__ import annotations

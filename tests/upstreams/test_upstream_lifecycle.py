@@ -78,7 +78,9 @@ async def test_a_failing_upstream_never_blocks_the_others() -> None:
 
 async def test_unset_variable_fails_only_its_server_with_a_clear_error() -> None:
     needs_token = ServerConfig(
-        name="needs-token", transport="http", base_url="http://127.0.0.1:9/mcp",  # type: ignore[arg-type]
+        name="needs-token",
+        transport="http",
+        base_url="http://127.0.0.1:9/mcp",  # type: ignore[arg-type]
         headers={"Authorization": "Bearer ${SURELY_UNSET_TOKEN_VAR}"},
     )
     async with running_gateway(settings_for(needs_token, stdio_fixture("alpha"))) as (gateway, _client):

@@ -19,9 +19,7 @@ def escape_label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _family(
-    name: str, help_text: str, samples: Sequence[tuple[str, float]], kind: str = "gauge"
-) -> list[str]:
+def _family(name: str, help_text: str, samples: Sequence[tuple[str, float]], kind: str = "gauge") -> list[str]:
     lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
     lines.extend(f"{name}{labels} {_number(value)}" for labels, value in samples)
     return lines

@@ -148,9 +148,7 @@ class AggregatorEngine:
                 skipped.append(ServerFailure(name, plan.reason))
         return _Plan(selection.selected, tuple(asked), tuple(skipped), selection.how)
 
-    def _with_learned(
-        self, asked: Sequence[tuple[QueryTarget, QueryPlan]]
-    ) -> list[tuple[QueryTarget, QueryPlan]]:
+    def _with_learned(self, asked: Sequence[tuple[QueryTarget, QueryPlan]]) -> list[tuple[QueryTarget, QueryPlan]]:
         """The plans, with tools learned to match literally marked so (the model is told)."""
         return [
             (target, replace(plan, style="literal") if (target.name, plan.tool) in self._literal else plan)

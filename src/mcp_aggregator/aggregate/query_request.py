@@ -49,9 +49,7 @@ def parse_query_arguments(
     servers = _parse_servers(args.get("servers"), known_servers)
     unknown = sorted(key for key in args if key not in _KNOWN_ARGUMENTS)
     if unknown:
-        raise InvalidQueryError(
-            unknown[0], f"Unknown argument; expected one of {', '.join(_KNOWN_ARGUMENTS)}"
-        )
+        raise InvalidQueryError(unknown[0], f"Unknown argument; expected one of {', '.join(_KNOWN_ARGUMENTS)}")
     return QueryRequest(query=query, max_results=max_results, servers=servers)
 
 
@@ -81,9 +79,7 @@ def _parse_query(args: Mapping[str, Any]) -> str:
     if not isinstance(query, str):
         raise InvalidQueryError("query", f"Must be a string, got {json_type_name(query)}")
     if not 1 <= len(query) <= MAX_QUERY_CHARS:
-        raise InvalidQueryError(
-            "query", f"Must be between 1 and {MAX_QUERY_CHARS} characters, got {len(query)}"
-        )
+        raise InvalidQueryError("query", f"Must be between 1 and {MAX_QUERY_CHARS} characters, got {len(query)}")
     if not query.strip():
         raise InvalidQueryError("query", "Must contain non-whitespace characters")
     try:
@@ -101,9 +97,7 @@ def _parse_max_results(value: object, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidQueryError("maxResults", f"Must be an integer, got {json_type_name(value)}")
     if not MIN_MAX_RESULTS <= value <= MAX_MAX_RESULTS:
-        raise InvalidQueryError(
-            "maxResults", f"Must be between {MIN_MAX_RESULTS} and {MAX_MAX_RESULTS}, got {value}"
-        )
+        raise InvalidQueryError("maxResults", f"Must be between {MIN_MAX_RESULTS} and {MAX_MAX_RESULTS}, got {value}")
     return value
 
 

@@ -162,9 +162,7 @@ def _items_of(value: object) -> list[Any]:
             if isinstance(inner, list):
                 return inner
         if set(value) == {"result"}:
-            return (
-                _items_of(value["result"]) if isinstance(value["result"], dict | list) else [value["result"]]
-            )
+            return _items_of(value["result"]) if isinstance(value["result"], dict | list) else [value["result"]]
     return [value]
 
 

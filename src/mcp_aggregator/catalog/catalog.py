@@ -68,9 +68,7 @@ class Catalog:
                 if tool.name in seen:
                     continue  # an upstream listing one name twice: the first definition wins
                 seen.add(tool.name)
-                entries.append(
-                    CatalogEntry(server, tool, namespace(server, tool.name), names[(server, tool.name)])
-                )
+                entries.append(CatalogEntry(server, tool, namespace(server, tool.name), names[(server, tool.name)]))
         by_original: dict[str, list[CatalogEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)

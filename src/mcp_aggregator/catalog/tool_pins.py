@@ -88,9 +88,7 @@ class PinReview:
         return [pin for pin in self.pins.values() if pin.held]
 
 
-def review_tools(
-    pins: Mapping[str, ToolPin], tools: Sequence[types.Tool], *, new_tools: NewToolPolicy
-) -> PinReview:
+def review_tools(pins: Mapping[str, ToolPin], tools: Sequence[types.Tool], *, new_tools: NewToolPolicy) -> PinReview:
     """Decide, for one server's discovered ``tools``, which are served and which are held.
 
     * no pins at all: the server's first discovery; every tool is pinned and served;

@@ -72,25 +72,19 @@ def build_files_domain(store: RoundtripStore, *, name: str = "files") -> Domain:
             "roundtrip_start",
             "read files: manifestId, sha256 and content each",
             start,
-            object_schema(
-                {"paths": {"type": "array", "minItems": 1, "items": {"type": "string"}}}, ["paths"]
-            ),
+            object_schema({"paths": {"type": "array", "minItems": 1, "items": {"type": "string"}}}, ["paths"]),
         ),
         Command(
             "roundtrip_preview",
             "diffs and conflict warnings for changes [{path, content}]",
             preview,
-            object_schema(
-                {"manifestId": _MANIFEST_ID, "changes": _CHANGES, "mode": _MODE}, ["manifestId", "changes"]
-            ),
+            object_schema({"manifestId": _MANIFEST_ID, "changes": _CHANGES, "mode": _MODE}, ["manifestId", "changes"]),
         ),
         Command(
             "roundtrip_commit",
             "write all changes or none; mode replace|add_only|update_only",
             commit,
-            object_schema(
-                {"manifestId": _MANIFEST_ID, "changes": _CHANGES, "mode": _MODE}, ["manifestId", "changes"]
-            ),
+            object_schema({"manifestId": _MANIFEST_ID, "changes": _CHANGES, "mode": _MODE}, ["manifestId", "changes"]),
         ),
     ]
     return Domain(name, "Edit workspace files as one atomic, conflict-checked change.", commands)

@@ -143,8 +143,7 @@ class RoundtripStore:
         conflicts = [plan.path for plan, _, _ in planned if plan.conflict]
         if conflicts:
             raise RoundtripError(
-                f"conflict: changed on disk since roundtrip_start: {', '.join(conflicts)}; "
-                "nothing was written"
+                f"conflict: changed on disk since roundtrip_start: {', '.join(conflicts)}; nothing was written"
             )
         writes = [(target, data) for plan, target, data in planned if plan.action in ("create", "update")]
         keys = {target: plan.path for plan, target, _ in planned}
@@ -163,9 +162,7 @@ class RoundtripStore:
         files = dict(manifest.files)
         for plan, _, data in planned:
             if plan.action in ("create", "update"):
-                files[plan.path] = FileState(
-                    plan.path, hashlib.sha256(data).hexdigest(), data.decode("utf-8")
-                )
+                files[plan.path] = FileState(plan.path, hashlib.sha256(data).hexdigest(), data.decode("utf-8"))
         self._manifests[manifest_id] = Manifest(manifest_id, files)
         return [plan for plan, _, _ in planned]
 
@@ -185,8 +182,7 @@ class RoundtripStore:
             recorded = manifest.files.get(key)
             if recorded is None:
                 raise RoundtripError(
-                    f"changes[{index}].path: {key} is not in manifest {manifest_id}; "
-                    "list it in roundtrip_start"
+                    f"changes[{index}].path: {key} is not in manifest {manifest_id}; list it in roundtrip_start"
                 )
             data = change.content.encode("utf-8")
             if len(data) > self._max_file_bytes:
@@ -204,9 +200,7 @@ class RoundtripStore:
             raise RoundtripError(f"path {raw!r}: must be a non-empty string")
         posix = PurePosixPath(raw)
         if posix.is_absolute() or PureWindowsPath(raw).is_absolute() or raw.startswith("~"):
-            raise RoundtripError(
-                f"{raw}: absolute paths are not allowed; use a path relative to the workspace"
-            )
+            raise RoundtripError(f"{raw}: absolute paths are not allowed; use a path relative to the workspace")
         parts = [part for part in posix.parts if part != "."]
         if ".." in parts:
             raise RoundtripError(f"{raw}: '..' is not allowed in paths")

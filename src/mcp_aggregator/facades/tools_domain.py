@@ -53,9 +53,7 @@ _ARGUMENTS = {"type": "object"}
 
 def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
     async def search(params: dict[str, Any], detail: Detail) -> Any:
-        hits = await view.search(
-            params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill")
-        )
+        hits = await view.search(params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill"))
         return [project_hit(hit, detail) for hit in hits]
 
     async def list_(params: dict[str, Any], detail: Detail) -> Any:

@@ -49,8 +49,6 @@ async def retry_with_backoff(
         try:
             return await connect()
         except retry_on as exc:
-            logger.warning(
-                "attempt %d of %d failed: %s; retrying in %.1fs", attempt, max_attempts, exc, delay
-            )
+            logger.warning("attempt %d of %d failed: %s; retrying in %.1fs", attempt, max_attempts, exc, delay)
         await sleeper(delay)
     return await connect()

@@ -43,9 +43,7 @@ async def _check(client: httpx.AsyncClient, url: str, timeout_secs: float) -> He
     except httpx.InvalidURL as exc:
         return HealthResult(HealthOutcome.UNHEALTHY, None, f"invalid health check URL: {exc}")
     except httpx.TransportError as exc:
-        return HealthResult(
-            HealthOutcome.UNHEALTHY, None, f"health check failed: {type(exc).__name__}: {exc}"
-        )
+        return HealthResult(HealthOutcome.UNHEALTHY, None, f"health check failed: {type(exc).__name__}: {exc}")
     elapsed_ms = (time.perf_counter() - started) * 1000
     status = response.status_code
     if status == 200:

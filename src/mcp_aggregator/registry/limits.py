@@ -25,9 +25,7 @@ def check_server_limit(limits: Limits, server_count_after: int) -> None:
         LimitExceededError: more than ``limits.max_servers``.
     """
     if server_count_after > limits.max_servers:
-        raise LimitExceededError(
-            f"server limit reached: at most {limits.max_servers} servers may be registered"
-        )
+        raise LimitExceededError(f"server limit reached: at most {limits.max_servers} servers may be registered")
 
 
 def check_session_limit(limits: Limits, session_count_after: int) -> None:
@@ -37,9 +35,7 @@ def check_session_limit(limits: Limits, session_count_after: int) -> None:
         LimitExceededError: more than ``limits.max_concurrent_sessions``.
     """
     if session_count_after > limits.max_concurrent_sessions:
-        raise LimitExceededError(
-            f"session limit reached: at most {limits.max_concurrent_sessions} concurrent sessions"
-        )
+        raise LimitExceededError(f"session limit reached: at most {limits.max_concurrent_sessions} concurrent sessions")
 
 
 def check_tool_limits(limits: Limits, server_name: str, tool_count: int, other_servers_tools: int) -> None:

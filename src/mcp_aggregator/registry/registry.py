@@ -155,9 +155,7 @@ class Registry:
             await self.notify(session, ChangeKind.REGISTERED, row.id)
             return row.to_record()
 
-    async def upsert_config_servers(
-        self, specs: Sequence[ServerSpec], *, prune: bool = True
-    ) -> list[ServerRecord]:
+    async def upsert_config_servers(self, specs: Sequence[ServerSpec], *, prune: bool = True) -> list[ServerRecord]:
         """Make the config file's servers present, matched by name, in one transaction.
 
         A new name is registered (DISCONNECTED, source ``config``); a known one keeps its
@@ -196,9 +194,7 @@ class Registry:
             await session.flush()
             await self.notify(session, ChangeKind.CONFIG, None)
             result = await session.scalars(
-                select(ExternalServerRow)
-                .where(ExternalServerRow.name.in_(wanted))
-                .order_by(ExternalServerRow.name)
+                select(ExternalServerRow).where(ExternalServerRow.name.in_(wanted)).order_by(ExternalServerRow.name)
             )
             return [row.to_record() for row in result.all()]
 
@@ -432,9 +428,7 @@ class Registry:
         )
 
 
-async def _server_row(
-    session: AsyncSession, server_id: str, *, for_update: bool = False
-) -> ExternalServerRow:
+async def _server_row(session: AsyncSession, server_id: str, *, for_update: bool = False) -> ExternalServerRow:
     row = await session.get(ExternalServerRow, server_id, with_for_update=for_update)
     if row is None:
         raise ServerNotFoundError(server_id)

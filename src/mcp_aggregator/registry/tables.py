@@ -77,9 +77,7 @@ class ExternalServerRow(Base):
     __table_args__ = (
         UniqueConstraint("name"),
         CheckConstraint("transport_type IN ('STDIO', 'SSE', 'HTTP')", name="transport_type"),
-        CheckConstraint(
-            "status IN ('DISCONNECTED', 'CONNECTING', 'CONNECTED', 'DEGRADED', 'ERROR')", name="status"
-        ),
+        CheckConstraint("status IN ('DISCONNECTED', 'CONNECTING', 'CONNECTED', 'DEGRADED', 'ERROR')", name="status"),
         CheckConstraint("source IN ('config', 'api')", name="source"),
         {"schema": SCHEMA},
     )
@@ -179,9 +177,7 @@ class ToolPinRow(Base):
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    server_id: Mapped[str] = mapped_column(
-        String(36), ForeignKey(f"{SCHEMA}.external_servers.id", ondelete="CASCADE")
-    )
+    server_id: Mapped[str] = mapped_column(String(36), ForeignKey(f"{SCHEMA}.external_servers.id", ondelete="CASCADE"))
     tool_name: Mapped[str] = mapped_column(String(255))
     fingerprint: Mapped[str | None] = mapped_column(String(64))
     definition: Mapped[dict[str, Any] | None] = mapped_column(Json)

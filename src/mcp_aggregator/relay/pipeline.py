@@ -147,8 +147,13 @@ class CallPipeline:
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             return await conn.call_tool(
-                route.tool, arguments, progress=relay, meta=meta,
-                input_responses=responses, request_state=state, tag=caller,
+                route.tool,
+                arguments,
+                progress=relay,
+                meta=meta,
+                input_responses=responses,
+                request_state=state,
+                tag=caller,
             )
 
         invocation = Invocation("tools/call", route.server, route.tool, caller, route)
@@ -183,12 +188,12 @@ class CallPipeline:
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             params = types.ReadResourceRequestParams(
-                uri=route.uri, input_responses=responses, request_state=state,
+                uri=route.uri,
+                input_responses=responses,
+                request_state=state,
                 _meta=upstream_meta(meta, modern=conn.modern),
             )
-            return await conn.send(
-                types.ReadResourceRequest(params=params), _READ_RESULT, tag=caller
-            )
+            return await conn.send(types.ReadResourceRequest(params=params), _READ_RESULT, tag=caller)
 
         invocation = Invocation("resources/read", route.server, route.uri, caller)
         result = await self.through(
@@ -215,7 +220,10 @@ class CallPipeline:
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             params = types.GetPromptRequestParams(
-                name=route.name, arguments=arguments, input_responses=responses, request_state=state,
+                name=route.name,
+                arguments=arguments,
+                input_responses=responses,
+                request_state=state,
                 _meta=upstream_meta(meta, modern=conn.modern),
             )
             return await conn.send(types.GetPromptRequest(params=params), _PROMPT_RESULT, tag=caller)

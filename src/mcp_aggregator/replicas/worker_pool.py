@@ -158,4 +158,3 @@ async def _stop(process: Process) -> None:
         return
     process.kill()
     await process.wait()
-

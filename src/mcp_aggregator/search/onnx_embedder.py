@@ -202,9 +202,7 @@ class OnnxMiniLmEmbedder:
             self._bulk_session = _open_session(path, threads) if threads > 1 else self._text_session
         # A query is one short text: spread over ``query_threads`` it answers sooner, while
         # bulk embedding keeps one thread per text (its workers are the parallelism).
-        self._query_session = (
-            _open_session(self.model_path, query_threads) if query_threads > 1 else self._text_session
-        )
+        self._query_session = _open_session(self.model_path, query_threads) if query_threads > 1 else self._text_session
         self._input_names = _check_graph(self._query_session)
 
     @property

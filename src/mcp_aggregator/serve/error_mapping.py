@@ -36,9 +36,7 @@ def to_mcp_error(exc: AggregatorError) -> MCPError:
     if isinstance(exc, InvalidQueryError):
         return MCPError(INVALID_PARAMS, "Invalid query parameters", {"field": exc.field, "reason": exc.reason})
     if isinstance(exc, AggregationFailedError):
-        return MCPError(
-            INTERNAL_ERROR, str(exc), {"attemptedServers": exc.attempted, "errors": exc.errors}
-        )
+        return MCPError(INTERNAL_ERROR, str(exc), {"attemptedServers": exc.attempted, "errors": exc.errors})
     if isinstance(exc, InvalidInputError):
         return MCPError(INVALID_PARAMS, str(exc), {"field": exc.field, "reason": exc.reason})
     if isinstance(exc, ToolHeldError):

@@ -1,13 +1,16 @@
-"""A plain passthrough ``tools/call`` planned from raw JSON and answered with raw bytes.
+"""A plain passthrough request (``tools/call``, ``prompts/get``, ``resources/read``,
+``completion/complete``) planned from raw JSON and answered with raw bytes.
 
 Both faces of the gateway (streamable HTTP in ``fast_path``, stdio in ``stdio_face``) use
-this: it reads only what routing needs (``method``, ``id``, ``params.name`` and the
-``_meta`` flags), forwards the upstream's answer with the client's id put back and the
+this: it reads only what routing needs (``method``, ``id``, the name, URI or completion
+reference and the ``_meta`` flags), forwards the upstream's answer with the client's id put back and the
 gateway's own ``serverInfo`` stamp in place of the upstream's, and says "not mine" for
 everything that needs the full pipeline: a progress token, a log-level opt-in, a client
 that declared sampling, elicitation or roots, a retry carrying ``inputResponses`` or
-``requestState``, a message the fast parser refuses, a tool it cannot route or whose
-upstream session cannot take raw calls. Policy stages run on both paths.
+``requestState``, a message the fast parser refuses, a name or URI it cannot route (the
+full pipeline words that error), a resource read under a namespaced URI (its contents must
+come back under that URI), or an upstream session that cannot take raw calls. Policy stages
+run on both paths.
 
 A handshake-era (2025-11-25 and earlier) session on stdio is served too, once its handshake
 has shown a client that declared none of sampling, elicitation and roots: its answer is
@@ -15,11 +18,13 @@ shaped as the SDK shapes a handshake-era result (no ``resultType``, no ``_meta``
 fields of that version only), an upstream that asks back mid-call (a 2026-07-28
 ``InputRequiredResult``) gets the full pipeline's answer for such a client, and the
 upstream's log messages during the call reach the client before the answer, as the full
-pipeline relays them (such a client gets every level unless it set one).
+pipeline relays them (such a client gets every level unless it set one). Its prompts and
+resource reads to a 2026-07-28 upstream take the full pipeline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -28,11 +33,13 @@ from typing import Any, Final, Protocol
 
 import mcp_types as types
 import orjson
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_aggregator.catalog import Catalog
+from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
@@ -46,13 +53,22 @@ from mcp_aggregator.upstreams.stdio_pipe import LogSink
 logger = logging.getLogger(__name__)
 
 _ASKING_CAPABILITIES: Final = frozenset(("sampling", "elicitation", "roots"))
-_TOOLS_CALL: Final = b"tools/call"
+_TOOLS_CALL: Final = "tools/call"
+_PROMPTS_GET: Final = "prompts/get"
+_RESOURCES_READ: Final = "resources/read"
+_COMPLETE: Final = "completion/complete"
+_TARGET_KEYS: Final = {_TOOLS_CALL: "name", _PROMPTS_GET: "name", _RESOURCES_READ: "uri", _COMPLETE: "ref"}
+"""The methods the fast path takes, each with the param that names what it goes to."""
+FAST_METHODS: Final = tuple(f'"{method}"'.encode() for method in _TARGET_KEYS)
+"""The methods as they appear in a raw message: a line without one is not looked at."""
 # Read on every call: module constants, not attribute lookups on ``mcp_types``.
 _LOG_LEVEL_KEY: Final = types.LOG_LEVEL_META_KEY
 _VERSION_KEY: Final = types.PROTOCOL_VERSION_META_KEY
 _CAPABILITIES_KEY: Final = types.CLIENT_CAPABILITIES_META_KEY
 _MODERN: Final = MODERN_PROTOCOL_VERSIONS  # a tuple: a client's unhashable value is just "not in"
 _RESPONSE_HEAD = re.compile(rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*"agw:\d+"')
+# Read where the head ends, not on a slice of the rest: a result may be tens of megabytes.
+_RESULT_NEXT = re.compile(rb'\s*,\s*"result"')
 _STAMP_KEY: Final = types.SERVER_INFO_META_KEY.encode()
 # The upstream's serverInfo stamp as the last entry of the result's ``_meta``, which ends
 # the message (how SDK servers write it): replaced in place without parsing a large result.
@@ -61,6 +77,12 @@ _STAMP_AT_END = re.compile(
     rb'"_meta"\s*:\s*\{[^{}]*"' + re.escape(_STAMP_KEY) + rb'"\s*:\s*(?P<stamp>\{[^{}]*\})\s*\}\s*\}\s*\}\s*\Z'
 )
 _TAIL: Final = 4096
+_RESULT_MODELS: Final[Mapping[str, type[types.Result]]] = {
+    _TOOLS_CALL: types.CallToolResult,
+    _PROMPTS_GET: types.GetPromptResult,
+    _RESOURCES_READ: types.ReadResourceResult,
+    _COMPLETE: types.CompleteResult,
+}
 MAX_FAST_BODY: Final = 4 << 20
 """Requests larger than this go to the full pipeline: the fast path holds a request whole."""
 
@@ -82,6 +104,23 @@ class _Settled:
 SETTLED: Final = _Settled()
 
 
+class _AskingLane:
+    """A handshake-era client's call to a 2026-07-28 upstream on the callback lane: the raw
+    call, then, if the upstream asked back, the task answering for the client."""
+
+    __slots__ = ("call", "task")
+
+    def __init__(self) -> None:
+        self.call: Withdrawable | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def withdraw(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        elif self.call is not None:
+            self.call.withdraw()
+
+
 def log_notification(params: dict[str, Any]) -> bytes | None:
     """An upstream's log message during a fast call as the full pipeline relays it to a
     handshake-era client (the SDK's model of it, dumped), or None when it is malformed."""
@@ -92,6 +131,35 @@ def log_notification(params: dict[str, Any]) -> bytes | None:
         return None
     shown = model.model_dump(by_alias=True, mode="json", exclude_unset=True)
     return orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": shown})
+
+
+def _plain_arguments(method: str, arguments: object) -> bool:
+    """Whether ``arguments`` have the shape the SDK's model of ``method`` takes (otherwise the
+    full pipeline answers with the SDK's own error)."""
+    if method == _TOOLS_CALL:
+        return arguments is None or isinstance(arguments, dict)
+    if method == _PROMPTS_GET:
+        return arguments is None or (
+            isinstance(arguments, dict) and all(isinstance(value, str) for value in arguments.values())
+        )
+    return True
+
+
+def _plain_completion(params: dict[str, Any]) -> bool:
+    """Whether a completion's reference, argument and context have the shapes the SDK's model
+    takes (otherwise the full pipeline answers with the SDK's own error)."""
+    ref, argument, context = params.get("ref"), params.get("argument"), params.get("context")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        return False
+    named = ref.get("name") if ref.get("type") == "ref/prompt" else ref.get("uri")
+    if ref.get("type") not in ("ref/prompt", "ref/resource") or not isinstance(named, str):
+        return False
+    if not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
+        return False
+    if context is None:
+        return True
+    given = context.get("arguments") if isinstance(context, dict) else False
+    return given is None or (isinstance(given, dict) and all(isinstance(v, str) for v in given.values()))
 
 
 def asks_mid_call(capabilities: object) -> bool:
@@ -105,9 +173,17 @@ class _Route:
     """Where an exposed name goes, with what each call there needs made once per catalogue."""
 
     server: str
-    tool: str
+    target: str
+    """The upstream's own tool or prompt name, or resource URI."""
     invocation: Invocation
     what: str
+    mirrored: bool = False
+    """A tool that mirrors arguments into ``Mcp-Param-*`` headers: over 2026-07-28 HTTP the
+    SDK's endpoint holds a call's headers against its arguments, so such calls go there."""
+
+    @property
+    def method(self) -> str:
+        return self.invocation.method
 
 
 @dataclass(slots=True)  # not frozen: a frozen init sets each field through object.__setattr__
@@ -118,7 +194,7 @@ class FastPlan:
     route: _Route
     connection: UpstreamConnection
     upstream: dict[str, Any]
-    headers: dict[str, str]
+    headers: Mapping[str, str]
     handshake_version: str | None = None
     """The handshake-era version to shape the answer for; None for a 2026-07-28 request."""
     modern_version: str | None = None
@@ -129,8 +205,17 @@ class FastPlan:
         return self.route.server
 
     @property
-    def tool(self) -> str:
-        return self.route.tool
+    def method(self) -> str:
+        return self.route.method
+
+    @property
+    def target(self) -> str:
+        return self.route.target
+
+    @property
+    def label(self) -> str:
+        """The request as logs name it: ``tools/call echo``."""
+        return f"{self.route.method} {self.route.target}"
 
 
 class FastCalls:
@@ -144,6 +229,8 @@ class FastCalls:
         self._server_info = dict(server_info)
         self._catalog: Catalog | None = None
         self._routes: Mapping[str, _Route] = {}
+        self._features: FeatureCatalog | None = None
+        self._prompt_routes: dict[str, _Route] = {}
         self.forwarded = 0
         """Calls answered by the fast path (the rest went to the full pipeline)."""
 
@@ -154,12 +241,89 @@ class FastCalls:
             routes = {}
             for entry in catalog.entries:
                 server, tool = entry.server, entry.original_name
-                invocation = Invocation("tools/call", server, tool, NO_CALLER)
+                invocation = Invocation(_TOOLS_CALL, server, tool, NO_CALLER)
+                schema = entry.tool.input_schema
+                mirrored = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
                 routes[entry.exposed] = routes[entry.canonical] = _Route(
-                    server, tool, invocation, f"calling tool {tool!r}"
+                    server, tool, invocation, f"calling tool {tool!r}", mirrored
                 )
             self._routes, self._catalog = routes, catalog
         return self._routes.get(name)
+
+    def _prompt_route(self, name: str) -> _Route | None:
+        features = self.gateway.features
+        if features is not self._features:
+            self._prompt_routes, self._features = {}, features
+        route = self._prompt_routes.get(name)
+        if route is None:
+            try:
+                found = features.route_prompt(name)
+            except AggregatorError:
+                return None  # unknown or ambiguous: the full pipeline says which
+            # Bounded: only names that resolve are kept, three at most per prompt.
+            invocation = Invocation(_PROMPTS_GET, found.server, found.name, NO_CALLER)
+            route = self._prompt_routes[name] = _Route(found.server, found.name, invocation, _PROMPTS_GET)
+        return route
+
+    def _routed(
+        self, method: str, params: dict[str, Any], target: object, arguments: object
+    ) -> tuple[_Route, dict[str, Any]] | None:
+        """Where the request goes, and its params as that upstream takes them; None when the
+        full pipeline must route it (and word the error). The routes come from the current
+        catalogues, which hold exposed servers only."""
+        if method == _COMPLETE:
+            return self._completion(params)
+        if not isinstance(target, str):
+            return None
+        if method == _TOOLS_CALL:
+            route = self._route(target)
+            return None if route is None else (route, {"name": route.target, "arguments": arguments or {}})
+        if method == _PROMPTS_GET:
+            route = self._prompt_route(target)
+            if route is None:
+                return None
+            prompt: dict[str, Any] = {"name": route.target}
+            if arguments is not None:
+                prompt["arguments"] = arguments
+            return route, prompt
+        route = self._resource_route(target)
+        return None if route is None else (route, {"uri": route.target})
+
+    def _completion(self, params: dict[str, Any]) -> tuple[_Route, dict[str, Any]] | None:
+        """A completion's route: a prompt's owner, or the server that listed the template
+        (else owns the URI); its reference named as that upstream names it."""
+        ref: dict[str, Any] = params["ref"]
+        if ref["type"] == "ref/prompt":
+            prompt = self._prompt_route(ref["name"])
+            if prompt is None:
+                return None
+            server, target, ref = prompt.server, prompt.target, {**ref, "name": prompt.target}
+        else:
+            target = ref["uri"]
+            owner = self.gateway.features.route_template(target)
+            if owner is None:
+                resource = self._resource_route(target)
+                if resource is None:
+                    return None
+                owner = resource.server
+            server = owner
+        route = _Route(server, target, Invocation(_COMPLETE, server, target, NO_CALLER), _COMPLETE)
+        upstream = {"ref": ref, "argument": params["argument"]}
+        if params.get("context") is not None:
+            upstream["context"] = params["context"]
+        return route, upstream
+
+    def _resource_route(self, uri: str) -> _Route | None:
+        servers = self.gateway.servers_with("resources")
+        try:
+            found = self.gateway.features.route_resource(uri, servers)
+        except AggregatorError:
+            return None
+        if found.server not in servers or found.uri != uri:
+            # A namespaced URI: its contents must come back under the client's URI, which
+            # the full pipeline rewrites.
+            return None
+        return _Route(found.server, uri, Invocation(_RESOURCES_READ, found.server, uri, NO_CALLER), _RESOURCES_READ)
 
     def plan(
         self,
@@ -187,13 +351,25 @@ class FastCalls:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None  # the SDK answers with the proper parse error
-        if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+        if not isinstance(message, dict) or "id" not in message:
             return None
+        method = message.get("method")
+        if not isinstance(method, str):
+            return None
+        key = _TARGET_KEYS.get(method)
         params = message.get("params")
-        if not isinstance(params, dict) or "inputResponses" in params or "requestState" in params:
+        if key is None or not isinstance(params, dict) or "inputResponses" in params or "requestState" in params:
             return None
-        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta") or {}
-        if not isinstance(name, str) or not isinstance(meta, dict) or not isinstance(arguments, dict | None):
+        target, arguments, meta = params.get(key), params.get("arguments"), params.get("_meta") or {}
+        if not isinstance(meta, dict) or not _plain_arguments(method, arguments):
+            return None
+        if method == _COMPLETE:
+            if not _plain_completion(params):
+                return None
+            named = None  # completion names nothing in ``Mcp-Name``
+        elif isinstance(target, str):
+            named = target.encode()
+        else:
             return None
         if "progressToken" in meta or _LOG_LEVEL_KEY in meta:
             return None
@@ -205,20 +381,19 @@ class FastCalls:
             if version not in _MODERN or _CAPABILITIES_KEY not in meta:
                 return None
             if routing is not None and (
-                routing.version != version.encode() or routing.method != _TOOLS_CALL or routing.name != name.encode()
+                routing.version != version.encode() or routing.method != method.encode() or routing.name != named
             ):
                 return None
         if asks_mid_call(meta.get(_CAPABILITIES_KEY) or {}):
             return None
-        # The routes come from the current catalogue, which holds exposed servers only.
-        route = self._route(name)
-        if route is None:
+        routed = self._routed(method, params, target, arguments)
+        if routed is None or (routed[0].mirrored and routing is not None):
             return None
-        upstream_params: dict[str, Any] = {"name": route.tool, "arguments": arguments or {}}
+        route, upstream_params = routed
         kept = protocol_free(meta)
         if kept:
             upstream_params["_meta"] = kept
-        upstream = {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": upstream_params}
+        upstream = {"jsonrpc": "2.0", "id": None, "method": method, "params": upstream_params}
         try:
             # A server whose state refuses calls, or whose session just ended: the full
             # pipeline says so in its own words.
@@ -226,6 +401,9 @@ class FastCalls:
             if not connection.raw_capable:
                 return None
             if handshake_version is not None and connection.modern:
+                if method != _TOOLS_CALL:
+                    # It may ask back mid-request, which only tools/call answers here.
+                    return None
                 # A 2026-07-28 upstream logs only what a request opts into.
                 upstream_params.setdefault("_meta", {})[_LOG_LEVEL_KEY] = log_level or "debug"
             headers = connection.stamp(upstream)
@@ -241,11 +419,16 @@ class FastCalls:
         """
         self.forwarded += 1
         route, connection = plan.route, plan.connection
+
+        async def send() -> bytes:
+            line = await connection.call_raw(plan.upstream, plan.headers, what=route.what, on_log=on_log)
+            failure = self._failure(line, plan)
+            if failure is not None:
+                raise failure
+            return line
+
         try:
-            line: bytes = await self.gateway.pipeline.through(
-                route.invocation,
-                lambda: connection.call_raw(plan.upstream, plan.headers, what=route.what, on_log=on_log),
-            )
+            line: bytes = await self.gateway.pipeline.through(route.invocation, send)
         except AggregatorError as exc:
             return self._error(plan, exc)
         shaped = self._relayed(line, plan)
@@ -258,30 +441,37 @@ class FastCalls:
         from the upstream reader's callback. Returns the call (``withdraw()`` when the client
         gives up: then nothing is delivered), or None where this lane does not apply and
         ``answer`` must be awaited instead: an HTTP upstream with no pooled connection free
-        this instant, a policy stage that must wrap the call, or a handshake-era call whose
-        2026-07-28 upstream may ask back mid-call. Errors come back as error responses,
-        through ``deliver`` too.
+        this instant, or a policy stage that must wrap the call. Errors come back as error
+        responses, through ``deliver`` too. A handshake-era client's call whose 2026-07-28
+        upstream asks back mid-call gets the full pipeline's answer from a task started then.
         """
         connection = plan.connection
         pipeline = self.gateway.pipeline
-        if not pipeline.errors_only or (plan.handshake_version is not None and connection.modern):
+        if not pipeline.errors_only:
             return None
         route = plan.route
+        asking = _AskingLane() if plan.handshake_version is not None and connection.modern else None
 
         def settle(outcome: bytes | UpstreamError) -> None:
             # Runs in the upstream reader's callback: whatever goes wrong here must fail this
             # call only, never the reader every other call on that upstream depends on.
             try:
+                if isinstance(outcome, bytes):
+                    outcome = self._failure(outcome, plan) or outcome
                 settled = pipeline.settled(route.invocation, outcome)
                 if isinstance(settled, bytes):
                     shaped = self._relayed(settled, plan)
-                    # Only a modern upstream asks back, and such a call does not take this lane.
-                    assert shaped is not None
+                    if shaped is None:
+                        # Only a 2026-07-28 upstream asks back, and only a handshake-era
+                        # client's call is shaped to None: the full pipeline answers for it.
+                        assert asking is not None
+                        asking.task = asyncio.get_running_loop().create_task(self._asked_back_to(plan, deliver))
+                        return
                     answer = shaped
                 else:
                     answer = self._error(plan, settled)
             except Exception:
-                logger.exception("tools/call %s: the upstream's answer could not be relayed", plan.tool)
+                logger.exception("%s: the upstream's answer could not be relayed", plan.label)
                 answer = self.internal_error(plan)
             deliver(answer)
 
@@ -294,7 +484,41 @@ class FastCalls:
         if call is None:
             return None  # no pooled connection free this instant: ``answer`` waits for one
         self.forwarded += 1
-        return call
+        if asking is None:
+            return call
+        asking.call = call
+        return asking
+
+    async def _asked_back_to(self, plan: FastPlan, deliver: Callable[[bytes], None]) -> None:
+        try:
+            answer = await self._asked_back(plan)
+        except asyncio.CancelledError:
+            return  # withdrawn: the client gave up, or left
+        except Exception:
+            logger.exception("%s: answering the upstream's question failed", plan.label)
+            answer = self.internal_error(plan)
+        deliver(answer)
+
+    @staticmethod
+    def _failure(line: bytes, plan: FastPlan) -> UpstreamCallError | None:
+        """The upstream's error answer as the error the full pipeline's SDK client raises for
+        it (then counted, scrubbed and worded as there), or None for a result."""
+        match = _RESPONSE_HEAD.match(line)
+        if match is not None and _RESULT_NEXT.match(line, match.end()):
+            return None
+        try:
+            answer = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            text = f"answered with a line that is not JSON: {exc}"
+            return UpstreamCallError(plan.server, text, code=types.INTERNAL_ERROR)
+        error = answer.get("error") if isinstance(answer, dict) else None
+        if not isinstance(error, dict):
+            return None
+        code, message = error.get("code"), error.get("message")
+        if not isinstance(code, int) or isinstance(code, bool) or not isinstance(message, str):
+            text = f"answered with a malformed error: {str(error)[:200]}"
+            return UpstreamCallError(plan.server, text, code=types.INTERNAL_ERROR)
+        return UpstreamCallError(plan.server, message, code=code, data=error.get("data"))
 
     def _relayed(self, line: bytes, plan: FastPlan) -> bytes | None:
         """``_shaped``, with an answer that is not JSON failing as the upstream's error."""
@@ -312,12 +536,12 @@ class FastCalls:
         if not plan.connection.modern:
             return self._from_handshake_era(line, plan)
         match = _RESPONSE_HEAD.match(line)
-        if match is not None and line[match.end() :].lstrip(b" \t\r\n,").startswith(b'"result"'):
-            restamped = self._restamped(line)
-            if restamped is not None:
-                # Only the id and the stamp change: the result's bytes go through untouched.
-                head = match.group(0)
-                return head[: head.rindex(b'"agw:')] + orjson.dumps(plan.client_id) + restamped[match.end() :]
+        if match is not None and _RESULT_NEXT.match(line, match.end()):
+            # Only the id and the stamp change: the result's bytes go through untouched.
+            head = match.group(0)
+            spliced = self._spliced(line, head[: head.rindex(b'"agw:')] + orjson.dumps(plan.client_id), match.end())
+            if spliced is not None:
+                return spliced
         return self._reencoded(line, plan.client_id)
 
     @staticmethod
@@ -333,7 +557,7 @@ class FastCalls:
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
 
     def _error(self, plan: FastPlan, exc: AggregatorError) -> bytes:
-        logger.warning("tools/call %s failed: %s", plan.tool, exc)
+        logger.warning("%s failed: %s", plan.label, exc)
         error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
 
@@ -367,11 +591,14 @@ class FastCalls:
             return self._reencoded(line, plan.client_id)
         meta = result.get("_meta")
         kept = protocol_free(meta) if isinstance(meta, dict) else {}
-        data = {**result, "resultType": "complete", "_meta": kept}
         try:
-            shaped = serialize_server_result("tools/call", plan.modern_version, data)
+            # Read as the SDK's client reads it (its defaults filled in: a resource's cache
+            # hints, say), then written as its server writes that version.
+            model = _RESULT_MODELS[plan.method].model_validate({**result, "_meta": kept}, by_name=False)
+            data = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+            shaped = serialize_server_result(plan.method, plan.modern_version, data)
         except ValidationError:
-            logger.exception("tools/call %s: the upstream's result does not fit %s", plan.tool, plan.modern_version)
+            logger.exception("%s: the upstream's result does not fit %s", plan.label, plan.modern_version)
             return self.invalid_result(plan)
         shaped["_meta"] = {**kept, types.SERVER_INFO_META_KEY: self._server_info}
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "result": shaped})
@@ -382,7 +609,7 @@ class FastCalls:
         retries re-run the tool anyway, so the call starts again there."""
         try:
             model: types.CallToolResult = await self.gateway.pipeline.call_tool_result(
-                plan.tool,
+                plan.target,
                 plan.upstream["params"]["arguments"],
                 server=plan.server,
                 caller=Caller(capabilities=types.ClientCapabilities()),
@@ -396,21 +623,22 @@ class FastCalls:
     def _handshake_result(self, plan: FastPlan, result: dict[str, Any]) -> bytes:
         assert plan.handshake_version is not None
         try:
-            shaped = serialize_server_result("tools/call", plan.handshake_version, result)
+            shaped = serialize_server_result(plan.method, plan.handshake_version, result)
         except ValidationError:
-            logger.exception("tools/call %s: the upstream's result does not fit %s", plan.tool, plan.handshake_version)
+            logger.exception("%s: the upstream's result does not fit %s", plan.label, plan.handshake_version)
             return self.invalid_result(plan)
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "result": shaped})
 
-    def _restamped(self, line: bytes) -> bytes | None:
-        """``line`` with the gateway's serverInfo stamp where the upstream's was, or None
-        when the stamp is not where this can replace it without parsing."""
-        tail_start = max(0, len(line) - _TAIL)
-        found = _STAMP_AT_END.search(line, tail_start)
+    def _spliced(self, line: bytes, head: bytes, head_end: int) -> bytes | None:
+        """``line`` with ``head`` in place of its first ``head_end`` bytes and the gateway's
+        serverInfo stamp where the upstream's was, copied once; None when the stamp is not
+        where this can replace it without parsing."""
+        found = _STAMP_AT_END.search(line, max(head_end, len(line) - _TAIL))
         if found is None:
             return None
         start, end = found.span("stamp")
-        return b"".join((line[:start], self._stamp, line[end:]))
+        view = memoryview(line)
+        return b"".join((head, view[head_end:start], self._stamp, view[end:]))
 
     def _reencoded(self, line: bytes, client_id: Any, *, stamp: bool = True) -> bytes:
         answer = orjson.loads(line)

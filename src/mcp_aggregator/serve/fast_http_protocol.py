@@ -278,7 +278,7 @@ class _RawRequests:
         try:
             body = await self.front.calls.answer(plan)
         except Exception:
-            logger.exception("fast path: answering tools/call %s failed", plan.tool)
+            logger.exception("fast path: answering %s failed", plan.label)
             self.busy = False
             self.protocol.transport.close()
             return
@@ -354,6 +354,6 @@ async def _fast_or_asgi(
         cycle.on_response()
         await cycle.flow.drain()
     except Exception:
-        logger.exception("fast path: answering tools/call %s failed", plan.tool)
+        logger.exception("fast path: answering %s failed", plan.label)
         if not cycle.response_complete:
             cycle.transport.close()

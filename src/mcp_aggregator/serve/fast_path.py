@@ -59,7 +59,6 @@ class FastPath:
             return
         await _answer(send, await self.calls.answer(plan))
 
-
     async def _in_session(self, session: HandshakeSession, scope: Scope, receive: Receive, send: Send) -> None:
         assert self.sessions is not None
         body, complete = await _read_body(receive)

@@ -3,7 +3,8 @@
 Such a session lives in the SDK's session manager: a transport per session id, owned by
 the credential that opened it, kept alive by an idle timer, and a server connection that
 holds what the handshake agreed (version, client capabilities) and, in the gateway, the
-log level the client set. A plain ``tools/call`` in such a session is taken here when all
+log level the client set. A plain ``tools/call`` in such a session (or a prompt, read or
+completion bound for a handshake-era upstream, see ``fast_call``) is taken here when all
 of that says the full pipeline would do nothing more than relay it: the session is known
 to the gateway's server (it has served one of the session's requests), initialized, not
 terminated or expiring, asked for by its owner with the version it agreed, from a client
@@ -172,7 +173,7 @@ class HandshakeSessions:
             return task.result()
         # One call's failure must not look like the session's: an error response, as the
         # full pipeline gives for a failure of its own.
-        logger.error("tools/call %s failed", plan.tool, exc_info=error)
+        logger.error("%s failed", plan.label, exc_info=error)
         return FastCalls.internal_error(plan)
 
 

@@ -31,7 +31,7 @@ from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_
 from mcp_aggregator.relay.caller import Ask
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.serve_gateway import ServeGateway
-from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface
+from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.connection import check_encodable
 
@@ -312,7 +312,7 @@ class GatewayServer:
             )
         except AggregatorError as exc:
             raise to_mcp_error(exc) from exc
-        return result
+        return without_protocol_meta(result) if isinstance(result, types.ReadResourceResult) else result
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
@@ -368,13 +368,13 @@ class GatewayServer:
             )
         except AggregatorError as exc:
             raise to_mcp_error(exc) from exc
-        return result
+        return without_protocol_meta(result) if isinstance(result, types.GetPromptResult) else result
 
     async def _complete(
         self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
     ) -> types.CompleteResult:
         try:
-            return await self.gateway.pipeline.complete(params, caller=self._caller(ctx))
+            return without_protocol_meta(await self.gateway.pipeline.complete(params, caller=self._caller(ctx)))
         except AggregatorError as exc:
             raise to_mcp_error(exc) from exc
 
@@ -398,4 +398,3 @@ class GatewayServer:
             except AggregatorError as exc:
                 logger.info("logging/setLevel on %s failed: %s", server, exc)
         return types.EmptyResult()
-

@@ -6,7 +6,8 @@ its body (``Mcp-Protocol-Version`` against the envelope, ``Mcp-Method`` against 
 that skipped those checks would answer requests the SDK refuses, and a client could tell
 the two apart; so the fast paths read the same headers, and anything doubtful (a routing
 header given twice, ``Mcp-Param-*`` headers, an upgrade) goes to the SDK,
-which answers it as it always has. Below ASGI, a chunked body or one that waits for
+which answers it as it always has (``FastCalls.plan`` also leaves it a call to a tool that
+mirrors arguments into such headers, whose absence the SDK refuses). Below ASGI, a chunked body or one that waits for
 ``100 Continue`` is left to uvicorn too.
 """
 

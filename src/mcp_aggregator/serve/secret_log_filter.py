@@ -43,9 +43,10 @@ class SecretLogFilter(logging.Filter):
 def scrubbed_logs(scrub: Callable[[str], str]) -> Iterator[SecretLogFilter]:
     """Install a ``SecretLogFilter`` on every handler configured now; remove it on exit."""
     log_filter = SecretLogFilter(scrub)
-    loggers = [logging.getLogger(), *(
-        logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
-    )]
+    loggers = [
+        logging.getLogger(),
+        *(logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)),
+    ]
     handlers = {id(h): h for logger in loggers for h in logger.handlers}.values()
     for handler in handlers:
         handler.addFilter(log_filter)

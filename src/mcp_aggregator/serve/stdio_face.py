@@ -43,8 +43,15 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
+from mcp_aggregator.serve.fast_call import (
+    FAST_METHODS,
+    FastCalls,
+    FastPlan,
+    Withdrawable,
+    asks_mid_call,
+    log_notification,
+)
 from mcp_aggregator.serve.fast_call import SETTLED as _SETTLED
-from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, Withdrawable, asks_mid_call, log_notification
 from mcp_aggregator.upstreams.stdio_pipe import notification_params
 
 logger = logging.getLogger(__name__)
@@ -52,7 +59,6 @@ logger = logging.getLogger(__name__)
 Inbox = MemoryObjectSendStream[SessionMessage | Exception]
 SdkStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 _CANCELLED: Final = b"notifications/cancelled"
-_TOOLS_CALL: Final = b'"tools/call"'
 _LOG_LEVELS: Final = frozenset(get_args(types.LoggingLevel))
 
 
@@ -244,7 +250,7 @@ class _StdioFace:
     def _took_here(self, line: bytes) -> bool:
         if not line or line.isspace():
             return True
-        if self._calls is not None and _TOOLS_CALL in line:
+        if self._calls is not None and any(method in line for method in FAST_METHODS):
             handshake = self._handshake
             version = handshake.fast_version if handshake is not None else None
             level = handshake.log_level if handshake is not None else None
@@ -360,7 +366,7 @@ class _StdioFace:
                 return  # the client cancelled it, or left: nobody to answer
             except Exception:
                 # One call's failure must not end the face and every other client's calls.
-                logger.exception("tools/call %s failed", plan.tool)
+                logger.exception("%s failed", plan.label)
                 answer = self._calls.internal_error(plan)
             await self._send(answer + b"\n")
         finally:

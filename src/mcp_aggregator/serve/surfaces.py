@@ -143,8 +143,9 @@ class FacadeSurface:
             # Per-server tools stop paying for themselves on a large catalog: every turn
             # would carry them. The `tools` facade still reaches every upstream tool.
             logger.info(
-                "upstream domains take %d chars (> serve.upstream_domains_max_chars %d); "
-                "serving the core facades only", size, self._upstream_max_chars,
+                "upstream domains take %d chars (> serve.upstream_domains_max_chars %d); serving the core facades only",
+                size,
+                self._upstream_max_chars,
             )
             upstream, upstream_tools = (), []
         domains = [*self._core, *upstream]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 import mcp_types as types
 
@@ -23,6 +23,7 @@ class CallRequest:
     request_state: str | None = None
 
 
+ResultT = TypeVar("ResultT", bound=types.Result)
 ToolHandler = Callable[[dict[str, Any], CallRequest], Awaitable[types.CallToolResult | types.InputRequiredResult]]
 
 
@@ -41,9 +42,15 @@ class PassthroughSurface:
     """Every upstream tool under its exposed name, definition otherwise untouched."""
 
     gateway: ServeGateway
+    _listed: tuple[object, tuple[types.Tool, ...]] = field(default=(None, ()), repr=False)
 
     def list_tools(self) -> Sequence[types.Tool]:
-        return [entry.tool.model_copy(update={"name": entry.exposed}) for entry in self.gateway.catalog.entries]
+        catalog = self.gateway.catalog
+        if self._listed[0] is not catalog:
+            # Made once per catalogue version, not per tools/list (a client may list often).
+            tools = tuple(entry.tool.model_copy(update={"name": entry.exposed}) for entry in catalog.entries)
+            self._listed = (catalog, tools)
+        return self._listed[1]
 
     def handler(self, name: str) -> ToolHandler | None:
         """By exposed or canonical name, else the upstream's own name when one server has it.
@@ -86,10 +93,11 @@ def _failing(error: AggregatorError) -> ToolHandler:
     return call
 
 
-def without_protocol_meta(result: types.CallToolResult) -> types.CallToolResult:
+def without_protocol_meta(result: ResultT) -> ResultT:
     """Drop the upstream's protocol-reserved ``_meta`` keys (its serverInfo stamp, ...).
 
-    They describe the upstream connection, not ours; the SDK stamps our own.
+    They describe the upstream connection, not ours; the SDK stamps our own (and keeps one
+    it finds, which would show the client the upstream's name instead of the gateway's).
     """
     if not result.meta:
         return result

@@ -24,9 +24,7 @@ def expand_value(value: str, env: Mapping[str, str], *, server: str, field: str)
     return _VAR.sub(replace, value)
 
 
-def expand_mapping(
-    values: Mapping[str, str], env: Mapping[str, str], *, server: str, field: str
-) -> dict[str, str]:
+def expand_mapping(values: Mapping[str, str], env: Mapping[str, str], *, server: str, field: str) -> dict[str, str]:
     return {key: expand_value(val, env, server=server, field=f"{field}.{key}") for key, val in values.items()}
 
 

@@ -60,9 +60,7 @@ class ServerConfig(BaseModel):
         if len(value) > MAX_NAME_LENGTH:
             raise ValueError(f"must be at most {MAX_NAME_LENGTH} characters, got {len(value)}")
         if not NAME_PATTERN.fullmatch(value):
-            raise ValueError(
-                f"must match ^[a-z][a-z0-9_-]*$ (lowercase, start with a letter), got {value!r}"
-            )
+            raise ValueError(f"must match ^[a-z][a-z0-9_-]*$ (lowercase, start with a letter), got {value!r}")
         return value
 
     @field_validator("transport", mode="before")

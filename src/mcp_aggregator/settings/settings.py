@@ -40,8 +40,7 @@ class Settings(BaseModel):
         for index, server in enumerate(self.servers):
             if server.name in seen:
                 raise ValueError(
-                    f"servers[{index}].name: duplicate server name {server.name!r} "
-                    f"(also servers[{seen[server.name]}])"
+                    f"servers[{index}].name: duplicate server name {server.name!r} (also servers[{seen[server.name]}])"
                 )
             seen[server.name] = index
         return self

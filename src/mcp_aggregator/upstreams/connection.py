@@ -44,6 +44,7 @@ from mcp_aggregator.errors import (
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.http_raw import HttpRaw
 from mcp_aggregator.upstreams.raw_call import AwaitedRawCall, RawCall, RawSettle
+from mcp_aggregator.upstreams.raw_stamp import RawStamps
 from mcp_aggregator.upstreams.stdio_pipe import LogSink, StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
 
@@ -52,6 +53,9 @@ logger = logging.getLogger(__name__)
 
 _MAX_PAGES: Final = 1000
 _TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+_SDK_CLOSED: Final = ("Connection closed", "SSE stream ")
+"""How the SDK's client words the error of a request whose transport (or, over HTTP, whose
+event stream) ended; the second is a prefix."""
 
 ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -175,7 +179,7 @@ class UpstreamConnection:
         self._inflight: dict[_Abortable, str] = {}
         self._tags: dict[_Abortable, object] = {}
         self._raw_ids = itertools.count(1)
-        self._pipe_envelope: tuple[object, dict[str, Any]] | None = None
+        self._stamps = RawStamps()
         self._refresh_features = anyio.Event()
         self._watched: set[str] = set()
         self._relisten = anyio.Event()
@@ -560,33 +564,13 @@ class UpstreamConnection:
         )
         return result
 
-    def stamp(self, message: dict[str, Any]) -> dict[str, str]:
+    def stamp(self, message: dict[str, Any]) -> Mapping[str, str]:
         """Give a raw request the envelope this session's SDK client would; return its HTTP headers.
 
         Uses the SDK session's own stamping so a raw call is indistinguishable from one the
         SDK sends (the 2026-07-28 ``_meta`` envelope; nothing for a handshake session).
         """
-        client = self._require_client()
-        stamp = client.session._stamp
-        if self.pipe is not None:
-            # Over stdio only the envelope counts, and it is the same for every request of a
-            # negotiated session: stamped once on a probe, then copied.
-            cached = self._pipe_envelope
-            if cached is None or cached[0] is not stamp:
-                probe: dict[str, Any] = {"method": "tools/call", "params": {}}
-                stamp(probe, {})
-                cached = self._pipe_envelope = (stamp, dict(probe["params"].get("_meta", {})))
-            if cached[1]:
-                meta = message.setdefault("params", {}).setdefault("_meta", {})
-                for key, value in cached[1].items():
-                    if key == types.LOG_LEVEL_META_KEY:
-                        meta.setdefault(key, value)  # as the SDK: a request's own level wins
-                    else:
-                        meta[key] = value
-            return {}
-        opts: dict[str, Any] = {}
-        stamp(message, opts)  # type: ignore[arg-type]
-        return dict(opts.get("headers", {}))
+        return self._stamps.apply(self._require_client().session, message, over_http=self.pipe is None)
 
     @property
     def raw_capable(self) -> bool:
@@ -740,7 +724,7 @@ class UpstreamConnection:
         self._on_activity()
 
     def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:
-        if exc.error.code == CONNECTION_CLOSED:
+        if _closed(exc):
             return self._closed_error(what, "connection closed")
         return UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data)
 
@@ -754,6 +738,13 @@ class UpstreamConnection:
         return UpstreamClosedError(self.name, f"{self.close_reason} while {what}")
 
 
+def _closed(exc: MCPError) -> bool:
+    """Whether the SDK's client raised ``exc`` because the transport ended. An upstream's own
+    error may carry the same code (-32000 opens JSON-RPC's server-error range, and servers
+    use it for their failures): that one is the call's error, not the session's end."""
+    return exc.error.code == CONNECTION_CLOSED and exc.error.message.startswith(_SDK_CLOSED)
+
+
 def describe_error(exc: BaseException) -> str:
     """A one-line, human description of a (possibly grouped) transport error."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -761,7 +752,7 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(describe_error(e) for e in exc.exceptions)
     if isinstance(exc, MCPError):
-        return "connection closed" if exc.error.code == CONNECTION_CLOSED else exc.error.message
+        return "connection closed" if _closed(exc) else exc.error.message
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
     if isinstance(exc, FileNotFoundError):

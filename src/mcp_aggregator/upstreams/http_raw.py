@@ -77,6 +77,16 @@ class HttpRaw:
     async def _answer(self, response: Response, ident: Any, on_log: LogSink | None) -> bytes:
         try:
             if response.status >= 400:
+                if response.media_type == b"application/json":
+                    # A spec-correct server answers a JSON-RPC error (INVALID_PARAMS, say) with
+                    # a 4xx status and the error as the body: that error is the answer, as the
+                    # SDK's client reads it.
+                    error = _rpc_error(await self._bounded(response))
+                    if error is None:
+                        raise UpstreamCallError(self.name, f"HTTP {response.status}", code=-32603)
+                    answer = orjson.dumps({"jsonrpc": "2.0", "id": ident, "error": error})
+                    response.finish()
+                    return answer
                 text = (await _prefix(response, _ERROR_TEXT)).decode(errors="replace")
                 raise UpstreamCallError(self.name, f"HTTP {response.status}: {text}", code=-32603)
             if response.media_type == b"text/event-stream":
@@ -198,6 +208,16 @@ class HttpExchange:
             self._task.cancel()  # the task closes the response
         else:
             self._response.close()
+
+
+def _rpc_error(body: bytes) -> dict[str, Any] | None:
+    """The ``error`` of a JSON-RPC error response, or None when ``body`` is not one."""
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    error = message.get("error") if isinstance(message, dict) else None
+    return error if isinstance(error, dict) else None
 
 
 async def _prefix(response: Response, limit: int) -> bytes:

@@ -182,9 +182,7 @@ class ServerSupervisor:
         """BR-007: drain (or cancel) in-flight calls, close, go DISCONNECTED. Returns calls aborted."""
         connection = self.connection
         if self.status is not ServerStatus.CONNECTED or connection is None:
-            raise StateError(
-                f"Server {self.name} cannot be disconnected in status {self.status.value}"
-            )
+            raise StateError(f"Server {self.name} cannot be disconnected in status {self.status.value}")
         self._admin_disconnect = True
         self._move(ServerEvent.DISCONNECT)
         aborted = await connection.drain(drain_timeout, force=force)

@@ -139,7 +139,11 @@ class UpstreamSet:
         if stopped or restarted or started or connected or disconnected:
             logger.info(
                 "reconciled upstreams: started %s, stopped %s, restarted %s, connected %s, disconnected %s",
-                started, stopped, restarted, connected, disconnected,
+                started,
+                stopped,
+                restarted,
+                connected,
+                disconnected,
             )
         return Reconciled(tuple(started), tuple(stopped), tuple(restarted), tuple(connected), tuple(disconnected))
 
@@ -148,11 +152,13 @@ class UpstreamSet:
     ) -> tuple[list[str], list[str]]:
         """Connect or disconnect kept servers whose connect intent changed (set elsewhere)."""
         connect = [
-            name for name, want in desired.items()
+            name
+            for name, want in desired.items()
             if name not in fresh and want.connect and self.supervisors[name].status is ServerStatus.DISCONNECTED
         ]
         disconnect = [
-            name for name, want in desired.items()
+            name
+            for name, want in desired.items()
             if name not in fresh and not want.connect and self.supervisors[name].status is ServerStatus.CONNECTED
         ]
         for name in connect:

@@ -45,9 +45,7 @@ def upgrade() -> None:
         sa.Column("source", sa.String(16), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_external_servers"),
         sa.UniqueConstraint("name", name="uq_external_servers_name"),
-        sa.CheckConstraint(
-            "transport_type IN ('STDIO', 'SSE', 'HTTP')", name="ck_external_servers_transport_type"
-        ),
+        sa.CheckConstraint("transport_type IN ('STDIO', 'SSE', 'HTTP')", name="ck_external_servers_transport_type"),
         sa.CheckConstraint(
             "status IN ('DISCONNECTED', 'CONNECTING', 'CONNECTED', 'DEGRADED', 'ERROR')",
             name="ck_external_servers_status",
