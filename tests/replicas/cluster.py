@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -31,6 +30,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import REPO
+from tests.ports import free_port
 
 PG_URL = os.environ.get("MCP_AGGREGATOR_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 PG_DSN = PG_URL.replace("postgresql+asyncpg://", "postgresql://")
@@ -39,28 +39,6 @@ AUTH = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 SERVERS = "/api/v1/aggregator/servers"
 
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def free_port_block(count: int) -> int:
-    """A base port whose ``count`` consecutive ports are free now."""
-    for _ in range(200):
-        base = free_port()
-        if base + count > 65535:
-            continue
-        try:
-            for port in range(base, base + count):
-                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no block of free ports")
 
 
 async def fresh_schema() -> str:
@@ -231,7 +209,7 @@ def make_replica(directory: Path, schema: str, name: str, **config: Any) -> Repl
 
 async def wait_healthy(base: str, *, within: float, proc: Spawned | None = None) -> None:
     async with httpx.AsyncClient(timeout=2) as http:
-        with anyio.fail_after(within):
+        with anyio.move_on_after(within):
             while True:
                 if proc is not None and not proc.running():
                     raise RuntimeError(f"{proc.argv} exited early:\n{proc.tail()}")
@@ -241,6 +219,8 @@ async def wait_healthy(base: str, *, within: float, proc: Spawned | None = None)
                 except httpx.TransportError:
                     pass
                 await anyio.sleep(0.05)
+    log = f", its log ends:\n{proc.tail()}" if proc is not None else ""
+    raise TimeoutError(f"{base} not healthy within {within:.0f}s{log}")
 
 
 async def poll(check: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:

@@ -16,7 +16,8 @@ from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.replicas import check_workers, replica_commands
 from mcp_aggregator.settings import Settings
 from tests.conftest import REPO
-from tests.replicas.cluster import Spawned, child_env, free_port_block, poll, replica_config, wait_healthy
+from tests.ports import free_port_block
+from tests.replicas.cluster import Spawned, child_env, poll, replica_config, wait_healthy
 
 PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 

