@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_aggregator import __version__
 from mcp_aggregator.settings import ServerConfig
 from tests.relay.test_mrtr_through_gateway import upstream
 from tests.serve.conformance_runner import fixture_http_config, fixture_http_server, fixture_stdio_config
@@ -297,3 +298,20 @@ async def test_a_call_without_the_header_its_tool_mirrors_gets_the_sdks_refusal_
     status, answer, forwarded = seen[True]
     assert (status, forwarded) == (400, 0)
     assert "Mcp-Param-Region header is missing" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+async def test_the_gateway_names_itself_to_its_upstreams_in_either_era(fast_path: bool) -> None:
+    """Upstreams log who calls them: that is the gateway, by its own name and version, on the
+    fast path as on the full pipeline; not the SDK's default client name and not its client's."""
+    expected = f"mcp-aggregator {__version__}"
+    handshake_era = upstream("garbled", "tests.upstream.garbled_server")
+    async with fixture_http_server("tests.upstream.param_header_server") as url:
+        modern = ServerConfig(name="ph", transport="http", base_url=url)  # type: ignore[arg-type]
+        for config, tool in ((handshake_era, "garbled__whoami"), (modern, "ph__caller")):
+            async with (
+                http_gateway(upstream=config, fast_path=fast_path) as (fast, gateway_url),
+                Client(gateway_url, cache=None) as client,
+            ):
+                result = await client.call_tool(tool, {})
+                assert (result.content[0].text, fast.forwarded) == (expected, int(fast_path))  # type: ignore[union-attr]

@@ -1,7 +1,8 @@
 """A stdio MCP server written by hand, line by line, that can answer a call with a broken
 line: how the gateway meets an upstream whose output is not always JSON-RPC.
 
-Tools: ``echo`` (answers ``text``), ``garble`` (answers with a line cut off mid-JSON,
+Tools: ``echo`` (answers ``text``), ``whoami`` (the ``clientInfo`` its client gave at
+``initialize``, as ``name version``), ``garble`` (answers with a line cut off mid-JSON,
 under the request's own id) and ``refuse`` (answers with a JSON-RPC error: ``code`` and
 ``message`` if given, else -32602 quoting ``$GARBLED_SECRET``); a prompt ``greet`` (argument ``name``) and a resource
 ``note://hello``, for the shape of a handshake-era answer that is not a tool's. It speaks the
@@ -17,6 +18,7 @@ from typing import Any
 
 TOOLS = [
     {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {"name": "whoami", "inputSchema": {"type": "object"}},
     {"name": "garble", "inputSchema": {"type": "object"}},
     {"name": "refuse", "inputSchema": {"type": "object"}},
 ]
@@ -29,12 +31,16 @@ def answer(ident: Any, result: dict[str, Any]) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": ident, "result": result})
 
 
+CLIENT: dict[str, Any] = {}
+
+
 def handle(message: dict[str, Any]) -> str | None:
     method, ident = message.get("method"), message.get("id")
     if ident is None:
         return None  # notifications: nothing to say
     params = message.get("params") or {}
     if method == "initialize":
+        CLIENT.update(params.get("clientInfo") or {})
         info = {"name": "garbled", "version": "1"}
         capabilities = {"tools": {}, "prompts": {}, "resources": {}}
         return answer(ident, {"protocolVersion": "2025-11-25", "capabilities": capabilities, "serverInfo": info})
@@ -42,6 +48,9 @@ def handle(message: dict[str, Any]) -> str | None:
         return answer(ident, {})
     if method == "tools/list":
         return answer(ident, {"tools": TOOLS})
+    if method == "tools/call" and params.get("name") == "whoami":
+        text = f"{CLIENT.get('name')} {CLIENT.get('version')}"
+        return answer(ident, {"content": [{"type": "text", "text": text}]})
     if method == "tools/call" and params.get("name") == "garble":
         return json.dumps({"jsonrpc": "2.0", "id": ident})[:-1] + ', "result": {"content": ['
     if method == "tools/call" and params.get("name") == "refuse":

@@ -32,6 +32,7 @@ from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
+from mcp_aggregator import __version__
 from mcp_aggregator.errors import (
     EnvVarError,
     InvalidInputError,
@@ -49,6 +50,9 @@ from mcp_aggregator.upstreams.stdio_pipe import LogSink, StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
 
 logger = logging.getLogger(__name__)
+
+CLIENT_INFO: Final = types.Implementation(name="mcp-aggregator", version=__version__)
+"""Who the gateway says it is to its upstreams (their logs name the caller by it)."""
 
 
 _MAX_PAGES: Final = 1000
@@ -253,6 +257,7 @@ class UpstreamConnection:
                 target.client_target,
                 mode=self.config.protocol,
                 cache=None,
+                client_info=CLIENT_INFO,
                 message_handler=self._on_message,
                 sampling_callback=self._on_sampling,
                 elicitation_callback=self._on_elicitation,
