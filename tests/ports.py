@@ -8,6 +8,8 @@ from pathlib import Path
 
 __all__ = ["free_port", "free_port_block"]
 
+_HANDED_OUT: set[int] = set()
+
 
 def _ephemeral_range() -> tuple[int, int]:
     try:
@@ -33,14 +35,17 @@ def free_port_block(count: int = 1) -> int:
     range (what ``bind(0)`` hands out) can meanwhile become the local end of some outgoing
     connection, a pooled PostgreSQL connection of the replica next door for instance; the
     replica then cannot bind it for as long as that connection lives and restarts in vain.
-    Ports below the range are never handed out that way.
+    Ports below the range are never handed out that way. Nor does this hand out a port twice
+    in one test run: two asked for in a row are both still unbound.
     """
     low, _ = _ephemeral_range()
     floor = min(10000, max(1024, low - 4096))
     rng = random.Random()
     for _ in range(500):
         base = rng.randrange(floor, low - count)
-        if all(_bindable(port) for port in range(base, base + count)):
+        block = range(base, base + count)
+        if _HANDED_OUT.isdisjoint(block) and all(_bindable(port) for port in block):
+            _HANDED_OUT.update(block)
             return base
     raise RuntimeError(f"no block of {count} free ports between {floor} and {low}")
 
