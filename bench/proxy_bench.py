@@ -27,6 +27,10 @@ one call each. Virtualenvs for the peers are made on first use.
 """
 
 import sys
+from pathlib import Path
+
+# Ports come from the tests' helper (tests/ports.py); this script runs from a checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxy.runner import main
 

@@ -26,7 +26,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,28 +46,17 @@ from mcp_aggregator.replicas.haproxy_config import render_haproxy_config
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+# Ports come from the tests' helper (tests/ports.py); this script runs from a checkout.
+sys.path.insert(0, str(REPO))
+from tests.ports import free_port_block  # noqa: E402
+
 RESULTS = BENCH / "results"
 PG_URL = os.environ.get("MCP_AGGREGATOR_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 PG_DSN = PG_URL.replace("postgresql+asyncpg://", "postgresql://")
-TOKEN = "bench-token"
+TOKEN = "bench-token-of-32-characters-xx"  # serve.admin_token takes 16 or more
 TICKS = os.sysconf("SC_CLK_TCK")
 ECHO = BENCH / "echo_server.py"
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-
-
-def free_port_block(count: int) -> int:
-    for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            base = int(sock.getsockname()[1])
-        try:
-            for port in range(base, base + count + 2):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free ports")
 
 
 def cpu_secs(pid: int) -> float:
@@ -141,16 +129,37 @@ def write_config(directory: Path, schema: str, port: int) -> Path:
     return path
 
 
-async def echo_ready(base: str) -> None:
-    with anyio.fail_after(60):
-        while True:
+async def echo_ready(base: str, pool: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until the replica at ``base`` lists the echo tool; fail with the pool's log if
+    the pool exits or the replica is not ready within a minute."""
+    last: Exception | None = None
+    with anyio.move_on_after(60):
+        while pool.poll() is None:
             try:
                 async with Client(f"{base}/mcp", mode="auto", cache=None) as client:
                     if any(t.name == "echo__echo" for t in (await client.list_tools()).tools):
                         return
-            except Exception:
-                pass
+            except Exception as exc:  # not up yet: refused connections, a 503 while connecting
+                last = exc
             await anyio.sleep(0.1)
+    tail = "\n".join((await anyio.Path(log).read_text(errors="replace")).splitlines()[-20:])
+    raise RuntimeError(f"{base} never listed echo__echo (last error: {last!r}); the pool's log ends:\n{tail}")
+
+
+async def balancer_ready(stats_port: int, replicas: int) -> None:
+    """Wait until HAProxy's stats page shows every replica UP."""
+    statuses: list[str] = []
+    async with httpx.AsyncClient(timeout=2) as http:
+        with anyio.move_on_after(60):
+            while True:
+                with contextlib.suppress(httpx.TransportError):
+                    csv = (await http.get(f"http://127.0.0.1:{stats_port}/;csv")).text
+                    rows = [line.split(",") for line in csv.splitlines() if line.startswith("replicas,")]
+                    statuses = [row[17] for row in rows if row[1] != "BACKEND"]
+                    if len(statuses) == replicas and all(status == "UP" for status in statuses):
+                        return
+                await anyio.sleep(0.2)
+    raise RuntimeError(f"HAProxy did not mark all {replicas} replicas UP within 60 s: {statuses}")
 
 
 async def load(front: str, clients: int, secs: float, warmup: float) -> dict[str, Any]:
@@ -193,7 +202,7 @@ async def load(front: str, clients: int, secs: float, warmup: float) -> dict[str
 
 
 async def measure(replicas: int, args: argparse.Namespace, schema: str, work: Path) -> dict[str, Any]:
-    base = free_port_block(replicas)
+    base = free_port_block(replicas + 2)
     lb_port, stats_port = base + replicas, base + replicas + 1
     config = write_config(work, schema, base)
     haproxy_cfg = work / f"haproxy-{replicas}.cfg"
@@ -208,12 +217,16 @@ async def measure(replicas: int, args: argparse.Namespace, schema: str, work: Pa
     pool_argv = [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config), "--workers", str(replicas)]
     if replicas == 1:
         pool_argv = pool_argv[:-2]
+    pool_log = work / f"pool-{replicas}.log"
     with (
-        spawned(pool_argv, work / f"pool-{replicas}.log") as pool,
+        spawned(pool_argv, pool_log) as pool,
         spawned([HAPROXY, "-db", "-f", str(haproxy_cfg)], work / "haproxy.log") as lb,
     ):
         for i in range(replicas):
-            await echo_ready(f"http://127.0.0.1:{base + i}")
+            await echo_ready(f"http://127.0.0.1:{base + i}", pool, pool_log)
+        # HAProxy marks a replica up only after two passing health checks: load sent before
+        # that gets its 503s.
+        await balancer_ready(stats_port, replicas)
         front = f"http://127.0.0.1:{lb_port}/mcp"
         replica_pids = children(pool.pid) if replicas > 1 else [pool.pid]
         upstream_pids = [c for r in replica_pids for c in children(r)]
@@ -303,6 +316,7 @@ async def main() -> None:
     parser.add_argument("--secs", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--registrations", type=int, default=20)
+    parser.add_argument("--json", type=Path, default=RESULTS / "replicas.json", help="where to write the results")
     args = parser.parse_args()
     schema = f"bench_{uuid.uuid4().hex[:10]}"
     rows = []
@@ -325,7 +339,7 @@ async def main() -> None:
         f"\nregistration reaching all {max(args.replicas)} replicas ({spread['registrations']} registrations): "
         f"p50 {spread['p50_ms']:.0f} ms, p95 {spread['p95_ms']:.0f} ms, max {spread['max_ms']:.0f} ms"
     )
-    RESULTS.mkdir(exist_ok=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
     out = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()},
         "clients": args.clients,
@@ -333,7 +347,7 @@ async def main() -> None:
         "rows": rows,
         "command": " ".join(["bench/replicas_bench.py", *sys.argv[1:]]),
     }
-    (RESULTS / "replicas.json").write_text(json.dumps(out, indent=2) + "\n")
+    args.json.write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

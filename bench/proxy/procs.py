@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from tests.ports import free_port
+
+__all__ = ["free_port"]  # re-exported: the bench's paths take ports from here
 
 BENCH = Path(__file__).resolve().parent.parent
 REPO = BENCH.parent
@@ -26,13 +29,6 @@ UPSTREAM_SCRIPT = "echo_server.py"
 
 class BenchError(Exception):
     """A path could not be set up or measured; its rows are reported as failed."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def raise_fd_limit() -> int:
