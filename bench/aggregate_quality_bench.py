@@ -204,12 +204,18 @@ async def main(rounds: int) -> None:
         per_question: list[dict[str, Any]] = []
         async with upstreams(corpus, workdir) as targets:
             search = await tool_index(targets, workdir)
+
+            async def servers_fitting(query: str, k: int) -> list[str]:
+                # As the gateway does it: the query is embedded off the event loop.
+                hits = await anyio.to_thread.run_sync(search.search, query, k)
+                return [hit.server for hit in hits]
+
             engines = {
                 "aggregator": AggregatorEngine(settings.model_copy(update={"tool_search_selection": False})),
                 # Forced on: by default (toolSearchMinServers 8) four servers are all asked.
                 "aggregator+toolsearch": AggregatorEngine(
                     settings.model_copy(update={"tool_search_min_servers": 1}),
-                    tool_search=lambda query, k: [hit.server for hit in search.search(query, k)],
+                    tool_search=servers_fitting,
                 ),
             }
             for round_index in range(rounds):

@@ -159,6 +159,8 @@ def seed_perturbed_vectors(
     """Caches vectors for the texts of ``copies`` (as made by ``replicate``): the original's
     vector plus a little deterministic noise (cosine ~0.95 to it), so a 10,000-tool catalogue
     does not take many minutes of embedding on two cores."""
+    if not copies:
+        return  # a --size within the real tools: nothing to make up
     rng = np.random.default_rng(0)
     tool_vecs, _ = embed_cached(embedder, cache, [d.dense_text() for d in docs])
     server_vecs, _ = embed_cached(embedder, cache, [d.server_text() for d in docs])
