@@ -331,7 +331,7 @@ def print_table(rows: Sequence[Row]) -> None:
         )
 
 
-async def main(quick: bool) -> None:
+async def main(quick: bool, out: Path = RESULTS_PATH) -> None:
     logging.getLogger("mcp_aggregator").setLevel(logging.ERROR)
     load_before = os.getloadavg()
     repeat = 50 if quick else 300
@@ -340,8 +340,8 @@ async def main(quick: bool) -> None:
     rows += await bench_memory()
     rows.append(await bench_hanging(1 if quick else 2, 20))
     print_table(rows)
-    RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS_PATH.write_text(
+    await anyio.Path(out.parent).mkdir(parents=True, exist_ok=True)
+    await anyio.Path(out).write_text(
         json.dumps(
             {
                 "benchmark": "aggregate",
@@ -359,10 +359,12 @@ async def main(quick: bool) -> None:
         + "\n"
     )
     print(f"\nload average before/after: {load_before} / {os.getloadavg()} on {os.cpu_count()} CPUs")
-    print(f"wrote {RESULTS_PATH}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
-    anyio.run(main, parser.parse_args().quick)
+    parser.add_argument("--json", type=Path, default=RESULTS_PATH, help="where to write the results")
+    args = parser.parse_args()
+    anyio.run(main, args.quick, args.json)

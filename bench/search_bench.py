@@ -352,7 +352,7 @@ def print_paths(runs: dict[str, dict[str, Any]]) -> None:
         print(f"| {path} | " + " | ".join(cells) + " |")
 
 
-async def main(size: int, cache_dir: Path | None, variant: str, query_threads: int) -> None:
+async def main(size: int, cache_dir: Path | None, variant: str, query_threads: int, results: Path = RESULTS) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     flags = set(cpu_flags().split())
     vnni = sorted(flags & {"avx512_vnni", "avx_vnni", "avx512f", "avx2"})
@@ -371,15 +371,15 @@ async def main(size: int, cache_dir: Path | None, variant: str, query_threads: i
         shutil.rmtree(tmp, ignore_errors=True)
     if len(runs) > 1:
         print_paths(runs)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    await anyio.Path(results.parent).mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {
         "cpu_flags_of_note": vnni,
         "python": sys.version.split()[0],
         "onnx_query_threads": query_threads,
     }
     out.update(next(iter(runs.values())) if len(runs) == 1 else {"paths": runs})
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"\nwrote {RESULTS}")
+    await anyio.Path(results).write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwrote {results}")
 
 
 if __name__ == "__main__":
@@ -395,5 +395,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--query-threads", type=int, default=1, help="threads one query's embedding uses (search.onnx_query_threads)"
     )
+    parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
     args = parser.parse_args()
-    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads)
+    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads, args.json)

@@ -1,0 +1,60 @@
+"""Each benchmark script the README quotes runs end to end in a small version of itself.
+
+Two of them had stopped running unnoticed: one passed the engine a plain function after its
+tool search became async, another failed on a ``--size`` within the real tools. Run here from
+a scratch directory, with their results and temporary files kept in it. No timing is
+asserted: speed is the benchmarks' business, not the tests'."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import REPO
+from tests.replicas.cluster import child_env
+
+
+def _aggregate(result: dict[str, Any]) -> None:
+    rows = result["rows"]
+    assert rows and all(row["samples"] > 0 for row in rows), rows
+
+
+def _quality(result: dict[str, Any]) -> None:
+    strategies = result["strategies"]
+    assert set(strategies) == {"aggregator", "aggregator+toolsearch", "naive"}
+    # The labelled corpus is fixed: the aggregator finds more of it than the naive fan-out.
+    assert strategies["aggregator"]["recall@10"] > strategies["naive"]["recall@10"] > 0
+
+
+def _search(result: dict[str, Any]) -> None:
+    assert result["tasks"] > 0 and 0 < result["quality"]["hybrid (shipped)"]["recall@5"] <= 1
+
+
+def _tokens(result: dict[str, Any]) -> None:
+    assert result["per_task"]["tasks"] > 0
+
+
+SCRIPTS = [
+    ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
+    ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
+    ("search_bench.py", ["--size", "600"], "--json", _search),
+    ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
+]
+
+
+@pytest.mark.parametrize(("script", "args", "flag", "check"), SCRIPTS, ids=[s[0] for s in SCRIPTS])
+async def test_the_benchmark_runs_and_writes_its_results_where_told(
+    tmp_path: Path, script: str, args: list[str], flag: str, check: Any
+) -> None:
+    out = tmp_path / "out" / "result.json"
+    argv = [sys.executable, str(REPO / "bench" / script), *args, flag, str(out)]
+    env = {**child_env(), "TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
+    with anyio.fail_after(300):
+        done = await anyio.run_process(argv, cwd=tmp_path, env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    check(json.loads(out.read_text()))
