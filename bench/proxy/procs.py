@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from tests.ports import free_port
-
-__all__ = ["free_port"]  # re-exported: the bench's paths take ports from here
+from tests.ports import free_port as free_port  # the bench's paths take their ports from here
 
 BENCH = Path(__file__).resolve().parent.parent
 REPO = BENCH.parent
