@@ -153,9 +153,10 @@ async def balancer_ready(stats_port: int, replicas: int) -> None:
         with anyio.move_on_after(60):
             while True:
                 with contextlib.suppress(httpx.TransportError):
-                    csv = (await http.get(f"http://127.0.0.1:{stats_port}/;csv")).text
-                    rows = [line.split(",") for line in csv.splitlines() if line.startswith("replicas,")]
-                    statuses = [row[17] for row in rows if row[1] != "BACKEND"]
+                    header, *lines = (await http.get(f"http://127.0.0.1:{stats_port}/;csv")).text.splitlines()
+                    status = header.lstrip("# ").split(",").index("status")
+                    rows = [line.split(",") for line in lines if line.startswith("replicas,")]
+                    statuses = [row[status] for row in rows if row[1] != "BACKEND"]
                     if len(statuses) == replicas and all(status == "UP" for status in statuses):
                         return
                 await anyio.sleep(0.2)
