@@ -12,6 +12,7 @@ PACKAGES = [
     "mcp_aggregator.catalog",
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
+    "mcp_aggregator.identity",
     "mcp_aggregator.registry",
     "mcp_aggregator.replicas",
     "mcp_aggregator.search",

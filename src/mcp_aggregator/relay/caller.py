@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import mcp_types as types
 from mcp_types import INVALID_REQUEST
 
+from mcp_aggregator.identity import ANONYMOUS, ClientIdentity
+
 Ask = Callable[[types.InputRequest], Awaitable[types.InputResponse | types.ErrorData]]
 Log = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -36,6 +38,8 @@ class Caller:
     progress: Progress | None = None
     relay_input_required: bool = False
     meta: types.RequestParamsMeta | None = None
+    identity: ClientIdentity = ANONYMOUS
+    """Who the client is and which profile it came in on (anonymous on internal paths)."""
 
     def refusal(self, request: types.InputRequest) -> types.ErrorData | None:
         """The error an upstream gets when this client cannot answer ``request``; None if it can."""

@@ -13,6 +13,7 @@ retries, which bridges a modern upstream to a 2025-11-25 client.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -168,7 +169,7 @@ class CallPipeline:
         """``call_tool`` for paths that need a final result (the caller cannot take ``InputRequiredResult``)."""
         caller: Caller = kw.pop("caller", NO_CALLER)
         if caller.relay_input_required:
-            caller = Caller(caller.capabilities, caller.ask, caller.log, caller.progress, False, caller.meta)
+            caller = dataclasses.replace(caller, relay_input_required=False)
         result = await self.call_tool(name, arguments, caller=caller, **kw)
         assert isinstance(result, types.CallToolResult)  # _settle answers every InputRequiredResult
         return result
