@@ -145,6 +145,7 @@ class CallPipeline:
         route = self._routes.resolve(name, server)
         conn = self._routes.connection(route.server)
         relay = progress or caller.progress
+        asks_back = caller.asks_back
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             return await conn.call_tool(
@@ -155,6 +156,7 @@ class CallPipeline:
                 input_responses=responses,
                 request_state=state,
                 tag=caller,
+                asks_back=asks_back,
             )
 
         invocation = Invocation("tools/call", route.server, route.tool, caller, route)
