@@ -27,7 +27,8 @@ from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
-from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection, upstream_meta
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.wire_checks import upstream_meta
 
 logger = logging.getLogger(__name__)
 

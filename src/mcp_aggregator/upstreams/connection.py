@@ -18,7 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from enum import StrEnum
-from typing import Any, Final, NoReturn, Protocol, TypeVar, cast
+from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -28,14 +28,12 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_aggregator import __version__
 from mcp_aggregator.errors import (
     EnvVarError,
-    InvalidInputError,
     UpstreamCallError,
     UpstreamClosedError,
     UpstreamConnectError,
@@ -52,11 +50,13 @@ from mcp_aggregator.upstreams.era_choice import (
     wants_side_session,
 )
 from mcp_aggregator.upstreams.http_raw import HttpRaw
+from mcp_aggregator.upstreams.listing import list_all_tools, list_features
 from mcp_aggregator.upstreams.raw_call import AwaitedRawCall, RawCall, RawSettle
 from mcp_aggregator.upstreams.raw_stamp import RawStamps
 from mcp_aggregator.upstreams.side_session import SideSession
 from mcp_aggregator.upstreams.stdio_pipe import LogSink, StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
+from mcp_aggregator.upstreams.wire_checks import check_encodable, closed_by_transport, describe_error, upstream_meta
 
 logger = logging.getLogger(__name__)
 
@@ -64,12 +64,7 @@ CLIENT_INFO: Final = types.Implementation(name="mcp-aggregator", version=__versi
 """Who the gateway says it is to its upstreams (their logs name the caller by it)."""
 
 
-_MAX_PAGES: Final = 1000
 _TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
-_SDK_CLOSED: Final = ("Connection closed", "SSE stream ")
-"""How the SDK's client words the error of a request whose transport (or, over HTTP, whose
-event stream) ended; the second is a prefix."""
-
 ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -93,59 +88,6 @@ class Backchannel(Protocol):
     ) -> types.InputResponse | types.ErrorData: ...
 
     async def notification(self, connection: UpstreamConnection, notification: types.ServerNotification) -> None: ...
-
-
-def _text_field_error(value: object, path: str) -> tuple[str, str] | None:
-    """The first string under ``value`` that cannot be encoded as UTF-8 (a lone surrogate)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return path or "arguments", f"not valid Unicode text (lone surrogate at index {exc.start})"
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _text_field_error(key, path) or _text_field_error(item, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            if found := _text_field_error(item, f"{path}[{i}]"):
-                return found
-    return None
-
-
-_RESERVED_META = "io.modelcontextprotocol/"
-
-
-def upstream_meta(meta: types.RequestParamsMeta | None, *, modern: bool) -> types.RequestParamsMeta | None:
-    """A client's ``_meta`` as it may go upstream.
-
-    The client's protocol envelope (version, capabilities, client info) describes the
-    client's own connection, not ours, and a 2025-11-25 upstream refuses a request that
-    carries it; each side negotiates on its own. Everything else (``progressToken``,
-    application keys) passes, and so does the log-level opt-in to a 2026-07-28 upstream.
-    """
-    if not meta:
-        return meta
-    kept = {
-        key: value
-        for key, value in meta.items()
-        if not key.startswith(_RESERVED_META) or (modern and key == types.LOG_LEVEL_META_KEY)
-    }
-    return cast(types.RequestParamsMeta, kept) if kept else None
-
-
-def check_encodable(value: object, path: str) -> None:
-    """Refuse a value that cannot be sent as JSON text, before it reaches a shared session.
-
-    A lone surrogate passes JSON parsing but fails to encode on the way out; inside the
-    SDK's writer that failure closes the whole session, failing every other client's call.
-    Raises ``InvalidInputError`` naming the field.
-    """
-    found = _text_field_error(value, path)
-    if found is not None:
-        raise InvalidInputError(*found)
 
 
 class ConnectionState(StrEnum):
@@ -336,47 +278,10 @@ class UpstreamConnection:
         return await stack.enter_async_context(client)
 
     async def _discover_tools(self, client: Client) -> None:
-        self.tools = await self._list_all_tools(client)
+        self.tools = await list_all_tools(client)
 
     async def _discover_features(self, client: Client) -> None:
-        """Prompts, resources and templates, each paginated, concurrently (capabilities permitting)."""
-        caps = client.server_capabilities
-        prompts: list[types.Prompt] = []
-        resources: list[types.Resource] = []
-        templates: list[types.ResourceTemplate] = []
-        async with anyio.create_task_group() as tg:
-            if caps.prompts is not None:
-                tg.start_soon(
-                    self._pages, client, types.ListPromptsRequest, types.ListPromptsResult, "prompts", prompts
-                )
-            if caps.resources is not None:
-                tg.start_soon(
-                    self._pages, client, types.ListResourcesRequest, types.ListResourcesResult, "resources", resources
-                )
-                tg.start_soon(
-                    self._pages,
-                    client,
-                    types.ListResourceTemplatesRequest,
-                    types.ListResourceTemplatesResult,
-                    "resource_templates",
-                    templates,
-                )
-        self.prompts, self.resources, self.templates = tuple(prompts), tuple(resources), tuple(templates)
-
-    async def _pages(self, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]) -> None:
-        cursor: str | None = None
-        try:
-            for _ in range(_MAX_PAGES):
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await client.session.send_request(request_type(params=params), result_type)
-                out.extend(getattr(page, attr))
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-        except MCPError as exc:
-            # A server may declare a capability and still not implement one list (templates):
-            # what it did list stays usable.
-            logger.info("upstream %s: listing %s failed: %s", self.name, attr, describe_error(exc))
+        self.prompts, self.resources, self.templates = await list_features(self.name, client)
 
     async def _serve(self, client: Client) -> None:
         async with anyio.create_task_group() as tg:
@@ -520,25 +425,14 @@ class UpstreamConnection:
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         await self._forward_notification(types.LoggingMessageNotification(params=params))
 
-    async def _list_all_tools(self, client: Client) -> tuple[types.Tool, ...]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tuple(tools)
-
     async def _list_tools_everywhere(self, client: Client) -> tuple[types.Tool, ...]:
         """The main session's tools, merged with the side session's when it is open."""
-        tools = await self._list_all_tools(client)
+        tools = await list_all_tools(client)
         side = self.side.client if self.side is not None else None
         if side is None:
             return tools
         try:
-            return merge_listings(tools, await self._list_all_tools(side))
+            return merge_listings(tools, await list_all_tools(side))
         except (MCPError, *_TRANSPORT_ERRORS) as exc:
             assert self.side is not None
             self.side.fail(describe_error(exc))
@@ -705,7 +599,7 @@ class UpstreamConnection:
             if exc.error.code == types.INTERNAL_ERROR and exc.error.message == INVALID_RESULT:
                 self._round_trip_tools.add(name)
                 return None
-            if _closed(exc):
+            if closed_by_transport(exc):
                 raise self._side_broke(what, "connection closed") from exc
             raise UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data) from exc
         except _TRANSPORT_ERRORS as exc:
@@ -883,7 +777,7 @@ class UpstreamConnection:
         self._on_activity()
 
     def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:
-        if _closed(exc):
+        if closed_by_transport(exc):
             return self._closed_error(what, "connection closed")
         return UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data)
 
@@ -895,26 +789,3 @@ class UpstreamConnection:
         self.close_reason = f"upstream went away ({detail})"
         self._stop.set()
         return UpstreamClosedError(self.name, f"{self.close_reason} while {what}")
-
-
-def _closed(exc: MCPError) -> bool:
-    """Whether the SDK's client raised ``exc`` because the transport ended. An upstream's own
-    error may carry the same code (-32000 opens JSON-RPC's server-error range, and servers
-    use it for their failures): that one is the call's error, not the session's end."""
-    return exc.error.code == CONNECTION_CLOSED and exc.error.message.startswith(_SDK_CLOSED)
-
-
-def describe_error(exc: BaseException) -> str:
-    """A one-line, human description of a (possibly grouped) transport error."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe_error(e) for e in exc.exceptions)
-    if isinstance(exc, MCPError):
-        return "connection closed" if _closed(exc) else exc.error.message
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
