@@ -88,21 +88,23 @@ def era_of(
     side: SideState,
     side_error: str | None,
     capabilities: types.ServerCapabilities | None,
+    relisted: bool = True,
 ) -> Era:
-    """The era record of one connection (see ``Era``)."""
+    """The era record of one connection (see ``Era``); ``relisted``: its health check lists
+    what it offers (it has no ``health_check_url``)."""
     announces = bool(capabilities and capabilities.tools and capabilities.tools.list_changed)
     if version is None:
-        return Era(None, "not connected", SideState.NONE)
+        return Era(None, "not connected", SideState.NONE, relisted_every_health_check=relisted)
     if not is_modern(version):
         reason = (
             "configured protocol: legacy"
             if mode == "legacy"
             else "the upstream offers only the handshake era (it does not answer server/discover)"
         )
-        return Era(version, reason, SideState.NONE, announces_changes=announces)
+        return Era(version, reason, SideState.NONE, announces_changes=announces, relisted_every_health_check=relisted)
     if side is SideState.NONE:
         reason = "2026-07-28 (no side session for this transport)"
-        return Era(version, reason, side, announces_changes=announces)
+        return Era(version, reason, side, announces_changes=announces, relisted_every_health_check=relisted)
     reason = (
         "2026-07-28 for plain calls (stateless, the raw fast path, multi-round-trip input); "
         "calls from clients that can be asked back go to a 2025-11-25 side session, where the "
@@ -111,7 +113,15 @@ def era_of(
     if side is SideState.UNAVAILABLE:
         reason = "2026-07-28 only: the upstream refused a 2025-11-25 side session"
     side_version = LATEST_HANDSHAKE_VERSION if side is SideState.OPEN else None
-    return Era(version, reason, side, side_version, side_error, announces_changes=announces)
+    return Era(
+        version,
+        reason,
+        side,
+        side_version,
+        side_error,
+        announces_changes=announces,
+        relisted_every_health_check=relisted,
+    )
 
 
 def merge_listings(main: Sequence[types.Tool], side: Sequence[types.Tool]) -> tuple[types.Tool, ...]:
