@@ -55,7 +55,10 @@ class Routes(Protocol):
         """The live connection; raises ``ServerNotFoundError`` / ``ServerUnavailableError``."""
         ...
 
-    def record_call(self, server: str, *, failed: bool) -> None: ...
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count one call that reached ``server``; ``error`` is what a failed one ended with
+        (its supervisor tells a transport failure from the upstream's own error)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class CallPipeline:
         if isinstance(outcome, UpstreamError):
             for stage in self._stages:
                 cast(ErrorStage, stage).on_error(invocation, outcome)
-            self._routes.record_call(invocation.server, failed=True)
+            self._routes.record_call(invocation.server, failed=True, error=outcome)
         elif not isinstance(outcome, AggregatorError):
             self._routes.record_call(invocation.server, failed=False)
         return outcome
@@ -121,8 +124,8 @@ class CallPipeline:
             # One stage (the usual: error scrubbing) takes ``send`` itself: a relayed call is
             # short enough that a coroutine and a closure per call show.
             result = await (stages[0](invocation, send) if len(stages) == 1 else step(0))
-        except UpstreamError:
-            self._routes.record_call(invocation.server, failed=True)
+        except UpstreamError as exc:
+            self._routes.record_call(invocation.server, failed=True, error=exc)
             raise
         finally:
             current_caller.reset(token)
