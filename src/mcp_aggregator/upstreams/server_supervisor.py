@@ -15,6 +15,7 @@ its port is watched, so the attempt is made as soon as it listens again.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,6 +66,7 @@ _HEALTH_EVENTS = {
     ServerStatus.CONNECTED: ServerEvent.HEALTH_OK,
 }
 _PASSED = HealthResult(HealthOutcome.HEALTHY)
+_HISTORY = 32
 
 
 class ServerSupervisor:
@@ -87,6 +89,8 @@ class ServerSupervisor:
         self.max_result_bytes = max_result_bytes
         self.name = config.name
         self.status = transition(None, ServerEvent.REGISTER)
+        self.history: deque[ServerStatus] = deque([self.status], maxlen=_HISTORY)
+        """The latest statuses, oldest first, each change once (for operators and tests)."""
         self.error_message: str | None = None
         self.connection: UpstreamConnection | None = None
         self.consecutive_failures = 0
@@ -110,6 +114,8 @@ class ServerSupervisor:
 
     def _move(self, event: ServerEvent, error: str | None = None, *, persist: bool = True) -> None:
         self.status = transition(self.status, event)
+        if self.status is not self.history[-1]:
+            self.history.append(self.status)
         self.error_message = error
         if error:
             self.last_error = error
