@@ -221,3 +221,24 @@ async def test_the_stdio_pipe_says_why_its_server_is_gone(caplog: pytest.LogCapt
             await gateway.call_tool("alpha.crash")
         await new_session(gateway, sup, old, within=20)
     assert any("upstream alpha" in r.getMessage() and "lost" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_handshake_session_its_restarted_upstream_no_longer_knows_is_replaced_at_once(
+    http_on_port: Callable[[int], HttpUpstream],
+) -> None:
+    """Stopped and started again between two calls: the next call meets "Session terminated"."""
+    port = free_port()
+    upstream = http_on_port(port)
+    web = ServerConfig(name="web", transport="http", base_url=upstream.mcp_url, protocol="legacy")  # type: ignore[arg-type]
+    async with running_gateway(quiet(web)) as (gateway, client):
+        sup = gateway.supervisors["web"]
+        old = sup.connection
+        assert text_of(await client.call_tool("web__echo", {"text": "before"})) == "before"
+        upstream.process.send_signal(signal.SIGKILL)
+        upstream.process.wait()
+        await anyio.to_thread.run_sync(http_on_port, port)
+        if sup.connection is old:
+            with pytest.raises(MCPError, match="web"):
+                await client.call_tool("web__echo", {"text": "stale session"})
+        await new_session(gateway, sup, old, within=10)
+        assert text_of(await client.call_tool("web__echo", {"text": "after"})) == "after"

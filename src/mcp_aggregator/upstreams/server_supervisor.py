@@ -257,7 +257,8 @@ class ServerSupervisor:
 
     def call_failed(self, exc: UpstreamError | None) -> None:
         """A call failed with ``exc``: a transport failure counts like a failed health check,
-        a refused connection loses the session at once, an upstream's answer counts as a pass."""
+        a lost session (refused, or unknown upstream) is replaced at once, an upstream's answer
+        counts as a pass."""
         self.calls += 1
         self.call_errors += 1
         kind = CallFailure.NONE if exc is None else classify_call_failure(exc)
@@ -267,7 +268,7 @@ class ServerSupervisor:
             return
         assert exc is not None
         error = str(exc)
-        if kind is CallFailure.UNREACHABLE and self.connection is not None and can_execute(self.status):
+        if kind is CallFailure.LOST and self.connection is not None and can_execute(self.status):
             self.consecutive_failures += 1
             self.last_error = error
             self.health_event(ServerEvent.HEALTH_ERROR, error)
