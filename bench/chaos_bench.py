@@ -11,7 +11,7 @@ handshake-era sessions opened and abandoned.
 Usage::
 
     python bench/chaos_bench.py [--faults stdio_kill,http_restart,http_hang,abandoned_sessions]
-                                [--outage 3] [--rate 20] [--sessions 200] [--idle 5]
+                                [--outage 3] [--rate 20] [--sessions 200] [--idle 20]
                                 [--json out.json] [--src path/to/src]
 
 ``--src`` runs another checkout's gateway (to compare before and after a change).
@@ -47,7 +47,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--outage", type=float, default=3.0, help="seconds the HTTP upstream stays stopped / hung")
     parser.add_argument("--rate", type=float, default=20.0, help="calls per second of each client (4 clients)")
     parser.add_argument("--sessions", type=int, default=200, help="abandoned handshake-era sessions")
-    parser.add_argument("--idle", type=float, default=5.0, help="serve.session_idle_secs of the bench's gateway")
+    parser.add_argument("--idle", type=float, default=20.0, help="serve.session_idle_secs of the bench's gateway")
     parser.add_argument("--watch", type=float, default=12.0, help="seconds to wait for recovery at most")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="the gateway's source tree")

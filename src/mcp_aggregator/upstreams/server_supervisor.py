@@ -57,7 +57,8 @@ class RetryPolicy:
     error_after: int = 3
     """... and that make it ERROR (its session is then replaced)."""
     probe_every_secs: float = 0.25
-    """How often a refusing HTTP upstream's port is tried while a reconnection waits."""
+    """How often a refusing HTTP upstream's port is tried while a reconnection waits (four
+    times less often once the round's attempts are spent)."""
 
 
 _HEALTH_EVENTS = {
@@ -200,7 +201,10 @@ class ServerSupervisor:
                 tg.start_soon(until, self._sleep(delay))
             tg.start_soon(until, self._kick.wait())
             if address is not None:
-                tg.start_soon(until, wait_port_open(address, self._retry.probe_every_secs))
+                # Between attempts the port is tried often; after the round, less so (it may
+                # be a remote server down for hours).
+                every = self._retry.probe_every_secs * (1 if delay is not None else 4)
+                tg.start_soon(until, wait_port_open(address, every))
         return True
 
     @property
