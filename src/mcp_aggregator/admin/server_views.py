@@ -108,6 +108,7 @@ def server_detail(record: ServerRecord, supervisor: ServerSupervisor | None, *, 
         connection_config=redact_connection_config(record.connection_config),
         source=record.source.value,
         pending_requests=connection.pending_requests if connection else 0,
+        era=connection.era.to_json() if connection else None,
     )
 
 

@@ -27,7 +27,8 @@ from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
-from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection, upstream_meta
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.wire_checks import upstream_meta
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +149,7 @@ class CallPipeline:
         route = self._routes.resolve(name, server)
         conn = self._routes.connection(route.server)
         relay = progress or caller.progress
+        asks_back = caller.asks_back
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             return await conn.call_tool(
@@ -158,6 +160,7 @@ class CallPipeline:
                 input_responses=responses,
                 request_state=state,
                 tag=caller,
+                asks_back=asks_back,
             )
 
         invocation = Invocation("tools/call", route.server, route.tool, caller, route)
