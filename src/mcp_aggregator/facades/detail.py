@@ -7,6 +7,7 @@ everything, schemas included. Projections omit empty fields: they cost tokens an
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -66,19 +67,28 @@ def _compact(record: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in record.items() if value not in (None, "", [], {})}
 
 
-def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
+Signature = Callable[[ToolRecord], str]
+"""A tool written for a script (code mode): at ``standard`` it replaces ``args``; ``full`` adds it."""
+
+
+def project_tool(tool: ToolRecord, detail: Detail, signature: Signature | None = None) -> dict[str, Any]:
     if detail is Detail.MINIMAL:
         return {"name": tool.name, "server": tool.server}
     if detail is Detail.STANDARD:
+        if signature is not None:
+            args = {"signature": signature(tool)}
+        else:
+            args = {"args": ParamSchema(tool.input_schema, lenient=True).signature()}
         return _compact(
             {
                 "name": tool.name,
                 "server": tool.server,
                 "skill": tool.skill,
                 "description": excerpt(tool.description),
-                "args": ParamSchema(tool.input_schema, lenient=True).signature(),
+                **args,
             }
         )
+    full = {"signature": signature(tool)} if signature else {}
     return _compact(
         {
             "name": tool.name,
@@ -90,13 +100,14 @@ def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
             "inputSchema": dict(tool.input_schema),
             "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
             "annotations": dict(tool.annotations) if tool.annotations else None,
+            **full,
         }
     )
 
 
-def project_hit(hit: ScoredTool, detail: Detail) -> dict[str, Any]:
+def project_hit(hit: ScoredTool, detail: Detail, signature: Signature | None = None) -> dict[str, Any]:
     """A search hit: the tool's projection plus its score (rounded: digits past 3 are noise)."""
-    record = project_tool(hit.tool, detail)
+    record = project_tool(hit.tool, detail, signature)
     if detail is not Detail.MINIMAL:
         record["score"] = round(hit.score, 3)
     return record

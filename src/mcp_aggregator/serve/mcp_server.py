@@ -51,6 +51,11 @@ _INSTRUCTIONS = {
         "mcp-aggregator federates several MCP servers. Find a tool with 'tools' {cmd: search}, "
         "read its schema with {cmd: get, detail: full}, run it with {cmd: execute}."
     ),
+    Exposure.CODE: (
+        "mcp-aggregator federates several MCP servers. Find tools and their Python signatures "
+        "with 'tools' {cmd: search}; then write one short script for 'run_code' that calls them "
+        "with `await call_tool(name, {...})` and returns only what you need."
+    ),
 }
 
 _ANSWER_TYPES: dict[str, type[Any]] = {
