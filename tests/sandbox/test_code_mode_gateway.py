@@ -154,7 +154,10 @@ async def test_a_held_tool_is_refused_inside_the_script_as_the_pipeline_refuses_
         await gateway.wait_until(lambda: gateway.catalog.get("rug.weather") is None, timeout_secs=SETTLE)
         with pytest.raises(ToolHeldError) as outside:
             await gateway.pipeline.call_tool("rug.weather", {"city": "Oslo"})
-        code = "try:\n    await call_tool('rug.weather', {'city': 'Oslo'})\nexcept PermissionError as e:\n    r = str(e)\nr"
+        code = (
+            "try:\n    await call_tool('rug.weather', {'city': 'Oslo'})\n"
+            "except PermissionError as e:\n    r = str(e)\nr"
+        )
         inside = await script(client, code)
         ran = await script(client, "await call_tool('rug.weather_calls', {})")
     assert inside["result"] == str(outside.value)
@@ -218,7 +221,9 @@ async def test_hostile_scripts_are_stopped_while_a_calm_client_on_the_same_gatew
             n = 0
             while not done.is_set() or n < 3:
                 n += 1
-                calm_answers.append(await script(calm, f"(await call_tool('alpha.add', {{'a': {n}, 'b': 1}}))['total']"))
+                calm_answers.append(
+                    await script(calm, f"(await call_tool('alpha.add', {{'a': {n}, 'b': 1}}))['total']")
+                )
 
         with anyio.fail_after(120):
             async with anyio.create_task_group() as tg:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from pathlib import Path
+
 import anyio
 import pytest
 
@@ -20,7 +24,12 @@ async def test_the_last_expression_is_the_value_and_prints_come_back() -> None:
     assert outcome.value == [42, [1, 2], "eA=="]
     assert outcome.output == "got {'value': 42}\n"
     assert outcome.calls == 1
-    assert outcome.to_dict() == {"ok": True, "result": [42, [1, 2], "eA=="], "output": "got {'value': 42}\n", "calls": 1}
+    assert outcome.to_dict() == {
+        "ok": True,
+        "result": [42, [1, 2], "eA=="],
+        "output": "got {'value': 42}\n",
+        "calls": 1,
+    }
 
 
 async def test_a_tool_error_raises_an_exception_the_script_can_catch() -> None:
@@ -41,7 +50,11 @@ async def test_an_uncaught_tool_error_names_its_line() -> None:
 
 async def test_calls_may_run_concurrently_with_gather() -> None:
     tools = EchoTools()
-    code = "import asyncio\nrs = await asyncio.gather(*[call_tool('double', {'n': n}) for n in range(3)])\n[r['value'] for r in rs]"
+    code = (
+        "import asyncio\n"
+        "rs = await asyncio.gather(*[call_tool('double', {'n': n}) for n in range(3)])\n"
+        "[r['value'] for r in rs]"
+    )
     async with running_sandbox() as sandbox:
         outcome = await sandbox.run_script(code, tools)
     assert outcome.value == [0, 2, 4]
@@ -99,7 +112,10 @@ async def test_modules_allowed_on_purpose_still_reach_no_file_or_environment() -
     code = "import os\ntry:\n    os.listdir('/')\nexcept PermissionError as e:\n    a = str(e)\nos.environ.get('HOME')"
     async with running_sandbox(allowed_modules=["os", "json"]) as sandbox:
         outcome = await sandbox.run_script(code, EchoTools())
-    assert outcome.error == "line 6: PermissionError: os.environ: code mode has no filesystem, network or environment access"
+    assert (
+        outcome.error
+        == "line 6: PermissionError: os.environ: code mode has no filesystem, network or environment access"
+    )
 
 
 async def test_each_limit_names_its_setting() -> None:
@@ -117,7 +133,10 @@ async def test_each_limit_names_its_setting() -> None:
 
 async def test_ten_thousand_tool_calls_stop_at_the_call_limit_uncatchably() -> None:
     tools = EchoTools()
-    code = "n = 0\nfor i in range(10000):\n    try:\n        await call_tool('double', {'n': i})\n        n += 1\n    except Exception:\n        pass\nn"
+    code = (
+        "n = 0\nfor i in range(10000):\n    try:\n        await call_tool('double', {'n': i})\n"
+        "        n += 1\n    except Exception:\n        pass\nn"
+    )
     async with running_sandbox(limits={"tool_calls": 20}) as sandbox:
         outcome = await sandbox.run_script(code, tools)
     assert not outcome.ok
@@ -151,3 +170,50 @@ async def test_a_value_too_large_is_refused_with_the_limit_named() -> None:
 async def test_a_sandbox_that_is_not_running_refuses_with_sandbox_error() -> None:
     with pytest.raises(SandboxError, match="not running"):
         await CodeSandbox(CodeModeSettings()).run_script("1", EchoTools())
+
+
+def sandbox_workers() -> list[int]:
+    """The pids of this process's sandbox worker children."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if ppid == os.getpid() and comm == "monty":
+            pids.append(int(entry.name))
+    return pids
+
+
+async def test_a_worker_killed_mid_script_fails_that_script_only_and_is_replaced() -> None:
+    entered, release = anyio.Event(), anyio.Event()
+    outcomes = []
+
+    async def block(name: str, arguments: dict[str, object]) -> object:
+        entered.set()
+        await release.wait()
+        return 1
+
+    async def run(sandbox: CodeSandbox) -> None:
+        outcomes.append(await sandbox.run_script("x = await call_tool('wait', {})\nx + 1", block))
+
+    async with running_sandbox() as sandbox:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, sandbox)
+                await entered.wait()
+                workers = sandbox_workers()
+                assert workers
+                for pid in workers:
+                    os.kill(pid, signal.SIGKILL)
+                release.set()
+        after = await sandbox.run_script("2 * 21", EchoTools())
+    assert not outcomes[0].ok
+    assert outcomes[0].error is not None
+    assert outcomes[0].error.startswith("the sandbox worker stopped (")
+    assert outcomes[0].error.endswith("it has been replaced, run the script again")
+    assert after.ok and after.value == 42

@@ -167,7 +167,8 @@ class _ScriptRun:
             message, line = describe(exc, self.limits)
             return self._failed(message, line)
         if unawaited(value):
-            return self._failed("TypeError: the value is a call_tool(...) never awaited; write `await call_tool(...)`", None)
+            message = "TypeError: the value is a call_tool(...) never awaited; write `await call_tool(...)`"
+            return self._failed(message, None)
         data = jsonable(value)
         size = len(dumps(data))
         if size > self.limits.result_chars:
