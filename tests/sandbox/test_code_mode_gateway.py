@@ -69,11 +69,12 @@ async def test_tools_gives_python_signatures_with_the_result_shape() -> None:
         await gateway.wait_until(gateway.index_ready, timeout_secs=SETTLE)
         hits = await tools_cmd(client, "search", query="add two integers")
         add = next(hit for hit in hits if hit["name"] == "alpha.add")
-        assert add["signature"] == "alpha.add(a: int, b: int) -> {total: int}"
+        assert add["signature"] == "add(a: int, b: int) -> {total: int}"
         assert "args" not in add
         full = await tools_cmd(client, "get", name="alpha.echo", detail="full")
-        assert full["signature"] == "alpha.echo(text: str) -> str"
-        assert full["inputSchema"]["required"] == ["text"]
+        assert full["name"] == "alpha.echo"
+        assert full["signature"] == "echo(text: str) -> str"
+        assert "inputSchema" not in full and "outputSchema" not in full
 
 
 async def test_a_script_chains_branches_loops_and_catches_over_real_upstreams() -> None:

@@ -85,7 +85,15 @@ def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
 class GatewayServer:
     """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
-    def __init__(self, gateway: ServeGateway, surface: ToolSurface, *, name: str = "mcp-aggregator") -> None:
+    def __init__(
+        self,
+        gateway: ServeGateway,
+        surface: ToolSurface,
+        *,
+        name: str = "mcp-aggregator",
+        exposure: Exposure | None = None,
+    ) -> None:
+        """``exposure`` is the one ``surface`` was built for (its instructions); default ``serve.exposure``."""
         self.gateway = gateway
         self.surface = surface
         self.bus = InMemorySubscriptionBus()
@@ -102,7 +110,7 @@ class GatewayServer:
             self.server: Server[Any] = Server(
                 name,
                 version=__version__,
-                instructions=_INSTRUCTIONS[gateway.settings.serve.exposure],
+                instructions=_INSTRUCTIONS[exposure or gateway.settings.serve.exposure],
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_list_resources=self._list_resources,

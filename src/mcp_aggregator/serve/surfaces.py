@@ -116,7 +116,8 @@ CODE_COMMANDS = ("search", "list", "get")
 
 
 def script_signature(tool: ToolRecord) -> str:
-    return tool_signature(tool.name, tool.input_schema, tool.output_schema)
+    """The tool by its own short name (``call_tool`` takes the record's ``name``)."""
+    return tool_signature(tool.original_name or tool.name, tool.input_schema, tool.output_schema)
 
 
 def code_surface(gateway: ServeGateway) -> ToolSurface:
