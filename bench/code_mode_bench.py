@@ -171,12 +171,21 @@ async def facade_flow(tools: Domain, listed: Any, task: str, gold: Sequence[str]
 
 
 async def code_flow(
-    tools: Domain, listed: Any, task: str, gold: Sequence[str], k: int, sandbox: CodeSandbox, catalog: BenchCatalog
+    tools: Domain,
+    listed: Any,
+    task: str,
+    gold: Sequence[str],
+    k: int,
+    sandbox: CodeSandbox,
+    catalog: BenchCatalog,
+    *,
+    get: bool = True,
 ) -> tuple[Flow, dict[str, Any]]:
+    """``get=False``: the script is written from the search's signatures alone."""
     flow = Flow()
     flow.read(listed)
     flow.read(task)
-    await _search_and_get(flow, tools, task, gold, k)
+    await _search_and_get(flow, tools, task, gold if get else [], k)
     calls = [(name, arguments_for(catalog.by_name[name].input_schema)) for name in gold]
     code = script_for(calls)
 
@@ -195,8 +204,9 @@ async def _search_and_get(flow: Flow, tools: Domain, task: str, gold: Sequence[s
     flow.write(search)
     flow.read(await tools.dispatch(search))
     gets = [{"cmd": "get", "detail": "full", "params": {"name": name}} for name in gold]
-    flow.write(gets)  # one turn: the model asks for every schema at once
-    flow.read([await tools.dispatch(get) for get in gets])
+    if gets:
+        flow.write(gets)  # one turn: the model asks for every schema at once
+        flow.read([await tools.dispatch(get) for get in gets])
 
 
 async def _schema(tools: Domain, name: str) -> Mapping[str, Any]:
@@ -234,6 +244,7 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
     for task_id, task, gold in multi_step(catalog):
         facades = await facade_flow(facade_tools, facade_list, task, gold, k)
         code, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog)
+        bare, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog, get=False)
         rows.append(
             {
                 "id": task_id,
@@ -242,6 +253,8 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
                 "code_context": code.context(),
                 "facades_read": facades.read_over_turns(),
                 "code_read": code.read_over_turns(),
+                "search_only_context": bare.context(),
+                "search_only_read": bare.read_over_turns(),
             }
         )
 
@@ -260,11 +273,15 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
             "facades": mean("facades_context"),
             "code": mean("code_context"),
             "cut_pct": cut("code_context", "facades_context"),
+            "search_only": mean("search_only_context"),
+            "search_only_cut_pct": cut("search_only_context", "facades_context"),
         },
         "read": {
             "facades": mean("facades_read"),
             "code": mean("code_read"),
             "cut_pct": cut("code_read", "facades_read"),
+            "search_only": mean("search_only_read"),
+            "search_only_cut_pct": cut("search_only_read", "facades_read"),
         },
         "rows": rows,
     }
@@ -387,16 +404,19 @@ def print_report(result: dict[str, Any]) -> None:
         f"{first['tasks']} LiveMCPBench tasks with 2+ gold tools (mean {first['gold_mean']})"
     )
     print(f"tools/list: facades {first['tools_list']['facades']} tokens, code mode {first['tools_list']['code']}\n")
-    print(f"{'result tokens/call':<20}{'context: facades':>18}{'code':>8}{'cut':>8}", end="")
-    print(f"{'read: facades':>16}{'code':>9}{'cut':>8}")
-    for row in result["tokens"]:
-        size = row["result_tokens"] or "one line"
-        c, r = row["context"], row["read"]
-        print(
-            f"{size!s:<20}{c['facades']:>18}{c['code']:>8}{c['cut_pct']:>7}%{r['facades']:>16}{r['code']:>9}{r['cut_pct']:>7}%"
-        )
+    print("mean tokens per task; cut = mean of 1 - code/facades; 'no get' = script written from search signatures\n")
+    for measure in ("context", "read"):
+        print(f"{measure + ': result/call':<22}{'facades':>9}{'code':>9}{'cut':>8}{'code, no get':>14}{'cut':>8}")
+        for row in result["tokens"]:
+            size = row["result_tokens"] or "one line"
+            m = row[measure]
+            print(
+                f"{size!s:<22}{m['facades']:>9}{m['code']:>9}{m['cut_pct']:>7}%"
+                f"{m['search_only']:>14}{m['search_only_cut_pct']:>7}%"
+            )
+        print()
     lat = result["latency"]
-    print(f"\nlatency ({lat['iterations']} iterations, in-process SDK client, echo upstream over stdio)")
+    print(f"latency ({lat['iterations']} iterations, in-process SDK client, echo upstream over stdio)")
     for label, key in (
         ("two separate tools/call", "two_separate_calls"),
         ("one run_code, two calls", "one_script_two_calls"),
