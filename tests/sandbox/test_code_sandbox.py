@@ -217,3 +217,34 @@ async def test_a_worker_killed_mid_script_fails_that_script_only_and_is_replaced
     assert outcomes[0].error.startswith("the sandbox worker stopped (")
     assert outcomes[0].error.endswith("it has been replaced, run the script again")
     assert after.ok and after.value == 42
+
+
+async def test_a_sandbox_that_cannot_start_refuses_scripts_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONTY_BIN", "/nonexistent/monty")
+    async with running_sandbox() as sandbox:
+        with pytest.raises(SandboxError, match="the sandbox could not start: failed to spawn monty worker"):
+            await sandbox.run_script("1", EchoTools())
+        with pytest.raises(SandboxError, match="could not start"):
+            await sandbox.run_script("2", EchoTools())
+
+
+async def test_a_script_finding_every_worker_busy_is_refused_after_the_queue_wait() -> None:
+    entered, release = anyio.Event(), anyio.Event()
+    first = []
+
+    async def block(name: str, arguments: dict[str, object]) -> object:
+        entered.set()
+        await release.wait()
+        return "done"
+
+    async with running_sandbox(workers=1, queue_wait_secs=0.2) as sandbox, anyio.create_task_group() as tg:
+
+        async def hold() -> None:
+            first.append(await sandbox.run_script("await call_tool('wait', {})", block))
+
+        tg.start_soon(hold)
+        await entered.wait()
+        refused = await sandbox.run_script("1", EchoTools())
+        release.set()
+    assert refused.error == "SandboxBusy: every sandbox worker stayed busy for 0.2 s (code_mode.workers = 1); try again"
+    assert first[0].value == "done"

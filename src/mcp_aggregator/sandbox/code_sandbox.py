@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from typing import Any, Final
 
 import anyio
@@ -79,7 +78,9 @@ class CodeSandbox:
             )
             try:
                 await pool.__aenter__()
-            except (MontyError, OSError) as exc:
+            except Exception as exc:
+                # Top-level guard of this task: a sandbox that cannot start (no worker binary,
+                # no processes left) refuses scripts; it must not take the gateway down.
                 self._failure = f"the sandbox could not start: {exc}"
                 logger.error("%s", self._failure)
                 self._ready.set()
@@ -107,17 +108,15 @@ class CodeSandbox:
             return ScriptOutcome.failed(problem.message, line=problem.line)
         pool = await self._started_pool()
         run = _ScriptRun(code, self.settings.limits, call)
-        async with AsyncExitStack() as stack:
-            try:
-                session = await stack.enter_async_context(pool.checkout(limits=run.monty_limits()))
-            except TimeoutError:
-                wait = self.settings.queue_wait_secs
-                return ScriptOutcome.failed(
-                    f"SandboxBusy: every sandbox worker stayed busy for {wait:g} s "
-                    f"(code_mode.workers = {self.settings.workers}); try again"
-                )
-            return await run.outcome(session)
-        raise AssertionError("unreachable")  # pragma: no cover - the stack above always returns
+        try:
+            async with pool.checkout(limits=run.monty_limits()) as session:
+                return await run.outcome(session)
+        except TimeoutError:  # only the checkout's: the run turns its own timeouts into outcomes
+            wait = self.settings.queue_wait_secs
+            return ScriptOutcome.failed(
+                f"SandboxBusy: every sandbox worker stayed busy for {wait:g} s "
+                f"(code_mode.workers = {self.settings.workers}); try again"
+            )
 
     async def _started_pool(self) -> AsyncMonty:
         if not self._running:
