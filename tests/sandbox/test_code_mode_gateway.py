@@ -22,6 +22,7 @@ from mcp_aggregator.relay.pipeline import Next
 from mcp_aggregator.sandbox.run_code_tool import run_code
 from mcp_aggregator.settings import ServerConfig, Transport
 from tests.conftest import REPO, npm_server, pypi_server, running_gateway, serving_gateway, settings_for, stdio_fixture
+from tests.serve.http_face import face_settings, http_face
 
 SETTLE = 30.0
 
@@ -241,3 +242,16 @@ async def test_hostile_scripts_are_stopped_while_a_calm_client_on_the_same_gatew
     assert "more than 30 tool calls (code_mode.limits.tool_calls)" in errors[6]
     assert calm_answers and all(answer["ok"] for answer in calm_answers), calm_answers
     assert [answer["result"] for answer in calm_answers] == [n + 2 for n in range(len(calm_answers))]
+
+
+async def test_run_code_over_streamable_http_as_serve_runs_it(tmp_path: Path) -> None:
+    settings = face_settings(tmp_path, stdio_fixture("alpha"), exposure="code")
+    async with http_face(settings) as face:
+        await face.gateway.wait_settled(SETTLE)
+        async with Client(face.mcp_url, cache=None) as client:
+            assert "run_code" in (client.instructions or "")
+            answer = await script(client, "r = await call_tool('alpha.add', {'a': 40, 'b': 2})\nr['total']")
+            broken = await script(client, "x = 1\nx.nope")
+    assert answer == {"ok": True, "result": 42, "calls": 1}
+    assert broken["error"] == "line 2: AttributeError: 'int' object has no attribute 'nope'"
+    assert broken["line"] == 2
