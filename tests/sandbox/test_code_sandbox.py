@@ -248,3 +248,13 @@ async def test_a_script_finding_every_worker_busy_is_refused_after_the_queue_wai
         release.set()
     assert refused.error == "SandboxBusy: every sandbox worker stayed busy for 0.2 s (code_mode.workers = 1); try again"
     assert first[0].value == "done"
+
+
+async def test_a_script_whose_caller_gives_up_frees_its_worker() -> None:
+    async with running_sandbox(workers=1, limits={"cpu_secs": 60}) as sandbox:
+        with anyio.move_on_after(0.3) as gave_up:
+            await sandbox.run_script("while True:\n    pass", EchoTools())
+        with anyio.fail_after(20):
+            after = await sandbox.run_script("6 * 7", EchoTools())
+    assert gave_up.cancelled_caught
+    assert after.value == 42
