@@ -48,6 +48,30 @@ async def test_an_uncaught_tool_error_names_its_line() -> None:
     assert outcome.error == "line 2: LookupError: Tool not found: nope"
 
 
+async def test_arguments_are_sent_as_json_and_sleeps_are_allowed() -> None:
+    tools = EchoTools()
+    code = (
+        "import time, asyncio\ntime.sleep(0.01)\nawait asyncio.sleep(0.01)\n"
+        "await call_tool('double', {'n': 1, 't': (1, 2), 's': {3}})"
+    )
+    async with running_sandbox() as sandbox:
+        outcome = await sandbox.run_script(code, tools)
+    assert outcome.value == {"value": 2}
+    assert tools.calls == [("double", {"n": 1, "t": [1, 2], "s": [3]})]
+
+
+async def test_a_script_sleeping_past_its_wall_clock_is_stopped() -> None:
+    async with running_sandbox(limits={"timeout_secs": 0.2}) as sandbox:
+        outcome = await sandbox.run_script("import time\ntime.sleep(3600)", EchoTools())
+        gathered = await sandbox.run_script(
+            "import asyncio\nawait asyncio.gather(asyncio.sleep(0.01), asyncio.sleep(0.01))", EchoTools()
+        )
+    assert outcome.error is not None and outcome.error.startswith("TimeoutError: the script ran past 0.2 s")
+    assert gathered.error == (
+        "line 2: RuntimeError: asyncio.sleep: await it directly; code mode does not run sleeps concurrently"
+    )
+
+
 async def test_calls_may_run_concurrently_with_gather() -> None:
     tools = EchoTools()
     code = (

@@ -19,6 +19,7 @@ from pydantic_monty import (
     AsyncFunctionSnapshot,
     AsyncMonty,
     AsyncMontySession,
+    AsyncSnapshot,
     CollectString,
     MontyComplete,
     MontyError,
@@ -147,7 +148,6 @@ class _ScriptRun:
             "max_recursion_depth": limits.recursion_depth,
             # Host round trips other than tool calls (future settling, sleeps) stay bounded too.
             "max_suspensions": 2 * limits.tool_calls + 100,
-            "max_total_sleep_secs": limits.timeout_secs,
         }
 
     async def outcome(self, session: AsyncMontySession) -> ScriptOutcome:
@@ -188,10 +188,7 @@ class _ScriptRun:
         while not isinstance(snapshot, MontyComplete):
             if isinstance(snapshot, AsyncFunctionSnapshot):
                 if snapshot.is_os_function:
-                    refusal = PermissionError(
-                        f"{snapshot.function_name}: code mode has no filesystem, network or environment access"
-                    )
-                    snapshot = await snapshot.resume({"exception": refusal})
+                    snapshot = await self._host_call(snapshot)
                     continue
                 if snapshot.function_name == CALL_TOOL:
                     self.calls += 1
@@ -204,6 +201,23 @@ class _ScriptRun:
             snapshot = await snapshot.resume_auto()
         return snapshot.output
 
+    async def _host_call(self, snapshot: AsyncFunctionSnapshot) -> AsyncSnapshot:
+        """Answer a call the sandbox makes to the host: sleep (here, within the script's wall
+        clock) when it is a plain or directly awaited sleep; refuse everything else."""
+        name = snapshot.function_name
+        if name == "system.sleep" or (name == "system.async_sleep" and snapshot.allow_eager_await):
+            seconds = snapshot.args[0] if snapshot.args else 0
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+                return await snapshot.resume({"exception": TypeError("sleep: seconds must be a number")})
+            await anyio.sleep(max(0.0, float(seconds)))
+            return await snapshot.resume({"return_value": None})
+        error: Exception
+        if name == "system.async_sleep":
+            error = RuntimeError("asyncio.sleep: await it directly; code mode does not run sleeps concurrently")
+        else:
+            error = PermissionError(f"{name}: code mode has no filesystem, network or environment access")
+        return await snapshot.resume({"exception": error})
+
     async def _call_tool(self, name: Any, arguments: Any = None) -> Any:
         if not isinstance(name, str):
             raise TypeError(f"call_tool: name must be a str, got {type(name).__name__}")
@@ -211,7 +225,8 @@ class _ScriptRun:
             arguments = {}
         if not isinstance(arguments, dict):
             raise TypeError(f"call_tool: arguments must be a dict, got {type(arguments).__name__}")
-        return await self.call(name, arguments)
+        # Tuples, sets, bytes, dates: as JSON can carry them, the way they come back out.
+        return await self.call(name, jsonable(arguments))
 
     def _line(self, position: SourceRange) -> int | None:
         if not position.filename:
