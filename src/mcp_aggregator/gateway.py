@@ -40,6 +40,7 @@ from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
@@ -133,6 +134,8 @@ class Gateway:
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *stages))
+        self.sandbox = CodeSandbox(settings.code_mode)
+        """Runs code-mode scripts; its worker pool starts at the first script."""
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -152,6 +155,7 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
