@@ -17,6 +17,7 @@ from mcp_aggregator.identity.profile import Profile, merged_overrides
 from mcp_aggregator.settings import settings_from_mapping
 
 TOKEN = "alice-token-0123456789"
+BOB_SHA = hashlib.sha256(b"bob-token-0123456789").hexdigest()
 
 
 @pytest.mark.parametrize(
@@ -79,7 +80,8 @@ def test_a_rule_reads_client_tool_annotations_and_arguments() -> None:
             ("no-etc", 'has(arguments.path) && arguments.path.startsWith("/etc")', "not /etc"),
         ]
     )
-    rm = tool_facts("fs", types.Tool(name="rm", input_schema={}, annotations=types.ToolAnnotations(destructive_hint=True)))
+    destructive = types.ToolAnnotations(destructive_hint=True)
+    rm = tool_facts("fs", types.Tool(name="rm", input_schema={}, annotations=destructive))
     cat = tool_facts("fs", types.Tool(name="cat", input_schema={}))
     bob, ops = client_facts(ClientIdentity(name="bob")), client_facts(ClientIdentity(name="ops"))
 
@@ -105,7 +107,7 @@ def test_named_static_tokens_and_digests_find_their_clients() -> None:
     book = ClientBook(
         [
             ClientSettings(name="alice", token="${ALICE}", profiles=["default"]),
-            ClientSettings(name="bob", token_sha256=hashlib.sha256(b"bob-token-0123456789").hexdigest(), profiles=["x"]),
+            ClientSettings(name="bob", token_sha256=BOB_SHA, profiles=["x"]),
         ],
         ["unnamed-token-0123456789"],
         env={"ALICE": TOKEN},

@@ -158,7 +158,8 @@ async def test_no_or_a_bad_token_is_401_and_a_profile_not_given_is_403(monkeypat
         assert await status("/mcp", OPS) == 200
         # No such profile: the admin app owns every other path, and wants its own token.
         assert await status("/mcp/nosuch", OPS) == 401
-        forbidden = await http.post("/mcp/echoes", json=initialize, headers={**headers, "Authorization": f"Bearer {ALICE}"})
+        as_alice = {**headers, "Authorization": f"Bearer {ALICE}"}
+        forbidden = await http.post("/mcp/echoes", json=initialize, headers=as_alice)
         assert forbidden.json()["error_description"] == "this client may not use the profile 'echoes'"
 
 
