@@ -96,7 +96,7 @@ class Rule:
 
 
 class Policies:
-    """The configured rules, compiled once."""
+    """The configured rules, compiled once; those that read ``arguments`` apart."""
 
     def __init__(self, rules: Sequence[tuple[str, str, str | None]]) -> None:
         compiled = []
@@ -104,6 +104,8 @@ class Policies:
             program = compile_rule(expression)
             compiled.append(Rule(name, program, message, "arguments" in program.variables()))
         self.rules: tuple[Rule, ...] = tuple(compiled)
+        self.static_rules = tuple(rule for rule in compiled if not rule.reads_arguments)
+        self.argument_rules = tuple(rule for rule in compiled if rule.reads_arguments)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -119,17 +121,23 @@ class Policies:
     ) -> tuple[Rule, str | None] | None:
         """The first rule that denies (with the evaluation error, when that was why), or None.
 
-        ``static_only``: only rules that do not read ``arguments`` (for listing)."""
-        context = {"client": client, "profile": profile, "tool": tool, "arguments": dict(arguments or {})}
-        for rule in self.rules:
-            if static_only and rule.reads_arguments:
-                continue
-            try:
-                verdict = rule.program.execute(context)
-            except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-                return rule, str(exc)
-            if verdict is True:
-                return rule, None
-            if verdict is not False:
-                return rule, f"the rule gave {verdict!r}, not a boolean"
-        return None
+        ``static_only``: only rules that do not read ``arguments`` (their verdict depends on
+        the client, profile and tool alone, so it may be kept)."""
+        context = {"client": client, "profile": profile, "tool": tool}
+        found = _first_denial(self.static_rules, context)
+        if found is not None or static_only or not self.argument_rules:
+            return found
+        return _first_denial(self.argument_rules, {**context, "arguments": dict(arguments or {})})
+
+
+def _first_denial(rules: Sequence[Rule], context: Mapping[str, Any]) -> tuple[Rule, str | None] | None:
+    for rule in rules:
+        try:
+            verdict = rule.program.execute(dict(context))
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            return rule, str(exc)
+        if verdict is True:
+            return rule, None
+        if verdict is not False:
+            return rule, f"the rule gave {verdict!r}, not a boolean"
+    return None

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import mcp_types as types
 
 from mcp_aggregator.identity import ClientIdentity
-from mcp_aggregator.identity.policies import client_facts
 from mcp_aggregator.identity.policy_stage import PolicyStage
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 
@@ -29,10 +28,9 @@ class ListingFilter:
         if stage is None:
             return list(tools)
         catalog = self.gateway.catalog
-        client = client_facts(identity)
         out = []
         for tool in tools:
             entry = catalog.get(tool.name)
-            if entry is None or not stage.never_allowed(identity, client, entry.server, entry.original_name):
+            if entry is None or not stage.never_allowed(identity, entry.server, entry.original_name):
                 out.append(tool)
         return out
