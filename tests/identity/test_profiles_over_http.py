@@ -202,10 +202,11 @@ async def test_facades_search_and_the_aggregator_query_keep_to_the_profile(monke
             return await facade("tools", arguments)
 
         listed = await tools({"cmd": "list"})
-        assert sorted(item["name"] for item in listed["data"]["items"]) == ["alpha.add", "alpha.echo"]
-        found = await tools({"cmd": "search", "params": {"query": "process id pid echo time"}})
+        # alpha.add is in the profile, but the policy never lets bob call it: not listed, not found.
+        assert [item["name"] for item in listed["data"]["items"]] == ["alpha.echo"]
+        found = await tools({"cmd": "search", "params": {"query": "echo add integers process id time"}})
         assert found["ok"] is True and found["data"]
-        assert {hit["name"] for hit in found["data"]} <= {"alpha.add", "alpha.echo"}
+        assert {hit["name"] for hit in found["data"]} == {"alpha.echo"}
         executed = await tools({"cmd": "execute", "params": {"name": "alpha.pid", "arguments": {}}})
         assert executed["ok"] is False and "not found" in executed["error"].lower()
         denied = await tools({"cmd": "execute", "params": {"name": "alpha.add", "arguments": {"a": 1, "b": 2}}})
