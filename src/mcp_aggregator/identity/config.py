@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE
 from mcp_aggregator.identity.policies import compile_rule
-from mcp_aggregator.settings.serve_settings import Exposure
+from mcp_aggregator.settings.serve_settings import Exposure, ServeSettings
 
 PROFILE_NAME: Final = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 CLIENT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
@@ -195,7 +195,7 @@ def check_identity_settings(
     clients: Sequence[ClientSettings],
     policies: Sequence[PolicyRule],
     overrides: Sequence[ToolOverride],
-    serve: Any,
+    serve: ServeSettings,
 ) -> None:
     """Cross-field checks; raises ``ValueError`` whose text starts with the field path."""
     _duplicates([p.name for p in profiles], "profiles")

@@ -113,10 +113,6 @@ class CallPipeline:
     def stages(self) -> tuple[Stage, ...]:
         return self._stages
 
-    def over(self, routes: Routes) -> CallPipeline:
-        """The same stages over other routes (a profile's slice of the catalogue)."""
-        return type(self)(routes, self._stages)
-
     def admit(self, invocation: Invocation) -> None:
         """Run the gates of a call about to be settled by callback; raises their refusal."""
         for gate in self._gates:
