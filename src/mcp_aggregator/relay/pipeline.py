@@ -105,6 +105,8 @@ class CallPipeline:
         self._routes = routes
         self._stages = tuple(stages)
         self._gates = tuple(stage for stage in self._stages if isinstance(stage, GateStage))
+        # Sorted once: a runtime protocol check per stage and call would show on the fast path.
+        self._on_error = tuple(cast(ErrorStage, stage) for stage in self._stages if not isinstance(stage, GateStage))
         self.errors_only = all(isinstance(stage, ErrorStage | GateStage) for stage in self._stages)
         """Whether every stage is an ``ErrorStage`` or a ``GateStage``: then ``admit`` and
         ``settled`` may stand in for ``through``."""
@@ -123,9 +125,8 @@ class CallPipeline:
         answered by callback (only while ``errors_only``): counted for metrics, and an
         ``UpstreamError`` passed through the stages' ``on_error``."""
         if isinstance(outcome, UpstreamError):
-            for stage in self._stages:
-                if not isinstance(stage, GateStage):
-                    cast(ErrorStage, stage).on_error(invocation, outcome)
+            for stage in self._on_error:
+                stage.on_error(invocation, outcome)
             self._routes.record_call(invocation.server, failed=True)
         elif not isinstance(outcome, AggregatorError):
             self._routes.record_call(invocation.server, failed=False)
