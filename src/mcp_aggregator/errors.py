@@ -36,8 +36,10 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── PolicyDeniedError        a client policy (CEL rule) refused the call: 403 /
     │                                JSON-RPC -32007, the rule named
     ├── SearchError                  embedding / index failures
-    └── FacadeError                  bad command or params in a facade call
-        └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+    ├── FacadeError                  bad command or params in a facade call
+    │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+    └── SandboxError                 code mode cannot run scripts (sandbox not running or
+                                     could not start); a script's own failure is a result
 """
 
 from __future__ import annotations
@@ -256,3 +258,9 @@ class FacadeError(AggregatorError):
 
 class RoundtripError(FacadeError):
     """File roundtripping refused: path escape, conflict, unknown manifest."""
+
+
+class SandboxError(AggregatorError):
+    """The code sandbox cannot run scripts at all (not started, or its workers cannot start).
+
+    A failing script is not this: it comes back as an error result the model can act on."""

@@ -35,7 +35,7 @@ from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, protected_
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
-from mcp_aggregator.serve.handshake_http import HandshakeSessions
+from mcp_aggregator.serve.handshake_http import HandshakeSessions, quiet_hangups
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -103,6 +103,7 @@ def build_http_app(
             json_response=json_response,
             stateless=stateless,
             security_settings=_SDK_REBINDING_CHECK_OFF,
+            session_idle_timeout=serve.session_idle_secs,
         )
         managers.append(manager)
         view = server.gateway
@@ -129,10 +130,11 @@ def build_http_app(
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            for manager in managers:
-                await stack.enter_async_context(manager.run())
-            yield
+        with quiet_hangups():
+            async with AsyncExitStack() as stack:
+                for manager in managers:
+                    await stack.enter_async_context(manager.run())
+                yield
 
     routes.append(Route("/healthz", endpoint=healthz, methods=["GET"]))
     oauth = serve.oauth

@@ -18,11 +18,18 @@ import mcp_types as types
 
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
-from mcp_aggregator.errors import AggregatorError, ServerNotFoundError, ServerUnavailableError, ToolNotFoundError
+from mcp_aggregator.errors import (
+    AggregatorError,
+    ServerNotFoundError,
+    ServerUnavailableError,
+    ToolNotFoundError,
+    UpstreamError,
+)
 from mcp_aggregator.identity.catalog_slice import fingerprint, slice_catalog, slice_features
 from mcp_aggregator.identity.profile import Profile
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, ToolSearch
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.settings import Settings
@@ -123,6 +130,11 @@ class ProfileGateway:
         return self.base.search
 
     @property
+    def sandbox(self) -> CodeSandbox:
+        """The gateway's; a script's tool calls go through this profile's pipeline."""
+        return self.base.sandbox
+
+    @property
     def supervisors(self) -> Mapping[str, ServerSupervisor]:
         servers = self.servers()
         return {name: sup for name, sup in self.base.supervisors.items() if name in servers}
@@ -148,8 +160,8 @@ class ProfileGateway:
         servers = self.servers()
         return [name for name in self.base.servers_with(capability) if name in servers]
 
-    def record_call(self, server: str, *, failed: bool) -> None:
-        self.base.record_call(server, failed=failed)
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        self.base.record_call(server, failed=failed, error=error)
 
     def resolve(self, name: str, server: str | None = None) -> Route:
         """Within the slice; the gateway's own answer only for a server of the profile that

@@ -14,6 +14,7 @@ from mcp_aggregator.identity.config import (
     check_identity_settings,
 )
 from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.sandbox.config import CodeModeSettings
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.settings.security_settings import SecuritySettings
 from mcp_aggregator.settings.serve_settings import ServeSettings
@@ -32,6 +33,7 @@ class Settings(BaseModel):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
     profiles: tuple[ProfileSettings, ...] = ()
     clients: tuple[ClientSettings, ...] = ()
     policies: tuple[PolicyRule, ...] = ()
