@@ -30,9 +30,10 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── AggregationFailedError   -32603 all queried servers failed
     │   └── LlmAgentError            the LLM mode could not answer (never reaches a client:
     │                                the heuristic mode answers instead)
-    ├── PolicyError                  a security policy refused the request
-    │   └── ToolHeldError            the tool's definition changed since it was approved
-    │                                (or it is new and held): 409 / JSON-RPC -32006
+    ├── PolicyError                  a security policy refused the request (audited as `denied`)
+    │   ├── ToolHeldError            the tool's definition changed since it was approved
+    │   │                            (or it is new and held): 409 / JSON-RPC -32006
+    │   └── AccessDeniedError        the client or its profile may not make this call
     ├── SearchError                  embedding / index failures
     └── FacadeError                  bad command or params in a facade call
         └── RoundtripError           file roundtripping refused (escape, conflict, ...)
@@ -227,6 +228,17 @@ class ToolHeldError(PolicyError):
             f"Tool {server}.{tool} is held: {why}. An admin must review and approve it "
             f"(POST /api/v1/aggregator/servers/<id>/tools/approve)"
         )
+
+
+class AccessDeniedError(PolicyError):
+    """The calling client (or the profile it came in on) may not make this call.
+
+    The base of every refusal by identity or policy (profiles, CEL policies...): the audit
+    records such a call as ``denied``. ``denied`` is True on it, so code that cannot import
+    this class can tell a denial by that attribute.
+    """
+
+    denied = True
 
 
 class SearchError(AggregatorError):

@@ -27,9 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import mcp_types as types
 import orjson
@@ -41,6 +42,7 @@ from pydantic import ValidationError
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
+from mcp_aggregator.identity import ANONYMOUS, ClientIdentity
 from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.request_head import Routing
@@ -199,6 +201,16 @@ class FastPlan:
     """The handshake-era version to shape the answer for; None for a 2026-07-28 request."""
     modern_version: str | None = None
     """The 2026-07-28 (or later) version of a request that carried the envelope."""
+    invocation: Invocation | None = None
+    """This call as the pipeline's stages see it: its own when a stage reads a call's
+    details (the audit), else None and the route's is used."""
+    started: float = 0.0
+    """``time.perf_counter()`` when the call was planned (only with an ``invocation``)."""
+
+    @property
+    def staged(self) -> Invocation:
+        """The invocation the pipeline's stages get."""
+        return self.invocation or self.route.invocation
 
     @property
     def server(self) -> str:
@@ -224,7 +236,8 @@ class FastCalls:
     def __init__(self, gateway: ServeGateway, server_info: Mapping[str, Any]) -> None:
         self.gateway = gateway
         serve = gateway.settings.serve
-        self.enabled = serve.fast_path and serve.exposure is Exposure.PASSTHROUGH
+        # A stage that needs the full pipeline (tracing) makes every call take it.
+        self.enabled = serve.fast_path and serve.exposure is Exposure.PASSTHROUGH and gateway.pipeline.raw_ok
         self._stamp = orjson.dumps(server_info)
         self._server_info = dict(server_info)
         self._catalog: Catalog | None = None
@@ -332,6 +345,7 @@ class FastCalls:
         routing: Routing | None = None,
         handshake_version: str | None = None,
         log_level: str | None = None,
+        identity: ClientIdentity = ANONYMOUS,
     ) -> FastPlan | None:
         """The plan for ``body``, or None when the full pipeline must take it.
 
@@ -343,7 +357,8 @@ class FastCalls:
         capabilities a call may ask for (the caller has checked); such a request carries no
         envelope, and its session's ``log_level`` (None: it set none, so every level) is
         stamped on the request to a 2026-07-28 upstream as the full pipeline does; the
-        caller of ``answer`` then relays the upstream's log messages.
+        caller of ``answer`` then relays the upstream's log messages. ``identity``: the
+        client the face found behind the request.
         """
         if not self.enabled:
             return None
@@ -410,7 +425,12 @@ class FastCalls:
         except AggregatorError:
             return None
         modern_version = None if handshake_version is not None else meta[_VERSION_KEY]
-        return FastPlan(message["id"], route, connection, upstream, headers, handshake_version, modern_version)
+        plan = FastPlan(message["id"], route, connection, upstream, headers, handshake_version, modern_version)
+        if self.gateway.pipeline.per_call:
+            caller = Caller(meta=cast(types.RequestParamsMeta, meta), identity=identity, request_id=message["id"])
+            plan.invocation = Invocation(method, route.server, route.target, caller, None, arguments)
+            plan.started = time.perf_counter()
+        return plan
 
     async def answer(self, plan: FastPlan, on_log: LogSink | None = None) -> bytes:
         """The JSON-RPC response to send the client (an error response when the call failed).
@@ -428,7 +448,7 @@ class FastCalls:
             return line
 
         try:
-            line: bytes = await self.gateway.pipeline.through(route.invocation, send)
+            line: bytes = await self.gateway.pipeline.through(plan.staged, send)
         except AggregatorError as exc:
             return self._error(plan, exc)
         shaped = self._relayed(line, plan)
@@ -458,7 +478,7 @@ class FastCalls:
             try:
                 if isinstance(outcome, bytes):
                     outcome = self._failure(outcome, plan) or outcome
-                settled = pipeline.settled(route.invocation, outcome)
+                settled = pipeline.settled(plan.staged, outcome, plan.started)
                 if isinstance(settled, bytes):
                     shaped = self._relayed(settled, plan)
                     if shaped is None:
@@ -479,7 +499,7 @@ class FastCalls:
             call = connection.submit_raw(plan.upstream, plan.headers, what=route.what, settle=settle, on_log=on_log)
         except AggregatorError as exc:
             self.forwarded += 1
-            deliver(self._error(plan, pipeline.settled(route.invocation, exc)))
+            deliver(self._error(plan, pipeline.settled(plan.staged, exc, plan.started)))
             return SETTLED
         if call is None:
             return None  # no pooled connection free this instant: ``answer`` waits for one
@@ -612,7 +632,11 @@ class FastCalls:
                 plan.target,
                 plan.upstream["params"]["arguments"],
                 server=plan.server,
-                caller=Caller(capabilities=types.ClientCapabilities()),
+                caller=Caller(
+                    capabilities=types.ClientCapabilities(),
+                    identity=plan.staged.caller.identity,
+                    request_id=plan.client_id,
+                ),
                 meta=plan.upstream["params"].get("_meta"),
             )
         except AggregatorError as exc:
