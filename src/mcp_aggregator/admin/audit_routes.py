@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway, GatewayDep
@@ -76,13 +76,13 @@ def _query(filters: _Filters, *, limit: int, before: int | None) -> AuditQuery:
     )
 
 
-@router.get("/audit", responses=_DISABLED)
+@router.get("/audit", responses=_DISABLED, response_model=AuditPageOut)
 async def audit(
     gateway: GatewayDep,
     filters: Annotated[_Filters, Query()],
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before: Annotated[int | None, Query(ge=1, description="The id to page on from (older entries)")] = None,
-) -> AuditPageOut:
+) -> JSONResponse:
     """Audited calls matching every filter given, newest first, ``limit`` per page.
 
     Each item: time, client, profile, method, server, tool, outcome (``ok``, ``error``,
@@ -93,8 +93,9 @@ async def audit(
     log = _log(gateway)
     include = gateway.settings.audit.include_arguments
     page = await log.query(_query(filters, limit=limit, before=before))
-    items = [AuditItem.model_validate(entry.to_json(with_arguments=include)) for entry in page.items]
-    return AuditPageOut(items=items, next_before=page.next_before)
+    # Optional keys (arguments, error, request_id) are left out rather than null.
+    items = [entry.to_json(with_arguments=include) for entry in page.items]
+    return JSONResponse({"items": items, "next_before": page.next_before})
 
 
 @router.get(
