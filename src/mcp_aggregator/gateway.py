@@ -91,6 +91,9 @@ class Gateway:
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
+        # First: a wrong OTEL_* variable is refused before anything is made.
+        self.tracing = Tracing.from_env(os.environ if env is None else env, version=__version__)
+        """OpenTelemetry tracing, when the ``OTEL_*`` environment asks for it; else None."""
         self.engine = AggregatorEngine(
             settings.aggregator,
             tool_search=self._servers_fitting,
@@ -133,8 +136,6 @@ class Gateway:
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)
         """The audit trail; None with ``audit.enabled: false``."""
-        self.tracing = Tracing.from_env(self._env, version=__version__)
-        """OpenTelemetry tracing, when the ``OTEL_*`` environment asks for it; else None."""
         watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         self.pipeline = CallPipeline(
