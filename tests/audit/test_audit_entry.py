@@ -98,3 +98,11 @@ def test_error_text_names_the_error_scrubbed_and_bounded() -> None:
     assert text.startswith("UpstreamCallError: ") and "SECRET" not in text and "***" in text
     assert len(text) == 2000
     assert error_text(types.CallToolResult(content=[]), str) is None
+
+
+def test_text_that_is_not_valid_unicode_is_digested_and_kept_escaped() -> None:
+    broken = {"text": "a\ud800b"}
+    assert arguments_digest(broken) == arguments_digest({"text": "a\ud800b"})
+    assert scrubbed_arguments(broken, str) == {"text": "a\\ud800b"}
+    text = error_text(UpstreamCallError("s", "bad \udfff", code=-1), str)
+    assert text is not None and text.endswith("bad \\udfff")

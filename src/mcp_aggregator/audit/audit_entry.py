@@ -8,6 +8,7 @@ rules are tested with tables.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -105,7 +106,7 @@ def error_text(result: object, scrub: Scrub) -> str | None:
     if not isinstance(result, BaseException):
         return None
     text = f"{type(result).__name__}: {result}"
-    return scrub(text)[:MAX_ERROR_TEXT]
+    return scrub(storable(text))[:MAX_ERROR_TEXT]
 
 
 def arguments_digest(arguments: Mapping[str, Any] | None) -> str | None:
@@ -113,7 +114,11 @@ def arguments_digest(arguments: Mapping[str, Any] | None) -> str | None:
     digests, whatever order the client wrote them in. None when the call had none."""
     if arguments is None:
         return None
-    data = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    try:
+        data = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    except orjson.JSONEncodeError:
+        # Text that is not valid Unicode (a lone surrogate, refused at the edge, still audited).
+        data = json.dumps(arguments, sort_keys=True, default=str, separators=(",", ":")).encode()
     return hashlib.sha256(data).hexdigest()
 
 
@@ -129,5 +134,14 @@ def scrubbed_arguments(value: Any, scrub: Scrub) -> Any:
     if isinstance(value, list | tuple):
         return [scrubbed_arguments(item, scrub) for item in value]
     if isinstance(value, str):
-        return REDACTED if looks_like_token(value) else scrub(value)
+        return REDACTED if looks_like_token(value) else scrub(storable(value))
     return value
+
+
+def storable(text: str) -> str:
+    """``text`` as a database takes it: a lone surrogate (not valid Unicode) escaped."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text

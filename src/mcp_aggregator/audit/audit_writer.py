@@ -25,6 +25,7 @@ from mcp_aggregator.audit.audit_entry import (
     arguments_digest,
     error_text,
     scrubbed_arguments,
+    storable,
 )
 from mcp_aggregator.audit.audit_log import AuditLog
 from mcp_aggregator.audit.config import AuditSettings
@@ -114,7 +115,7 @@ class AuditWriter:
         for start in range(0, len(taken), size):
             batch = taken[start : start + size]
             try:
-                await self._log.insert([self._entry(item) for item in batch])
+                await self._log.insert(self._entries(batch))
             except RegistryError as exc:
                 self.failed += len(batch)
                 logger.error("audit: %d records lost: %s", len(batch), self._scrub(str(exc))[:500])
@@ -140,6 +141,17 @@ class AuditWriter:
                 logger.error("audit: purge failed: %s", self._scrub(str(exc))[:500])
             await anyio.sleep(self._settings.purge_interval_secs)
 
+    def _entries(self, batch: list[_Pending]) -> list[AuditEntry]:
+        entries = []
+        for item in batch:
+            try:
+                entries.append(self._entry(item))
+            except Exception:
+                # A guard, not a policy: one record the rules cannot make must not stop the writer.
+                self.failed += 1
+                logger.exception("audit: a record of %s %s could not be made", item[1].method, item[1].target)
+        return entries
+
     def _entry(self, item: _Pending) -> AuditEntry:
         at, invocation, outcome, error, duration = item
         identity = invocation.caller.identity
@@ -160,5 +172,5 @@ class AuditWriter:
             arguments_digest=arguments_digest(arguments),
             arguments=kept,
             error=error_text(error, self._scrub) if error is not None else None,
-            request_id=None if request_id is None else str(request_id)[:255],
+            request_id=None if request_id is None else storable(str(request_id))[:255],
         )
