@@ -17,6 +17,8 @@ from mcp_aggregator.audit import AuditLog, AuditQuery, Outcome
 router = APIRouter(prefix="/api/v1/aggregator", tags=["audit"])
 
 EXPORT_PAGE: Final = 1000
+MAX_ID: Final = 2**63 - 1
+"""Ids are 64-bit: a larger ``before`` is a 422, not a database error."""
 _DISABLED: dict[int | str, dict[str, Any]] = {404: {"description": "The audit trail is off (audit.enabled: false)"}}
 
 
@@ -81,7 +83,7 @@ async def audit(
     gateway: GatewayDep,
     filters: Annotated[_Filters, Query()],
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before: Annotated[int | None, Query(ge=1, description="The id to page on from (older entries)")] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID, description="The id to page on from (older entries)")] = None,
 ) -> JSONResponse:
     """Audited calls matching every filter given, newest first, ``limit`` per page.
 
