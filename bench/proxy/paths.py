@@ -38,8 +38,18 @@ ECHO = BENCH / "echo_server.py"
 RELAY = BENCH / "relay.py"
 OTLP_SINK = BENCH / "otlp_sink.py"
 PAIRS = ("http-http", "stdio-http", "http-stdio", "stdio-stdio")
-PEERS = ("direct", "relay", "gateway", "gateway-audit", "gateway-trace", "gateway-full", "fastmcp", "mcp-proxy")
-GATEWAY_PEERS = ("gateway", "gateway-audit", "gateway-trace", "gateway-full")
+PEERS = (
+    "direct",
+    "relay",
+    "gateway",
+    "gateway-audit",
+    "gateway-trace",
+    "gateway-full",
+    "gateway-profile",
+    "fastmcp",
+    "mcp-proxy",
+)
+GATEWAY_PEERS = ("gateway", "gateway-audit", "gateway-trace", "gateway-full", "gateway-profile")
 PEER_TITLES = {
     "direct": "direct",
     "relay": "bare byte relay (floor)",
@@ -47,6 +57,7 @@ PEER_TITLES = {
     "gateway-audit": "gateway + audit",
     "gateway-trace": "gateway + tracing (OTLP)",
     "gateway-full": "gateway (full pipeline)",
+    "gateway-profile": "gateway, profile + policy",
     "fastmcp": "FastMCP proxy",
     "mcp-proxy": "mcp-proxy",
 }
@@ -153,8 +164,6 @@ class PathEnv:
     workdir: Path
     errlog: TextIO
     serve_fields: frozenset[str] = field(default_factory=frozenset)
-    sections: frozenset[str] = field(default_factory=frozenset)
-    """The top-level settings sections this checkout accepts (``audit`` since it has one)."""
     counter: Iterator[int] = field(default_factory=itertools.count)
 
 
@@ -209,17 +218,23 @@ def serve_fields_known() -> frozenset[str]:
     return frozenset(done.stdout.split())
 
 
-def sections_known() -> frozenset[str]:
-    """The top-level settings sections this checkout's gateway accepts."""
-    code = "from mcp_aggregator.settings import Settings as S; print(*S.model_fields)"
-    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=child_env(), cwd=REPO)
-    if done.returncode != 0:
-        raise BenchError(f"cannot import the gateway's settings:\n{done.stderr[-1500:]}")
-    return frozenset(done.stdout.split())
+PROFILE = "bench"
+PROFILE_SECTIONS: dict[str, Any] = {
+    "profiles": [{"name": PROFILE, "tools": ["echo.*"], "exposure": "passthrough"}],
+    "policies": [{"name": "no-destructive", "deny": 'tool.annotations.destructiveHint && client.name != "ops"'}],
+}
+"""``gateway-profile``: the client's calls go to a profile's endpoint (its slice of the catalogue)
+and every call passes a CEL policy rule."""
 
 
 def gateway_config(
-    upstream: Upstream, env: PathEnv, *, fast_path: bool | None, large: bool = False, audit: bool = False
+    upstream: Upstream,
+    env: PathEnv,
+    *,
+    fast_path: bool | None,
+    large: bool = False,
+    profile: bool = False,
+    audit: bool = False,
 ) -> Path:
     """A one-upstream passthrough config; JSON is valid YAML, so it is written as such."""
     index = next(env.counter)
@@ -242,7 +257,9 @@ def gateway_config(
         serve["max_result_bytes"] = 256 * 1024 * 1024
     # The embedding model is the search exposure's; passthrough measures the relay alone.
     config: dict[str, Any] = {"servers": [server], "serve": serve, "search": {"embedder": "none"}}
-    if "audit" in env.sections:
+    if profile:
+        config.update(PROFILE_SECTIONS)
+    if "audit" in settings_fields_known():
         # Plain passthrough rows measure the relay alone; the audit has its own row.
         config["audit"] = {"enabled": audit}
     path = env.workdir / f"gateway-{index}.yaml"
@@ -268,32 +285,44 @@ def otlp_sink(env: PathEnv) -> Iterator[dict[str, str]]:
 def start_gateway(
     pair: Pair, upstream: Upstream, env: PathEnv, *, variant: str = "gateway", large: bool = False
 ) -> Iterator[Endpoint]:
-    """``variant``: one of ``GATEWAY_PEERS`` (plain passthrough, with the audit, with
-    tracing exported to a local OTLP receiver, or with the fast path off)."""
-    full_pipeline = variant == "gateway-full"
+    """``variant``: one of ``GATEWAY_PEERS`` (plain passthrough, with the audit, with tracing
+    exported to a local OTLP receiver, with the fast path off, or on a profile's endpoint)."""
+    full_pipeline, profile = variant == "gateway-full", variant == "gateway-profile"
     if full_pipeline and "fast_path" not in env.serve_fields:
         raise Unavailable("serve.fast_path is not a setting of this checkout yet")
-    if variant in ("gateway-audit", "gateway-trace") and "audit" not in env.sections:
+    if profile and "profiles" not in settings_fields_known():
+        raise Unavailable("profiles are not a setting of this checkout yet")
+    if variant in ("gateway-audit", "gateway-trace") and "audit" not in settings_fields_known():
         raise Unavailable("this checkout has no audit trail or traces yet")
     fast_path = (not full_pipeline) if "fast_path" in env.serve_fields else None
+    audit = variant == "gateway-audit"
+
+    def argv(*front: str) -> list[str]:
+        config = gateway_config(upstream, env, fast_path=fast_path, large=large, profile=profile, audit=audit)
+        return [PYTHON, "-m", "mcp_aggregator", "serve", "--config", str(config), "--exposure", "passthrough", *front]
+
     with contextlib.ExitStack() as stack:
         otel = stack.enter_context(otlp_sink(env)) if variant == "gateway-trace" else {}
-
-        def argv(*front: str) -> list[str]:
-            audit = variant == "gateway-audit"
-            config = gateway_config(upstream, env, fast_path=fast_path, large=large, audit=audit)
-            serve = ["serve", "--config", str(config), "--exposure", "passthrough"]
-            return [PYTHON, "-m", "mcp_aggregator", *serve, *front]
-
         if pair.client == "stdio":
-            yield Endpoint(stdio_client_of(lambda: argv("--transport", "stdio"), env, otel))
+            stdio = ("--transport", "stdio", "--profile", PROFILE) if profile else ("--transport", "stdio")
+            yield Endpoint(stdio_client_of(lambda: argv(*stdio), env, otel))
             return
         port = free_port()
         log = env.workdir / f"gateway-{pair}-{port}.log"
         command = argv("--transport", "http", "--host", "127.0.0.1", "--port", str(port))
         with managed_process(command, log, child_env(**otel)) as proc:
             wait_for_http(f"http://127.0.0.1:{port}/healthz", proc, log)
-            yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp"))
+            yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp" + (f"/{PROFILE}" if profile else "")))
+
+
+@functools.cache
+def settings_fields_known() -> frozenset[str]:
+    """The top-level settings sections this checkout's gateway accepts."""
+    code = "from mcp_aggregator.settings import Settings as S; print(*S.model_fields)"
+    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=child_env(), cwd=REPO)
+    if done.returncode != 0:
+        raise BenchError(f"cannot import the gateway's settings:\n{done.stderr[-1500:]}")
+    return frozenset(done.stdout.split())
 
 
 # ---------------------------------------------------------------- peers

@@ -25,7 +25,6 @@ from .paths import (
     Unavailable,
     Upstream,
     http_echo,
-    sections_known,
     serve_fields_known,
     start_path,
     unsupported,
@@ -193,7 +192,7 @@ def main(argv: Sequence[str] | None = None, description: str = "") -> int:
     notes: list[str] = []
     profile_lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp, open(Path(tmp) / "stdio-errors.log", "w") as errlog:
-        env = PathEnv(Path(tmp), errlog, serve_fields_known(), sections_known())
+        env = PathEnv(Path(tmp), errlog, serve_fields_known())
         for field in ("fast_path", "max_result_bytes"):
             if field not in env.serve_fields:
                 notes.append(f"serve.{field} is not a setting of this checkout")

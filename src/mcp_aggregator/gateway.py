@@ -26,11 +26,13 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
-from mcp_aggregator.errors import StateError
+from mcp_aggregator.errors import StateError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
+from mcp_aggregator.identity.policy_stage import policy_stages
+from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -40,9 +42,10 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
@@ -126,7 +129,12 @@ class Gateway:
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.upstreams = UpstreamSet(
             env=self._env,
-            retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
+            retry=RetryPolicy(
+                health.reconnect_max_attempts,
+                health.reconnect_backoff_base_secs,
+                degraded_after=health.degraded_after,
+                error_after=health.error_after,
+            ),
             sleep=sleep,
             backchannel=self.backchannel,
             on_change=self._supervisor_changed,
@@ -138,12 +146,15 @@ class Gateway:
         """The audit trail; None with ``audit.enabled: false``."""
         watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
+        policies = policy_stages(settings.policies, lambda: self.catalog)
         self.pipeline = CallPipeline(
             self,
-            (scrub_errors(self.scrub), *watching, *stages),
+            (scrub_errors(self.scrub), *watching, *policies, *stages),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
             raw_ok=self.tracing is None,
         )
+        self.sandbox = CodeSandbox(settings.code_mode)
+        """Runs code-mode scripts; its worker pool starts at the first script."""
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -169,6 +180,7 @@ class Gateway:
             await self._tg.start(self._mirror.run)
             if self.audit is not None:
                 await self.audit.start(self._tg)
+            await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
@@ -426,11 +438,14 @@ class Gateway:
         """The live connection of ``server`` (BR-005 state check included)."""
         return self.upstreams.connection(server)
 
-    def record_call(self, server: str, *, failed: bool) -> None:
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count a call; its outcome feeds the server's status (see ``ServerSupervisor.call_failed``)."""
         sup = self.upstreams.supervisors.get(server)
         if sup is not None:
-            sup.calls += 1
-            sup.call_errors += failed
+            if failed:
+                sup.call_failed(error)
+            else:
+                sup.call_succeeded()
 
     def supervisor(self, name: str) -> ServerSupervisor:
         return self.upstreams.supervisor(name)
@@ -583,18 +598,30 @@ class Gateway:
     async def _servers_fitting(self, query: str, k: int) -> list[str]:
         return [hit.server for hit in await self.search_tools(query, k)]
 
-    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""
+    async def query(self, arguments: Mapping[str, Any], *, within: QueryScope | None = None) -> dict[str, Any]:
+        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``.
+
+        ``within``: a profile's slice (its servers, tools and pipeline); the caller's identity
+        rides on every fan-out call."""
+        caller = current_caller.get()
+        identity_only = (
+            Caller(identity=caller.identity, request_id=caller.request_id, session_id=caller.session_id)
+            if caller is not None
+            else NO_CALLER
+        )
         request = parse_query_arguments(
             arguments,
-            known_servers=set(self.upstreams.supervisors),
+            known_servers=set(self.upstreams.supervisors) if within is None else within.servers(),
             default_max_results=self.settings.aggregator.default_max_results,
         )
+        pipeline = self.pipeline if within is None else within.pipeline
         targets = []
         for name in self.exposed_servers():
             connection = self.upstreams.supervisors[name].connection
             if connection is not None:
-                targets.append(PipelineTarget(self.pipeline, name, connection.tools))
+                tools = connection.tools if within is None else within.tools_of(name, connection.tools)
+                if tools:
+                    targets.append(PipelineTarget(pipeline, name, tools, identity_only))
         response = await self.engine.query(request, targets)
         return response.to_json()
 

@@ -27,7 +27,8 @@ from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
-from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection, upstream_meta
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.wire_checks import upstream_meta
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,10 @@ class Routes(Protocol):
         """The live connection; raises ``ServerNotFoundError`` / ``ServerUnavailableError``."""
         ...
 
-    def record_call(self, server: str, *, failed: bool) -> None: ...
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count one call that reached ``server``; ``error`` is what a failed one ended with
+        (its supervisor tells a transport failure from the upstream's own error)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,8 @@ class Invocation:
     caller: Caller
     route: Route | None = None
     arguments: Mapping[str, Any] | None = None
-    """The call's arguments as the client sent them (tools and prompts), for the audit."""
+    """The call's arguments as the client sent them (tools and prompts): policies and the
+    audit read them."""
 
 
 Next = Callable[[], Awaitable[Any]]
@@ -100,6 +105,17 @@ class WatchStage(Protocol):
     def on_settled(self, invocation: Invocation, outcome: object, started: float) -> None: ...
 
 
+@runtime_checkable
+class GateStage(Protocol):
+    """A stage that decides before the call whether it may go at all (``admit`` raises an
+    ``AggregatorError`` to refuse) and otherwise leaves it alone; a callback-settled call
+    passes ``admit`` first."""
+
+    async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
+
+    def admit(self, invocation: Invocation) -> None: ...
+
+
 class CallPipeline:
     """Routes and forwards every client request bound for an upstream."""
 
@@ -113,11 +129,13 @@ class CallPipeline:
     ) -> None:
         self._routes = routes
         self._stages = tuple(stages)
-        self.errors_only = all(isinstance(stage, ErrorStage | WatchStage) for stage in self._stages)
-        """Whether every stage is an ``ErrorStage`` or a ``WatchStage``: then ``settled`` may
-        stand in for ``through``."""
-        self._errors = tuple(stage for stage in self._stages if isinstance(stage, ErrorStage))
+        self._gates = tuple(stage for stage in self._stages if isinstance(stage, GateStage))
+        # Sorted once: a runtime protocol check per stage and call would show on the fast path.
+        self._on_error = tuple(stage for stage in self._stages if isinstance(stage, ErrorStage))
         self._watchers = tuple(stage for stage in self._stages if isinstance(stage, WatchStage))
+        self.errors_only = all(isinstance(stage, ErrorStage | GateStage | WatchStage) for stage in self._stages)
+        """Whether every stage is an ``ErrorStage``, a ``GateStage`` or a ``WatchStage``: then
+        ``admit`` and ``settled`` may stand in for ``through``."""
         self.per_call = bool(self._watchers)
         """Whether a stage reads the call's own details (caller, arguments, start time): then
         the fast path makes an ``Invocation`` per call instead of reusing its route's."""
@@ -125,6 +143,20 @@ class CallPipeline:
         """False when a stage needs what only the full pipeline gives (a span around the
         upstream request, its ``_meta`` rewritten): the fast path then declines every call."""
         self._outgoing_meta = outgoing_meta
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self._stages
+
+    def admit(self, invocation: Invocation) -> None:
+        """Run the gates of a call about to be settled by callback; raises their refusal."""
+        for gate in self._gates:
+            gate.admit(invocation)
+
+    @property
+    def meta_hook(self) -> MetaHook | None:
+        """What rewrites the ``_meta`` of requests going upstream (a pipeline over other routes shares it)."""
+        return self._outgoing_meta
 
     def outgoing(self, meta: types.RequestParamsMeta | None) -> types.RequestParamsMeta | None:
         """``meta`` as it goes upstream in the current context (unchanged unless a hook is set)."""
@@ -138,9 +170,9 @@ class CallPipeline:
         ``UpstreamError`` passed through the stages' ``on_error``, and every outcome shown to
         the ``WatchStage``s (``started``: the call's ``time.perf_counter()`` at its start)."""
         if isinstance(outcome, UpstreamError):
-            for stage in self._errors:
+            for stage in self._on_error:
                 stage.on_error(invocation, outcome)
-            self._routes.record_call(invocation.server, failed=True)
+            self._routes.record_call(invocation.server, failed=True, error=outcome)
         elif not isinstance(outcome, AggregatorError):
             self._routes.record_call(invocation.server, failed=False)
         for watcher in self._watchers:
@@ -162,8 +194,8 @@ class CallPipeline:
             # One stage (the usual: error scrubbing) takes ``send`` itself: a relayed call is
             # short enough that a coroutine and a closure per call show.
             result = await (stages[0](invocation, send) if len(stages) == 1 else step(0))
-        except UpstreamError:
-            self._routes.record_call(invocation.server, failed=True)
+        except UpstreamError as exc:
+            self._routes.record_call(invocation.server, failed=True, error=exc)
             raise
         finally:
             current_caller.reset(token)
@@ -186,6 +218,7 @@ class CallPipeline:
         route = self._routes.resolve(name, server)
         conn = self._routes.connection(route.server)
         relay = progress or caller.progress
+        asks_back = caller.asks_back
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             return await conn.call_tool(
@@ -196,6 +229,7 @@ class CallPipeline:
                 input_responses=responses,
                 request_state=state,
                 tag=caller,
+                asks_back=asks_back,
             )
 
         invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments)
