@@ -128,3 +128,33 @@ async def test_list_changed_reaches_only_the_profiles_whose_slice_changed() -> N
         assert heard["whole"] >= 1 and heard["fixed"] == 0
         assert views["whole"].catalog.get("alpha.grown_here") is not None
         assert views["fixed"].catalog.get("alpha.grown_here") is None
+
+
+async def test_a_code_mode_profile_scripts_only_its_slice_under_its_policies() -> None:
+    sections = {
+        "profiles": [{"name": "coder", "tools": ["alpha.echo", "alpha.add"], "exposure": "code"}],
+        "policies": [{"name": "no-add", "deny": 'tool.original_name == "add"'}],
+    }
+    async with Gateway(settings_for(stdio_fixture("alpha"), sections=sections)) as gateway:
+        await gateway.wait_settled(30)
+        servers = ProfileServers(gateway)
+        coder = servers.get("coder")
+        async with anyio.create_task_group() as tg:
+            await tg.start(servers.run)
+            async with Client(coder.server, cache=None) as client:
+
+                async def run(code: str) -> dict[str, Any]:
+                    block = (await client.call_tool("run_code", {"code": code})).content[0]
+                    assert isinstance(block, types.TextContent)
+                    outcome: dict[str, Any] = yaml.safe_load(block.text)
+                    return outcome
+
+                echoed = await run("r = await call_tool('alpha.echo', {'text': 'in code'})\nr")
+                assert "in code" in str(echoed["result"])
+                outside = await run(
+                    "try:\n    await call_tool('alpha.pid', {})\nexcept LookupError as e:\n    r = str(e)\nr"
+                )
+                assert outside["result"] == "Tool not found: alpha.pid"
+                denied = await run("await call_tool('alpha.add', {'a': 1, 'b': 2})")
+                assert denied["ok"] is False and "no-add" in str(denied["error"])
+            tg.cancel_scope.cancel()
