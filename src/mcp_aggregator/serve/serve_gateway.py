@@ -15,7 +15,7 @@ import mcp_types as types
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.relay import CallPipeline
-from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
@@ -57,7 +57,7 @@ class ServeGateway(Protocol):
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]: ...
+    ) -> SearchResults: ...
 
     def scrub(self, text: str) -> str: ...
 
