@@ -18,6 +18,7 @@ PACKAGES = [
     "mcp_aggregator.search",
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",
+    "mcp_aggregator.text",
     "mcp_aggregator.upstreams",
 ]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from mcp_aggregator.search.lexical_index import split_identifier
+from mcp_aggregator.text import split_identifier
 
 EXCERPT_CHARS = 200
 _LATIN_SHARE = 0.8

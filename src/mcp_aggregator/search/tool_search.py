@@ -14,7 +14,7 @@ from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, EmbeddingStore, ProgressCallback, embed_cached
 from mcp_aggregator.search.hit_order import HEAD, after_best, with_alternatives
 from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
-from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
+from mcp_aggregator.search.lexical_index import LexicalIndex
 from mcp_aggregator.search.ranking import (
     Rows,
     Scores,
@@ -31,6 +31,7 @@ from mcp_aggregator.search.server_names import ServerNames
 from mcp_aggregator.search.tool_doc import SearchHit, SearchResults, ToolDoc, excerpt
 from mcp_aggregator.search.tool_table import ToolTable
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
+from mcp_aggregator.text import search_terms
 
 _CANDIDATES = 250
 _QUERY_CACHE_SIZE = 512
@@ -413,8 +414,8 @@ def _lexical_terms(docs: Sequence[ToolDoc]) -> list[list[str]]:
     for doc in docs:
         server_text = doc.server_lexical_text()
         if (shared := server_terms.get(server_text)) is None:
-            shared = server_terms[server_text] = tokenize(server_text)
-        out.append(tokenize(doc.own_lexical_text()) + shared)
+            shared = server_terms[server_text] = search_terms(server_text)
+        out.append(search_terms(doc.own_lexical_text()) + shared)
     return out
 
 
