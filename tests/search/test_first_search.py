@@ -23,9 +23,12 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_aggregator.facades import ScoredTool, ScoredTools, ToolRecord
 from mcp_aggregator.facades.tools_domain import build_tools_domain
+from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.search import SearchSettings, ToolDoc, ToolSearch
 from mcp_aggregator.search.embedder import Vectors
-from tests.conftest import REPO, npm_server, pypi_server
+from mcp_aggregator.search.embedding_cache import EmbeddingCache
+from tests.conftest import REPO, npm_server, pypi_server, settings_for, stdio_fixture
+from tests.test_gateway_search import GatedEmbedder
 
 from .conftest import FakeEmbedder
 
@@ -114,3 +117,24 @@ async def test_facade_search_says_the_index_is_incomplete() -> None:
     assert answer["count"] == 1
     assert answer["data"]["items"][0]["name"] == "clock.get_current_time"
     assert answer["data"]["incomplete"].startswith("search index incomplete: 3 tools not indexed yet")
+
+
+async def test_past_the_wait_a_gateway_search_ranks_by_words_and_says_the_index_is_incomplete() -> None:
+    settings = settings_for(stdio_fixture("alpha"), list_wait_secs=0)
+    embedder = GatedEmbedder("integers")  # the text of alpha.add ("Add two integers.") blocks its embedding
+    search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
+    async with Gateway(settings, search=search) as gateway:
+        try:
+            await gateway.wait_settled(30)
+            with anyio.fail_after(30):
+                await anyio.to_thread.run_sync(lambda: embedder.entered.wait(30))
+            early = await gateway.search_tools("add two integers", 3)
+            assert early[0].key == "alpha.add"
+            assert early.pending > 0 and not early.complete
+            embedder.release.set()
+            await gateway.wait_until(gateway.index_ready, timeout_secs=30)
+            later = await gateway.search_tools("add two integers", 3)
+            assert later.complete
+            assert "alpha.add" in {hit.key for hit in later}
+        finally:
+            embedder.release.set()
