@@ -16,18 +16,23 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
+from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
+from mcp_aggregator.audit.audit_trail import AuditTrail
+from mcp_aggregator.audit.audit_writer import WallClock
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
-from mcp_aggregator.errors import StateError
+from mcp_aggregator.errors import StateError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
+from mcp_aggregator.identity.policy_stage import policy_stages
+from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -37,9 +42,10 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchResults, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
@@ -48,6 +54,7 @@ from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
+from mcp_aggregator.telemetry import Tracing
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
 from mcp_aggregator.upstreams.upstream_set import DesiredServer, Reconciled, UpstreamSet
@@ -83,9 +90,13 @@ class Gateway:
         search: ToolSearch | None = None,
         health_clock: Clock | None = None,
         stages: Sequence[Stage] = (),
+        audit_clock: WallClock | None = None,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
+        # First: a wrong OTEL_* variable is refused before anything is made.
+        self.tracing = Tracing.from_env(os.environ if env is None else env, version=__version__)
+        """OpenTelemetry tracing, when the ``OTEL_*`` environment asks for it; else None."""
         self.engine = AggregatorEngine(
             settings.aggregator,
             tool_search=self._servers_fitting,
@@ -118,7 +129,12 @@ class Gateway:
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.upstreams = UpstreamSet(
             env=self._env,
-            retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
+            retry=RetryPolicy(
+                health.reconnect_max_attempts,
+                health.reconnect_backoff_base_secs,
+                degraded_after=health.degraded_after,
+                error_after=health.error_after,
+            ),
             sleep=sleep,
             backchannel=self.backchannel,
             on_change=self._supervisor_changed,
@@ -126,15 +142,30 @@ class Gateway:
             max_result_bytes=settings.serve.max_result_bytes,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
+        self.audit = self._audit_trail(audit_clock)
+        """The audit trail; None with ``audit.enabled: false``."""
+        watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
-        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *stages))
+        policies = policy_stages(settings.policies, lambda: self.catalog)
+        self.pipeline = CallPipeline(
+            self,
+            (scrub_errors(self.scrub), *watching, *policies, *stages),
+            outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
+            raw_ok=self.tracing is None,
+        )
+        self.sandbox = CodeSandbox(settings.code_mode)
+        """Runs code-mode scripts; its worker pool starts at the first script."""
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
             raise RuntimeError("a Gateway can be entered only once")
         async with AsyncExitStack() as stack:
             stack.callback(self._mirror.close)
+            if self.tracing is not None:
+                stack.push_async_callback(self.tracing.shutdown)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
+            if self.audit is not None:
+                await stack.enter_async_context(self.audit)
             if self._search is None:
                 self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
@@ -147,6 +178,9 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            if self.audit is not None:
+                await self.audit.start(self._tg)
+            await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
@@ -181,6 +215,12 @@ class Gateway:
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _audit_trail(self, clock: WallClock | None) -> AuditTrail | None:
+        if not self.settings.audit.enabled:
+            return None
+        extra = {} if clock is None else {"clock": clock}
+        return AuditTrail(self.settings.audit, self.settings.registry, scrub=self.scrub, **extra)
 
     def _shared_embedding_cache(self) -> EmbeddingStore | None:
         """With a shared registry, replicas share embeddings too: a new one embeds nothing known."""
@@ -398,11 +438,14 @@ class Gateway:
         """The live connection of ``server`` (BR-005 state check included)."""
         return self.upstreams.connection(server)
 
-    def record_call(self, server: str, *, failed: bool) -> None:
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count a call; its outcome feeds the server's status (see ``ServerSupervisor.call_failed``)."""
         sup = self.upstreams.supervisors.get(server)
         if sup is not None:
-            sup.calls += 1
-            sup.call_errors += failed
+            if failed:
+                sup.call_failed(error)
+            else:
+                sup.call_succeeded()
 
     def supervisor(self, name: str) -> ServerSupervisor:
         return self.upstreams.supervisor(name)
@@ -564,18 +607,30 @@ class Gateway:
     async def _servers_fitting(self, query: str, k: int) -> list[str]:
         return [hit.server for hit in await self.search_tools(query, k)]
 
-    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""
+    async def query(self, arguments: Mapping[str, Any], *, within: QueryScope | None = None) -> dict[str, Any]:
+        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``.
+
+        ``within``: a profile's slice (its servers, tools and pipeline); the caller's identity
+        rides on every fan-out call."""
+        caller = current_caller.get()
+        identity_only = (
+            Caller(identity=caller.identity, request_id=caller.request_id, session_id=caller.session_id)
+            if caller is not None
+            else NO_CALLER
+        )
         request = parse_query_arguments(
             arguments,
-            known_servers=set(self.upstreams.supervisors),
+            known_servers=set(self.upstreams.supervisors) if within is None else within.servers(),
             default_max_results=self.settings.aggregator.default_max_results,
         )
+        pipeline = self.pipeline if within is None else within.pipeline
         targets = []
         for name in self.exposed_servers():
             connection = self.upstreams.supervisors[name].connection
             if connection is not None:
-                targets.append(PipelineTarget(self.pipeline, name, connection.tools))
+                tools = connection.tools if within is None else within.tools_of(name, connection.tools)
+                if tools:
+                    targets.append(PipelineTarget(pipeline, name, tools, identity_only))
         response = await self.engine.query(request, targets)
         return response.to_json()
 

@@ -40,6 +40,22 @@ class Caller:
     meta: types.RequestParamsMeta | None = None
     identity: ClientIdentity = ANONYMOUS
     """Who the client is and which profile it came in on (anonymous on internal paths)."""
+    request_id: str | int | None = None
+    """The client's JSON-RPC id of the request (for the audit and traces); None on internal paths."""
+    session_id: str | None = None
+    """The client's ``Mcp-Session-Id`` (handshake-era HTTP sessions), for traces."""
+    traceparent: str | None = None
+    """The W3C ``traceparent`` HTTP header the request came with (``_meta.traceparent`` is in ``meta``)."""
+
+    @property
+    def asks_back(self) -> bool:
+        """Whether this client can be asked mid-call (it declared sampling, elicitation or roots)."""
+        caps = self.capabilities
+        return (
+            self.ask is not None
+            and caps is not None
+            and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
+        )
 
     def refusal(self, request: types.InputRequest) -> types.ErrorData | None:
         """The error an upstream gets when this client cannot answer ``request``; None if it can."""

@@ -5,8 +5,17 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.health.config import HealthSettings
+from mcp_aggregator.identity.config import (
+    ClientSettings,
+    PolicyRule,
+    ProfileSettings,
+    ToolOverride,
+    check_identity_settings,
+)
 from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.sandbox.config import CodeModeSettings
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.settings.security_settings import SecuritySettings
 from mcp_aggregator.settings.serve_settings import ServeSettings
@@ -25,6 +34,17 @@ class Settings(BaseModel):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
+    profiles: tuple[ProfileSettings, ...] = ()
+    clients: tuple[ClientSettings, ...] = ()
+    policies: tuple[PolicyRule, ...] = ()
+    tool_overrides: tuple[ToolOverride, ...] = ()
+
+    @model_validator(mode="after")
+    def _identity(self) -> Settings:
+        check_identity_settings(self.profiles, self.clients, self.policies, self.tool_overrides, self.serve)
+        return self
 
     @model_validator(mode="after")
     def _embedding_cache_in_data_dir(self) -> Settings:
