@@ -21,6 +21,7 @@ PACKAGES = [
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",
     "mcp_aggregator.telemetry",
+    "mcp_aggregator.text",
     "mcp_aggregator.upstreams",
 ]
 

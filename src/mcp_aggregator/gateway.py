@@ -46,7 +46,7 @@ from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipel
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
+from mcp_aggregator.search import SearchResults, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
@@ -588,9 +588,18 @@ class Gateway:
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """The best tools for ``query``; embedding and ranking run in a worker thread so the
-        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe)."""
+        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe).
+
+        Like ``tools/list``, a search first gives upstreams still connecting, and tools
+        still being indexed, ``serve.list_wait_secs`` in all; past that it ranks what it
+        has and the results say the index is incomplete (``SearchResults.pending``).
+        """
+        wait = self.settings.serve.list_wait_secs
+        with anyio.move_on_after(wait):
+            await self.wait_settled(wait)
+            await self.indexer.wait_ready(wait)
         allowed = self.exposed_servers()
         search = self.search
         return await anyio.to_thread.run_sync(
