@@ -34,8 +34,11 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── ToolHeldError            the tool's definition changed since it was approved
     │                                (or it is new and held): 409 / JSON-RPC -32006
     ├── SearchError                  embedding / index failures
-    └── FacadeError                  bad command or params in a facade call
-        └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+    ├── FacadeError                  bad command or params in a facade call
+    │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+    └── AdminClientError             the CLI's request to a running gateway failed: none
+                                     answers, the token is refused, or the API said no
+                                     (its message, naming the field)
 """
 
 from __future__ import annotations
@@ -239,3 +242,7 @@ class FacadeError(AggregatorError):
 
 class RoundtripError(FacadeError):
     """File roundtripping refused: path escape, conflict, unknown manifest."""
+
+
+class AdminClientError(AggregatorError):
+    """A request of the CLI to a running gateway's REST API failed; ``str(err)`` is for the user."""
