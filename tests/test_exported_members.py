@@ -14,6 +14,7 @@ PACKAGES = [
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
     "mcp_aggregator.identity",
+    "mcp_aggregator.logs",
     "mcp_aggregator.registry",
     "mcp_aggregator.replicas",
     "mcp_aggregator.search",

@@ -28,6 +28,7 @@ from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
+from mcp_aggregator.logs import call_context
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -425,9 +426,10 @@ class Gateway:
         the one its handler set, so sampling or elicitation during the call reaches it.
         """
         caller = current_caller.get() or NO_CALLER
-        return await self.pipeline.call_tool_result(
-            name, arguments, server=server, caller=caller, progress=progress, meta=meta
-        )
+        with call_context(server, name):
+            return await self.pipeline.call_tool_result(
+                name, arguments, server=server, caller=caller, progress=progress, meta=meta
+            )
 
     # -- admin operations ------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from mcp_aggregator.cli.options import ConfigOption, load_config
 from mcp_aggregator.cli.output import EXIT_USAGE, fail
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.logs import LogFormat, configure_logging
 from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
 from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
 from mcp_aggregator.serve.runner import serve_http, serve_stdio
@@ -30,14 +31,6 @@ from mcp_aggregator.settings import Exposure, Settings
 class TransportChoice(StrEnum):
     STDIO = "stdio"
     HTTP = "http"
-
-
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
 
 
 def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gateway, str, str], None]:
@@ -80,16 +73,30 @@ def serve(
         int,
         typer.Option(help="Replicas on this host, on ports port..port+N-1 (HTTP; N > 1 needs a PostgreSQL registry)."),
     ] = 1,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at DEBUG: per-item detail.")] = False,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            "--log-format",
+            help="text, or json: one object a line (time, level, logger, message, request_id, client, server, tool).",
+        ),
+    ] = LogFormat.TEXT,
 ) -> None:
     """Run the gateway."""
     settings = load_config(config)
     updates = {k: v for k, v in {"host": host, "port": port, "exposure": exposure}.items() if v is not None}
     if updates:
         settings = settings.model_copy(update={"serve": settings.serve.model_copy(update=updates)})
-    _setup_logging(verbose)
+    configure_logging(logging.DEBUG if verbose else logging.INFO, log_format)
     if workers != 1:
-        _serve_workers(settings, workers, config, transport, exposure, verbose)
+        _serve_workers(
+            settings,
+            workers,
+            config,
+            transport,
+            exposure,
+            [*(["--verbose"] if verbose else []), "--log-format", log_format.value],
+        )
         return
     try:
         if transport is TransportChoice.STDIO:
@@ -115,7 +122,7 @@ def _serve_workers(
     config: Path | None,
     transport: TransportChoice,
     exposure: Exposure | None,
-    verbose: bool,
+    log_args: list[str],
 ) -> None:
     if transport is not TransportChoice.HTTP:
         fail("--workers: replicas serve HTTP; stdio has one client and one process", EXIT_USAGE)
@@ -128,8 +135,7 @@ def _serve_workers(
         args += ["--config", str(config.resolve())]
     if exposure is not None:
         args += ["--exposure", exposure.value]
-    if verbose:
-        args.append("--verbose")
+    args += log_args
     replicas = replica_commands(workers, settings.serve.port, args)
     first, last = replicas[0].port, replicas[-1].port
     typer.echo(
