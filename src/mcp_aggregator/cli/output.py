@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -30,7 +31,7 @@ def print_json(value: Any) -> None:
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
