@@ -23,7 +23,7 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
-from mcp_aggregator.errors import StateError
+from mcp_aggregator.errors import StateError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -41,6 +41,7 @@ from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
@@ -119,7 +120,12 @@ class Gateway:
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.upstreams = UpstreamSet(
             env=self._env,
-            retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
+            retry=RetryPolicy(
+                health.reconnect_max_attempts,
+                health.reconnect_backoff_base_secs,
+                degraded_after=health.degraded_after,
+                error_after=health.error_after,
+            ),
             sleep=sleep,
             backchannel=self.backchannel,
             on_change=self._supervisor_changed,
@@ -129,6 +135,8 @@ class Gateway:
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *stages))
+        self.sandbox = CodeSandbox(settings.code_mode)
+        """Runs code-mode scripts; its worker pool starts at the first script."""
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -148,6 +156,7 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
@@ -399,11 +408,14 @@ class Gateway:
         """The live connection of ``server`` (BR-005 state check included)."""
         return self.upstreams.connection(server)
 
-    def record_call(self, server: str, *, failed: bool) -> None:
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count a call; its outcome feeds the server's status (see ``ServerSupervisor.call_failed``)."""
         sup = self.upstreams.supervisors.get(server)
         if sup is not None:
-            sup.calls += 1
-            sup.call_errors += failed
+            if failed:
+                sup.call_failed(error)
+            else:
+                sup.call_succeeded()
 
     def supervisor(self, name: str) -> ServerSupervisor:
         return self.upstreams.supervisor(name)

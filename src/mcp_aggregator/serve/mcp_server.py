@@ -33,7 +33,7 @@ from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
 from mcp_aggregator.settings import Exposure
-from mcp_aggregator.upstreams.connection import check_encodable
+from mcp_aggregator.upstreams.wire_checks import check_encodable
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,11 @@ _INSTRUCTIONS = {
     Exposure.SEARCH: (
         "mcp-aggregator federates several MCP servers. Find a tool with 'tools' {cmd: search}, "
         "read its schema with {cmd: get, detail: full}, run it with {cmd: execute}."
+    ),
+    Exposure.CODE: (
+        "mcp-aggregator federates several MCP servers. Find tools and their Python signatures "
+        "with 'tools' {cmd: search}; then write one short script for 'run_code' that calls them "
+        "with `await call_tool(name, {...})` and returns only what you need."
     ),
 }
 
@@ -80,7 +85,15 @@ def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
 class GatewayServer:
     """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
-    def __init__(self, gateway: ServeGateway, surface: ToolSurface, *, name: str = "mcp-aggregator") -> None:
+    def __init__(
+        self,
+        gateway: ServeGateway,
+        surface: ToolSurface,
+        *,
+        name: str = "mcp-aggregator",
+        exposure: Exposure | None = None,
+    ) -> None:
+        """``exposure`` is the one ``surface`` was built for (its instructions); default ``serve.exposure``."""
         self.gateway = gateway
         self.surface = surface
         self.bus = InMemorySubscriptionBus()
@@ -97,7 +110,7 @@ class GatewayServer:
             self.server: Server[Any] = Server(
                 name,
                 version=__version__,
-                instructions=_INSTRUCTIONS[gateway.settings.serve.exposure],
+                instructions=_INSTRUCTIONS[exposure or gateway.settings.serve.exposure],
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_list_resources=self._list_resources,

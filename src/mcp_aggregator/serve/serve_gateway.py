@@ -15,6 +15,7 @@ import mcp_types as types
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.relay import CallPipeline
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, ToolSearch
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
@@ -32,6 +33,9 @@ class ServeGateway(Protocol):
 
     @property
     def catalog(self) -> Catalog: ...
+
+    @property
+    def sandbox(self) -> CodeSandbox: ...
 
     @property
     def features(self) -> FeatureCatalog: ...

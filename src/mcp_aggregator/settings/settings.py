@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.sandbox.config import CodeModeSettings
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.settings.security_settings import SecuritySettings
 from mcp_aggregator.settings.serve_settings import ServeSettings
@@ -25,6 +26,7 @@ class Settings(BaseModel):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
 
     @model_validator(mode="after")
     def _embedding_cache_in_data_dir(self) -> Settings:
