@@ -55,15 +55,14 @@ def profiles(
     print_table(
         "profiles",
         ["name", "endpoint", "exposure", "servers", "tools"],
-        [(p["name"], p.get("endpoint"), p.get("exposure"), _names(p.get("servers")), _names(p.get("tools")))
+        [(p["name"], p.get("endpoint"), p.get("exposure"), _selection(p.get("servers")), _selection(p.get("tools")))
          for p in listed],
     )  # fmt: skip
-    print_table("clients", ["name", "profiles"], [(c["name"], _names(c.get("profiles"))) for c in clients])
+    print_table("clients", ["name", "profiles"], [(c["name"], ", ".join(c.get("profiles") or [])) for c in clients])
 
 
-def _names(value: Any) -> str:
-    if value is None:
+def _selection(value: Any) -> str:
+    """A profile's selection: no list or an empty one selects everything."""
+    if not value:
         return "all"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "none"
-    return str(value)
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
