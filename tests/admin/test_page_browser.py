@@ -107,27 +107,22 @@ async def test_a_held_tool_is_shown_with_its_diff_and_approved_from_the_page(pag
         await expect(held).to_have_text("none")
 
 
-async def test_profiles_and_the_audit_say_when_the_gateway_lacks_them_or_filter_when_it_has_them(
-    page: Page, tmp_path: Path
-) -> None:
-    async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face:
-        async with face.admin() as http:
-            has_audit = (await http.get(f"{API}/audit")).status_code == 200
-            has_profiles = (await http.get(f"{API}/profiles")).status_code == 200
-            await face.gateway.wait_settled(30)
-            for text in ("one", "two"):
-                await http.post(f"{API}/tools/call", json={"name": "alpha.echo", "arguments": {"text": text}})
-            await http.post(f"{API}/tools/call", json={"name": "alpha.add", "arguments": {"a": 1, "b": 2}})
+async def test_profiles_and_their_clients_are_listed(page: Page, tmp_path: Path) -> None:
+    sections = {
+        "profiles": [{"name": "timekeeper", "servers": ["alpha"]}],
+        "clients": [{"name": "bot", "token": "bot-token-0123456789abcdef", "profiles": ["timekeeper"]}],
+    }
+    async with http_face(face_settings(tmp_path, stdio_fixture("alpha"), sections=sections)) as face:
         await sign_in(page, face)
-        if has_profiles:
-            await expect(page.locator("#profiles table").first).to_be_visible()
-        else:
-            await expect(page.locator("#profiles")).to_contain_text("this gateway serves no profiles")
-        if not has_audit:
-            await expect(page.locator("#audit-note")).to_contain_text("this gateway keeps no audit trail")
-            return
+        profiles = page.locator("#profiles")
+        await expect(profiles).to_contain_text("/mcp/timekeeper")
+        await expect(profiles.locator("table").nth(1)).to_contain_text("bot")
+        assert "bot-token" not in await profiles.inner_text()
+
+
+async def test_the_audit_view_says_when_the_gateway_keeps_no_audit_trail(page: Page, tmp_path: Path) -> None:
+    async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face:
+        await sign_in(page, face)
         await page.fill("#audit-filters input[name=tool]", "alpha.add")
         await page.click("#audit-filters button[type=submit]")
-        rows = page.locator("#audit tr")
-        await expect(rows).to_have_count(1)
-        await expect(rows.first).to_contain_text("alpha")
+        await expect(page.locator("#audit-note")).to_contain_text("this gateway keeps no audit trail")

@@ -21,6 +21,7 @@ from mcp_aggregator.cli.options import ConfigOption, load_config
 from mcp_aggregator.cli.output import EXIT_USAGE, fail
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.identity import DEFAULT_PROFILE
 from mcp_aggregator.logs import LogFormat, configure_logging
 from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
 from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
@@ -81,6 +82,9 @@ def serve(
             help="text, or json: one object a line (time, level, logger, message, request_id, client, server, tool).",
         ),
     ] = LogFormat.TEXT,
+    profile: Annotated[
+        str | None, typer.Option(help="stdio: serve this profile's slice (HTTP serves each at /mcp/<name>).")
+    ] = None,
 ) -> None:
     """Run the gateway."""
     settings = load_config(config)
@@ -88,6 +92,8 @@ def serve(
     if updates:
         settings = settings.model_copy(update={"serve": settings.serve.model_copy(update=updates)})
     configure_logging(logging.DEBUG if verbose else logging.INFO, log_format)
+    if profile is not None and transport is not TransportChoice.STDIO:
+        fail("--profile: only with --transport stdio; over HTTP each profile is served at /mcp/<name>", EXIT_USAGE)
     if workers != 1:
         _serve_workers(
             settings,
@@ -100,7 +106,9 @@ def serve(
         return
     try:
         if transport is TransportChoice.STDIO:
-            anyio.run(serve_stdio, settings, backend_options={"use_uvloop": True})
+            anyio.run(
+                partial(serve_stdio, settings, profile=profile or DEFAULT_PROFILE), backend_options={"use_uvloop": True}
+            )
         else:
             # A replica of ``--workers`` says one line; the pool announced the whole set.
             announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport)
