@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from tests.cli.conftest import Cli, run_cli
-from tests.conftest import REPO, stdio_fixture
+from tests.conftest import REPO, HttpUpstream, stdio_fixture
 from tests.serve.http_face import face_settings, http_face
 
 FIXTURE = [sys.executable, "-m", "tests.upstream.fixture_server", "stdio", "--name"]
@@ -110,3 +110,17 @@ async def test_login_on_a_gateway_without_upstream_sign_in_names_the_missing_end
         assert result.exit_code == 1
         assert f"the gateway at {face.base_url} has no POST /api/v1/aggregator/servers/" in result.stderr
         assert "/oauth/start (it runs without this feature)" in result.stderr
+
+
+async def test_http_and_sse_servers_are_added_with_their_headers(
+    tmp_path: Path, http_upstream: HttpUpstream, sse_upstream: HttpUpstream
+) -> None:
+    async with http_face(face_settings(tmp_path)) as face:
+        cli = Cli(face)
+        web = await cli("servers", "add", "web", "--http", http_upstream.mcp_url, "--header", "X-Team=tools")
+        assert (web.exit_code, web.stdout.strip().split(",")[0]) == (0, "web: CONNECTED"), web.stderr
+        events = await cli("servers", "add", "events", "--sse", sse_upstream.sse_url, "--json")
+        assert events.exit_code == 0, events.stderr
+        assert json.loads(events.stdout)["transport_type"] == "SSE"
+        shown = json.loads((await cli("servers", "show", "web", "--json")).stdout)
+        assert shown["connection_config"]["headers"] == {"X-Team": "***"}, "header values are redacted"
