@@ -120,9 +120,29 @@ async def test_profiles_and_their_clients_are_listed(page: Page, tmp_path: Path)
         assert "bot-token" not in await profiles.inner_text()
 
 
-async def test_the_audit_view_says_when_the_gateway_keeps_no_audit_trail(page: Page, tmp_path: Path) -> None:
+async def test_the_audit_is_filtered_from_the_page(page: Page, tmp_path: Path) -> None:
     async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face:
+        await face.gateway.wait_settled(30)
+        async with face.admin() as http:
+            for text in ("one", "two"):
+                await http.post(f"{API}/tools/call", json={"name": "alpha.echo", "arguments": {"text": text}})
+            await http.post(f"{API}/tools/call", json={"name": "alpha.add", "arguments": {"a": 1, "b": 2}})
+        assert face.gateway.audit is not None
+        await face.gateway.audit.flush()
         await sign_in(page, face)
-        await page.fill("#audit-filters input[name=tool]", "alpha.add")
+        rows = page.locator("#audit tr")
+        await expect(rows).to_have_count(3)
+        await page.fill("#audit-filters input[name=tool]", "add")
         await page.click("#audit-filters button[type=submit]")
-        await expect(page.locator("#audit-note")).to_contain_text("this gateway keeps no audit trail")
+        await expect(rows).to_have_count(1)
+        await expect(rows.first).to_contain_text("alpha")
+        await expect(rows.first).to_contain_text("ok")
+        await page.fill("#audit-filters input[name=tool]", "nothing-like-this")
+        await page.click("#audit-filters button[type=submit]")
+        await expect(page.locator("#audit-note")).to_have_text("no calls match")
+
+
+async def test_the_audit_view_says_when_the_gateway_keeps_no_audit_trail(page: Page, tmp_path: Path) -> None:
+    async with http_face(face_settings(tmp_path, sections={"audit": {"enabled": False}})) as face:
+        await sign_in(page, face)
+        await expect(page.locator("#audit-note")).to_contain_text("the audit trail is off")
