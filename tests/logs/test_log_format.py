@@ -33,7 +33,7 @@ def test_a_line_is_one_json_object_with_time_level_logger_and_message() -> None:
 
 
 def test_the_request_id_client_server_and_tool_come_from_the_context() -> None:
-    caller = dataclasses.replace(NO_CALLER, identity=ClientIdentity(name="ci-bot", profile="default"))
+    caller = dataclasses.replace(NO_CALLER, identity=ClientIdentity(name="ci-bot", profile="default"), request_id=7)
     request = current_request_id.set("req-1")
     calling = current_caller.set(caller)
     try:
@@ -42,9 +42,10 @@ def test_the_request_id_client_server_and_tool_come_from_the_context() -> None:
     finally:
         current_caller.reset(calling)
         current_request_id.reset(request)
-    assert {k: parsed[k] for k in ("request_id", "client", "server", "tool")} == {
+    assert {k: parsed[k] for k in ("request_id", "client", "jsonrpc_id", "server", "tool")} == {
         "request_id": "req-1",
         "client": "ci-bot",
+        "jsonrpc_id": "7",
         "server": "alpha",
         "tool": "alpha.echo",
     }

@@ -13,7 +13,7 @@ from mcp_aggregator.logs.log_context import current_call, current_request_id
 from mcp_aggregator.relay.caller import current_caller
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-CONTEXT_FIELDS = ("request_id", "client", "server", "tool")
+CONTEXT_FIELDS = ("request_id", "client", "jsonrpc_id", "server", "tool")
 
 
 class LogFormat(StrEnum):
@@ -31,6 +31,9 @@ def context_fields(record: logging.LogRecord) -> dict[str, str]:
     client = getattr(record, "client", None) or (caller.identity.name if caller is not None else None)
     if client:
         fields["client"] = client
+    if caller is not None and caller.request_id is not None:
+        # The audit trail's and the traces' request id: the client's JSON-RPC id.
+        fields["jsonrpc_id"] = str(caller.request_id)
     call = current_call.get()
     server = getattr(record, "server", None) or (call[0] if call else None)
     tool = getattr(record, "tool", None) or (call[1] if call else None)
@@ -43,7 +46,9 @@ def context_fields(record: logging.LogRecord) -> dict[str, str]:
 
 class JsonLogFormatter(logging.Formatter):
     """One JSON object a line: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``,
-    then ``request_id``, ``client``, ``server``, ``tool`` when known, and ``exception``."""
+    then ``request_id`` (the HTTP request's), ``client``, ``jsonrpc_id`` (the MCP request's,
+    as the audit trail and traces record it), ``server``, ``tool`` when known, and
+    ``exception``."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
