@@ -33,6 +33,7 @@ from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer,
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
+from mcp_aggregator.logs import call_context
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -470,9 +471,10 @@ class Gateway:
         the one its handler set, so sampling or elicitation during the call reaches it.
         """
         caller = current_caller.get() or NO_CALLER
-        return await self.pipeline.call_tool_result(
-            name, arguments, server=server, caller=caller, progress=progress, meta=meta
-        )
+        with call_context(server, name):
+            return await self.pipeline.call_tool_result(
+                name, arguments, server=server, caller=caller, progress=progress, meta=meta
+            )
 
     # -- admin operations ------------------------------------------------------------
 
