@@ -49,6 +49,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sessions", type=int, default=200, help="abandoned handshake-era sessions")
     parser.add_argument("--idle", type=float, default=20.0, help="serve.session_idle_secs of the bench's gateway")
     parser.add_argument("--watch", type=float, default=12.0, help="seconds to wait for recovery at most")
+    parser.add_argument("--settle", type=float, default=1.5, help="seconds of quiet load before and after each fault")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="the gateway's source tree")
     parser.add_argument("--keep", type=Path, help="work (and keep the gateway's log) in this directory")
@@ -60,7 +61,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    timing = Timing(args.outage, args.watch, 1.5, args.sessions, args.idle)
+    timing = Timing(args.outage, args.watch, args.settle, args.sessions, args.idle)
     rows: list[dict[str, Any]] = []
     with world(workdir, args.src.resolve(), idle_secs=args.idle) as here:
         await wait_connected(here)

@@ -51,7 +51,7 @@ async def test_the_chaos_bench_runs_every_fault_and_writes_its_results(tmp_path:
     argv = [
         sys.executable,
         str(REPO / "bench" / "chaos_bench.py"),
-        *("--outage", "1", "--rate", "4", "--sessions", "3", "--idle", "1", "--watch", "30"),
+        *("--outage", "1", "--rate", "4", "--sessions", "3", "--idle", "1", "--watch", "30", "--settle", "0.5"),
         *("--json", str(out)),
     ]
     env = {**child_env(), "TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
