@@ -618,7 +618,12 @@ class Gateway:
         rides on every fan-out call."""
         caller = current_caller.get()
         identity_only = (
-            Caller(identity=caller.identity, request_id=caller.request_id, session_id=caller.session_id)
+            Caller(
+                identity=caller.identity,
+                request_id=caller.request_id,
+                session_id=caller.session_id,
+                origin=caller.origin,
+            )
             if caller is not None
             else NO_CALLER
         )
