@@ -187,6 +187,8 @@ class Gateway:
             )
             await self._indexer.start(self._tg)
             await self._tg.start(self._health_monitor().run)
+            health = self.settings.health
+            await self._tg.start(self.upstreams.relist_loop, health.interval_secs, health.timeout_secs)
             self.upstreams.bind(self._tg)
             await self.reconcile()
             if self._registry.shared and self.settings.registry.change_feed:
