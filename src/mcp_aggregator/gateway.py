@@ -23,6 +23,8 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
+from mcp_aggregator.credentials import AuthStatus
+from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.errors import StateError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
@@ -116,6 +118,9 @@ class Gateway:
         )
         self._env = dict(os.environ) if env is None else dict(env)
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
+        self.credentials = Credentials(
+            settings.credentials, data_dir=settings.serve.data_dir, env=self._env, on_status=self._auth_changed
+        )
         self.upstreams = UpstreamSet(
             env=self._env,
             retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
@@ -124,6 +129,7 @@ class Gateway:
             on_change=self._supervisor_changed,
             on_activity=self._poke,
             max_result_bytes=settings.serve.max_result_bytes,
+            auth_for=self.credentials.auth_for,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
@@ -135,6 +141,7 @@ class Gateway:
         async with AsyncExitStack() as stack:
             stack.callback(self._mirror.close)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
+            await stack.enter_async_context(self.credentials.open(self._registry))
             if self._search is None:
                 self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
@@ -313,6 +320,13 @@ class Gateway:
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()
+
+    def _auth_changed(self, server_id: str, status: AuthStatus) -> None:
+        """Tokens that died drop the server's session; it then parks until someone signs in."""
+        sup = self.upstreams.supervisors.get(next((n for n, i in self.ids.items() if i == server_id), ""))
+        if sup is not None and sup.connection is not None and status is not AuthStatus.SIGNED_IN:
+            sup.connection.abandon(f"sign-in required ({status.value})")
+        self._poke()
 
     def _store_tools(self, name: str, server_id: str, tools: tuple[types.Tool, ...]) -> None:
         specs = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from mcp_aggregator.admin import metrics, query_routes, search_routes, servers_routes, state_routes
+from mcp_aggregator.admin import metrics, oauth_routes, query_routes, search_routes, servers_routes, state_routes
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.auth import AdminTokenMiddleware
 from mcp_aggregator.admin.error_mapping import install_error_handlers
@@ -33,6 +33,8 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.state.gateway = gateway
     install_error_handlers(app)
     app.include_router(servers_routes.router)
+    app.include_router(oauth_routes.api_router)
+    app.include_router(oauth_routes.callback_router)
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)

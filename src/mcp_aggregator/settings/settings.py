@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.credentials.config import CredentialsSettings
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.search.config import SearchSettings
@@ -25,6 +26,7 @@ class Settings(BaseModel):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    credentials: CredentialsSettings = Field(default_factory=CredentialsSettings)
 
     @model_validator(mode="after")
     def _embedding_cache_in_data_dir(self) -> Settings:
