@@ -1,0 +1,88 @@
+"""The admin signs the gateway in to a real OAuth-protected MCP server, through a browser's steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+from mcp import Client
+
+from mcp_aggregator.credentials import UpstreamOAuth
+from mcp_aggregator.settings import ServerConfig, Transport
+from tests.serve.http_face import API, Face, face_settings, http_face
+from tests.upstream.oauth_servers import OAuthWorld, browser_sign_in, oauth_world
+
+SETTLE = 30.0
+
+
+def protected(world: OAuthWorld, **auth: object) -> ServerConfig:
+    return ServerConfig(
+        name="protected", transport=Transport.HTTP, base_url=world.mcp_url, auth=UpstreamOAuth.model_validate(auth)
+    )
+
+
+async def server_id(http: httpx.AsyncClient) -> str:
+    servers = (await http.get(f"{API}/servers")).json()
+    return str(next(s["id"] for s in servers if s["name"] == "protected"))
+
+
+async def sign_in(face: Face, http: httpx.AsyncClient, sid: str, user: str = "alice") -> httpx.Response:
+    start = await http.post(f"{API}/servers/{sid}/oauth/start")
+    assert start.status_code == 200, start.text
+    return await browser_sign_in(start.json()["authorization_url"], user)
+
+
+async def whoami(face: Face) -> str:
+    async with Client(face.mcp_url, cache=None) as client:
+        result = await client.call_tool("protected__whoami", {})
+    assert not result.is_error, result
+    return str(result.structured_content["result"] if result.structured_content else result.content[0].text)
+
+
+async def test_a_server_needing_sign_in_parks_and_the_admin_signs_it_in_through_the_callback(tmp_path: Path) -> None:
+    async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world))) as face:
+        await face.gateway.wait_settled(SETTLE)
+        async with face.admin() as http:
+            sid = await server_id(http)
+            before = (await http.get(f"{API}/servers/{sid}")).json()
+            assert before["auth_status"] == "sign_in_required"
+            assert before["status"] == "ERROR" and "sign-in required" in before["error_message"]
+            sup = face.gateway.supervisor("protected")
+            start = await http.post(f"{API}/servers/{sid}/oauth/start")
+            url = start.json()["authorization_url"]
+            query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+            assert url.startswith(f"{world.issuer}/authorize?")
+            assert query["code_challenge_method"] == "S256" and len(query["code_challenge"]) == 43
+            assert query["resource"] == world.mcp_url
+            assert query["redirect_uri"] == f"{face.base_url}/oauth/callback"
+            assert query["scope"] == "mcp" and query["state"]
+            assert len(world.provider.clients) == 2, "registered itself (RFC 7591) beside the machine client"
+            page = await browser_sign_in(url)
+            assert page.status_code == 200, page.text
+            assert "Signed in to protected" in page.text and "connected protected" in page.text
+            assert page.headers["cache-control"] == "no-store"
+            after = (await http.get(f"{API}/servers/{sid}")).json()
+            assert after["auth_status"] == "signed_in" and after["status"] == "CONNECTED"
+            assert sup.consecutive_failures == 0
+        assert await whoami(face) == "alice"
+
+
+async def test_the_callback_refuses_a_forged_a_replayed_and_a_denied_state(tmp_path: Path) -> None:
+    async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world))) as face:
+        await face.gateway.wait_settled(SETTLE)
+        async with face.admin() as http, face.client() as browser:
+            sid = await server_id(http)
+            forged = await browser.get("/oauth/callback", params={"state": "made-up", "code": "x"})
+            assert forged.status_code == 400 and "unknown, altered or expired state" in forged.text
+            start = (await http.post(f"{API}/servers/{sid}/oauth/start")).json()["authorization_url"]
+            state = parse_qs(urlsplit(start).query)["state"][0]
+            denied = await browser.get("/oauth/callback", params={"state": state, "error": "access_denied"})
+            assert denied.status_code == 400 and "refused the sign-in: access_denied" in denied.text
+            replay = await browser.get("/oauth/callback", params={"state": state, "code": "x"})
+            assert replay.status_code == 400 and "already completed" in replay.text
+            again = (await http.post(f"{API}/servers/{sid}/oauth/start")).json()["authorization_url"]
+            other = parse_qs(urlsplit(again).query)["state"][0]
+            wrong_code = await browser.get("/oauth/callback", params={"state": other, "code": "not-a-code"})
+            assert wrong_code.status_code == 400 and "invalid_grant" in wrong_code.text
+            assert (await http.get(f"{API}/servers/{sid}")).json()["auth_status"] == "sign_in_required"
