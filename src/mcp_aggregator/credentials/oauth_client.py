@@ -52,7 +52,8 @@ class TokenRefused(SignInFailedError):
 
     def __init__(self, server: str, error: str, description: str | None) -> None:
         self.error = error
-        super().__init__(server, f"token request refused: {error}{' (' + description + ')' if description else ''}")
+        self.reason = f"{error}{' (' + description + ')' if description else ''}"
+        super().__init__(server, f"token request refused: {self.reason}")
 
 
 class OAuthClient:

@@ -113,7 +113,7 @@ class ServerCredentials:
         try:
             fresh = await self.oauth.refresh(stored.server, stored.client, stored.tokens)
         except TokenRefused as exc:
-            await self._refresh_failed(stored, str(exc))
+            await self._refresh_failed(stored, exc.reason)
             raise SignInRequiredError(self.name, AuthStatus.REFRESH_FAILED.value, exc.error) from exc
         await self._save(stored.with_tokens(fresh))
         return fresh.access_token
@@ -125,14 +125,19 @@ class ServerCredentials:
         try:
             fresh = await self.oauth.client_credentials(server, client)
         except TokenRefused as exc:
-            await self._refresh_failed(replace(stored, server=server), str(exc))
+            await self._refresh_failed(replace(stored, server=server), exc.reason)
             raise SignInRequiredError(self.name, AuthStatus.REFRESH_FAILED.value, exc.error) from exc
         await self._save(Credential(status=AuthStatus.SIGNED_IN, server=server, tokens=fresh))
         return fresh.access_token
 
     async def _refresh_failed(self, stored: Credential, reason: str) -> None:
         self.refresh_failures += 1
-        logger.warning("upstream %s: OAuth token refresh failed (%s); an admin must sign in again", self.name, reason)
+        logger.warning(
+            "upstream %s: the authorization server refused to refresh its OAuth tokens (%s); "
+            "status refresh_failed until an admin signs in again",
+            self.name,
+            reason,
+        )
         await self._save(replace(stored, status=AuthStatus.REFRESH_FAILED, tokens=None))
 
     async def _save(self, credential: Credential) -> None:

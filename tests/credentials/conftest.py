@@ -1,0 +1,1 @@
+from tests.registry.conftest import database as database
