@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from mcp import Client
 
-from mcp_aggregator.credentials import UpstreamOAuth
+from mcp_aggregator.credentials import CredentialsSettings, UpstreamOAuth
 from mcp_aggregator.settings import ServerConfig, Transport
 from tests.serve.http_face import API, Face, face_settings, http_face
 from tests.upstream.oauth_servers import OAuthWorld, browser_sign_in, oauth_world
@@ -86,3 +86,28 @@ async def test_the_callback_refuses_a_forged_a_replayed_and_a_denied_state(tmp_p
             wrong_code = await browser.get("/oauth/callback", params={"state": other, "code": "not-a-code"})
             assert wrong_code.status_code == 400 and "invalid_grant" in wrong_code.text
             assert (await http.get(f"{API}/servers/{sid}")).json()["auth_status"] == "sign_in_required"
+
+
+async def test_starting_a_sign_in_for_a_server_without_auth_is_a_conflict(tmp_path: Path) -> None:
+    async with oauth_world() as world:
+        plain = ServerConfig(name="plain", transport=Transport.HTTP, base_url=world.mcp_url)
+        async with http_face(face_settings(tmp_path, plain)) as face, face.admin() as http:
+            await face.gateway.wait_settled(SETTLE)
+            sid = (await http.get(f"{API}/servers")).json()[0]["id"]
+            assert (await http.get(f"{API}/servers/{sid}")).json()["auth_status"] == "not_required"
+            start = await http.post(f"{API}/servers/{sid}/oauth/start")
+            assert start.status_code == 409 and "has no auth: oauth" in start.json()["detail"]
+            missing = await http.post(f"{API}/servers/no-such-id/oauth/start")
+            assert missing.status_code == 404
+
+
+async def test_the_callback_url_can_be_configured_for_a_gateway_behind_a_proxy(tmp_path: Path) -> None:
+    async with oauth_world() as world:
+        settings = face_settings(tmp_path, protected(world)).model_copy(
+            update={"credentials": CredentialsSettings(callback_url="https://gw.example.com/oauth/callback")}
+        )
+        async with http_face(settings) as face, face.admin() as http:
+            await face.gateway.wait_settled(SETTLE)
+            start = await http.post(f"{API}/servers/{await server_id(http)}/oauth/start")
+            query = parse_qs(urlsplit(start.json()["authorization_url"]).query)
+            assert query["redirect_uri"] == ["https://gw.example.com/oauth/callback"]

@@ -94,15 +94,13 @@ async def test_a_restart_uses_the_stored_tokens_without_a_new_sign_in(tmp_path: 
 
 @pytest.mark.postgres
 async def test_another_replica_on_the_same_postgresql_uses_the_tokens_one_signed_in_for(
-    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, postgres: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if database.url.startswith("sqlite"):
-        pytest.skip("replicas share PostgreSQL")
     monkeypatch.setenv(KEY_ENV, Fernet.generate_key().decode())
     async with oauth_world() as world:
 
         def replica(name: str) -> Settings:
-            registry = {"database_url": database.url, "pg_schema": database.pg_schema}
+            registry = {"database_url": postgres.url, "pg_schema": postgres.pg_schema}
             return settings_for(
                 protected(world), data_dir=str(tmp_path / name), port=0, sections={"registry": registry}
             )

@@ -11,7 +11,7 @@ from typing import Self
 
 import httpx2
 
-from mcp_aggregator.credentials.config import CredentialsSettings
+from mcp_aggregator.credentials.config import CredentialsSettings, Grant
 from mcp_aggregator.credentials.credential_store import CredentialStore
 from mcp_aggregator.credentials.oauth_client import OAuthClient, new_pkce
 from mcp_aggregator.credentials.records import AuthStatus
@@ -131,6 +131,8 @@ class Credentials:
         creds = self._servers.get(server_id)
         if creds is None:
             raise StateError(f"Server {server_id} has no auth: oauth; there is nothing to sign in to")
+        if creds.auth.grant is Grant.CLIENT_CREDENTIALS:
+            raise StateError(f"Server {creds.name} has grant client_credentials: it signs in by itself")
         assert self._states is not None
         server, client = await creds.prepare_sign_in(redirect_uri)
         pkce = new_pkce()
