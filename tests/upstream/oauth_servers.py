@@ -66,6 +66,8 @@ class LoginProvider:
     refresh: dict[str, RefreshToken] = field(default_factory=dict)
     refreshed: int = 0
     """Refresh-token grants answered so far."""
+    issued_tokens: list[str] = field(default_factory=list)
+    """Every access and refresh token ever issued (for secret canaries)."""
     machine_grants: int = 0
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
@@ -109,8 +111,9 @@ class LoginProvider:
     ) -> OAuthToken:
         self.codes.pop(authorization_code.code, None)
         assert client.client_id is not None
-        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
-                           authorization_code.subject)
+        return self._issue(
+            client.client_id, authorization_code.scopes, authorization_code.resource, authorization_code.subject
+        )
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         token = self.refresh.get(refresh_token)
@@ -121,8 +124,9 @@ class LoginProvider:
     ) -> OAuthToken:
         self.refresh.pop(refresh_token.token, None)  # rotated: each refresh token works once
         self.refreshed += 1
-        return self._issue(refresh_token.client_id, scopes or refresh_token.scopes, refresh_token.resource,
-                           refresh_token.subject)
+        return self._issue(
+            refresh_token.client_id, scopes or refresh_token.scopes, refresh_token.resource, refresh_token.subject
+        )
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         found = self.access.get(token)
@@ -136,6 +140,7 @@ class LoginProvider:
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None, subject: str | None) -> OAuthToken:
         access, refresh = f"at-{secrets.token_urlsafe(24)}", f"rt-{secrets.token_urlsafe(24)}"
+        self.issued_tokens += [access, refresh]
         self.access[access] = AccessToken(
             token=access,
             client_id=client_id,
@@ -147,8 +152,9 @@ class LoginProvider:
         self.refresh[refresh] = RefreshToken(
             token=refresh, client_id=client_id, scopes=scopes, resource=resource, subject=subject
         )
-        return OAuthToken(access_token=access, expires_in=self.access_ttl, scope=" ".join(scopes),
-                          refresh_token=refresh)
+        return OAuthToken(
+            access_token=access, expires_in=self.access_ttl, scope=" ".join(scopes), refresh_token=refresh
+        )
 
     def machine_token(self, resource: str | None) -> OAuthToken:
         self.machine_grants += 1
