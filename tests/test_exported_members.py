@@ -10,6 +10,7 @@ PACKAGES = [
     "mcp_aggregator.admin",
     "mcp_aggregator.aggregate",
     "mcp_aggregator.catalog",
+    "mcp_aggregator.credentials",
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
     "mcp_aggregator.identity",
