@@ -279,6 +279,7 @@ class Gateway:
         result = await self.upstreams.reconcile(desired, drain_timeout=self.settings.serve.drain_timeout_secs)
         for name in gone:
             self._forget(name)
+        await self._wake_signed_in()
         if self.registry.shared and self.catalogue.pins is not None:
             await self._reload_pins()
         self._invalidate()
@@ -320,6 +321,12 @@ class Gateway:
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()
+
+    async def _wake_signed_in(self) -> None:
+        """Connect servers parked for a sign-in that has since happened (on another replica)."""
+        for name, sup in list(self.upstreams.supervisors.items()):
+            if sup.status is ServerStatus.ERROR and await self.credentials.signed_in_elsewhere(self.ids[name]):
+                sup.request_connect()
 
     def _auth_changed(self, server_id: str, status: AuthStatus) -> None:
         """Tokens that died drop the server's session; it then parks until someone signs in."""

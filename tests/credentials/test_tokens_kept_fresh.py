@@ -105,11 +105,17 @@ async def test_another_replica_on_the_same_postgresql_uses_the_tokens_one_signed
                 protected(world), data_dir=str(tmp_path / name), port=0, sections={"registry": registry}
             )
 
-        async with http_face(replica("a")) as first:
+        async with http_face(replica("a")) as first, http_face(replica("b")) as second:
             await first.gateway.wait_settled(SETTLE)
+            await second.gateway.wait_settled(SETTLE)
+            parked = second.gateway.supervisor("protected")
+            assert parked.status is ServerStatus.ERROR
             async with first.admin() as http:
                 await sign_in(first, http, await server_id(http))
-            async with http_face(replica("b")) as second:
-                await second.gateway.wait_settled(SETTLE)
-                assert second.gateway.supervisor("protected").status is ServerStatus.CONNECTED
-                assert await whoami(second) == "alice"
+            # The sign-in reaches the parked replica through the change feed; it connects by itself.
+            await second.gateway.wait_until(lambda: parked.status is ServerStatus.CONNECTED, timeout_secs=SETTLE)
+            assert await whoami(second) == "alice"
+            async with http_face(replica("c")) as third:
+                await third.gateway.wait_settled(SETTLE)
+                assert third.gateway.supervisor("protected").status is ServerStatus.CONNECTED
+                assert await whoami(third) == "alice"

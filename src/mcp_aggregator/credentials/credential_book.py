@@ -114,6 +114,16 @@ class Credentials:
             return AuthStatus.NOT_REQUIRED
         return (await creds.reload()).status
 
+    async def signed_in_elsewhere(self, server_id: str) -> bool:
+        """Whether a server parked here for want of tokens now has them (another replica signed in)."""
+        creds = self._servers.get(server_id)
+        if creds is None or not creds.parked:
+            return False
+        if (await creds.reload()).status is not AuthStatus.SIGNED_IN:
+            return False
+        creds.parked = False
+        return True
+
     def refresh_failures(self) -> dict[str, tuple[AuthStatus, int]]:
         """By server name: the status held and how many refreshes failed since start (metrics)."""
         return {c.name: (c.status, c.refresh_failures) for c in self._servers.values()}

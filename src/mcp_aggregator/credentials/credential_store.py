@@ -13,6 +13,9 @@ from mcp_aggregator.credentials.secret_box import SecretBox
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.registry.tables import SCHEMA, Base
 
+CREDENTIALS_CHANGED = "credentials"
+"""The change-feed kind other replicas hear when a server's sign-in status changes."""
+
 
 class UpstreamCredentialRow(Base):
     """Migration 0004. ``sealed`` is the encrypted ``Credential`` (tokens, client secret)."""
@@ -58,6 +61,7 @@ class CredentialStore:
             return Credential.from_json(AuthStatus(row.auth_status), text)
 
     async def save(self, server_id: str, credential: Credential, subject: str = "") -> None:
+        """Store ``credential``; a new status is announced to the other replicas (shared registry)."""
         expires = credential.tokens.expires_at if credential.tokens else None
         values = {
             "auth_status": credential.status.value,
@@ -71,11 +75,14 @@ class CredentialStore:
                 .where(UpstreamCredentialRow.server_id == server_id, UpstreamCredentialRow.subject == subject)
                 .with_for_update()
             )
+            changed = row is None or row.auth_status != credential.status.value
             if row is None:
                 session.add(UpstreamCredentialRow(id=str(uuid.uuid4()), server_id=server_id, subject=subject, **values))
             else:
                 for key, value in values.items():
                     setattr(row, key, value)
+            if changed:
+                await self._registry.notify(session, CREDENTIALS_CHANGED, server_id)
 
     async def forget(self, server_id: str, subject: str = "") -> None:
         async with self._registry.transaction() as session:

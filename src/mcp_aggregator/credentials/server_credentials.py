@@ -52,6 +52,8 @@ class ServerCredentials:
         self.auth = auth
         self.subject = subject
         self.refresh_failures = 0
+        self.parked = False
+        """True once ``bearer`` had no token to give, until this process sees a sign-in."""
         self.oauth = oauth
         self._store = store
         self._settings = settings
@@ -76,6 +78,13 @@ class ServerCredentials:
         return await self.current()
 
     async def bearer(self) -> str:
+        try:
+            return await self._bearer()
+        except SignInRequiredError:
+            self.parked = True
+            raise
+
+    async def _bearer(self) -> str:
         async with self._lock:
             credential = await self.current()
             tokens = credential.tokens
@@ -144,6 +153,8 @@ class ServerCredentials:
         before = self.status
         await self._store.save(self.server_id, credential, self.subject)
         self._credential = credential
+        if credential.status is AuthStatus.SIGNED_IN:
+            self.parked = False
         if credential.status is not before:
             self._on_status(self, credential.status)
 
