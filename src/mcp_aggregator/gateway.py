@@ -25,6 +25,7 @@ from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.credentials.credential_book import Credentials
+from mcp_aggregator.credentials.per_user import PerUserTokens
 from mcp_aggregator.errors import StateError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
@@ -133,7 +134,7 @@ class Gateway:
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
-        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *stages))
+        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), PerUserTokens(self.credentials), *stages))
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:

@@ -60,6 +60,8 @@ async def sign_in_callback(
     except AggregatorError as exc:
         logger.warning("sign-in callback refused: %s", exc)
         return _page("Sign-in failed", str(exc), status_code=400)
+    if creds.subject:
+        return _page(f"Signed in to {creds.name} as {creds.subject}", "Go back to your client and call again.")
     connected = await _connect(gateway, creds.server_id, creds.name)
     return _page(f"Signed in to {creds.name}", connected)
 

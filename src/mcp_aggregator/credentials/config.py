@@ -31,6 +31,9 @@ class UpstreamOAuth(BaseModel):
     client_secret: str | None = Field(default=None, min_length=1)
     scopes: tuple[str, ...] = ()
     grant: Grant = Grant.AUTHORIZATION_CODE
+    per_user: bool = False
+    """Each identified client's calls carry that user's own token (each user signs in once);
+    the server's own sign-in serves only the gateway's connection and tool listing."""
 
     @model_validator(mode="before")
     @classmethod
@@ -56,6 +59,8 @@ class UpstreamOAuth(BaseModel):
     def _grant_needs(self) -> UpstreamOAuth:
         if self.grant is Grant.CLIENT_CREDENTIALS and not (self.client_id and self.client_secret):
             raise ValueError("grant client_credentials needs client_id and client_secret")
+        if self.per_user and self.grant is Grant.CLIENT_CREDENTIALS:
+            raise ValueError("per_user needs grant authorization_code (each user signs in)")
         if self.client_secret and not self.client_id:
             raise ValueError("client_secret given without client_id")
         return self

@@ -182,6 +182,12 @@ class ServerCredentials:
             await self._save(replace(stored, server=server, client=client))
             return server, client
 
+    async def adopt(self, server: AuthServer, client: ClientInfo) -> None:
+        """Take the server's discovery and client for this user's sign-in (per user)."""
+        async with self._lock:
+            stored = await self.reload()
+            await self._save(replace(stored, server=server, client=client))
+
     async def finish_sign_in(self, code: str, verifier: str, iss: str | None = None) -> None:
         async with self._lock:
             stored = await self.reload()

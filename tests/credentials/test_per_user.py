@@ -1,0 +1,52 @@
+"""``per_user: true``: each identified client's calls carry that user's own token, kept apart."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mcp_aggregator.errors import SignInRequiredError
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.identity import ClientIdentity
+from mcp_aggregator.relay import Caller
+from tests.credentials.test_sign_in_flow import SETTLE, protected, server_id, sign_in
+from tests.serve.http_face import face_settings, http_face
+from tests.upstream.oauth_servers import browser_sign_in, oauth_world
+
+
+async def whoami_as(gateway: Gateway, identity: ClientIdentity) -> str:
+    result = await gateway.pipeline.call_tool_result("protected__whoami", {}, caller=Caller(identity=identity))
+    assert not result.is_error, result
+    return str(result.structured_content["result"] if result.structured_content else "")
+
+
+async def sign_in_url_for(gateway: Gateway, identity: ClientIdentity) -> str:
+    with pytest.raises(SignInRequiredError) as refused:
+        await whoami_as(gateway, identity)
+    found = re.search(r"signs in once at (\S+) and calls again", str(refused.value))
+    assert found, str(refused.value)
+    return found.group(1)
+
+
+async def test_each_user_signs_in_once_and_their_calls_carry_their_own_token(tmp_path: Path) -> None:
+    alice = ClientIdentity(name="laptop", subject="alice")
+    bob = ClientIdentity(name="bob")  # no subject: the client's name is the key
+    async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world, per_user=True))) as face:
+        gateway = face.gateway
+        await gateway.wait_settled(SETTLE)
+        async with face.admin() as http:
+            # The server's own sign-in (here by "bob" at the authorization server) connects it.
+            await sign_in(face, http, await server_id(http), user="bob")
+        url = await sign_in_url_for(gateway, alice)
+        page = await browser_sign_in(url, "alice")
+        assert page.status_code == 200 and "Signed in to protected as alice" in page.text
+        assert await whoami_as(gateway, alice) == "alice"
+        # Bob has not signed in as a user: alice's token is never used for him.
+        bob_url = await sign_in_url_for(gateway, bob)
+        await browser_sign_in(bob_url, "bob")
+        assert await whoami_as(gateway, bob) == "bob"
+        assert await whoami_as(gateway, alice) == "alice"
+        with pytest.raises(SignInRequiredError, match="calling client is not identified"):
+            await whoami_as(gateway, ClientIdentity())
