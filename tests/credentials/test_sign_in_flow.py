@@ -6,7 +6,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import pytest
 from mcp import Client
+from mcp.shared.auth import OAuthClientInformationFull
+from pydantic import AnyUrl
 
 from mcp_aggregator.credentials import CredentialsSettings, UpstreamOAuth
 from mcp_aggregator.settings import ServerConfig, Transport
@@ -111,3 +114,51 @@ async def test_the_callback_url_can_be_configured_for_a_gateway_behind_a_proxy(t
             start = await http.post(f"{API}/servers/{await server_id(http)}/oauth/start")
             query = parse_qs(urlsplit(start.json()["authorization_url"]).query)
             assert query["redirect_uri"] == ["https://gw.example.com/oauth/callback"]
+
+
+async def test_a_configured_client_signs_in_where_the_server_offers_no_registration_and_oidc_discovery_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEB_SECRET", "web-client-secret-1234")
+    async with oauth_world(registration=False, oidc_only=True) as world:
+        unregistered = protected(world)
+        async with http_face(face_settings(tmp_path / "a", unregistered)) as face, face.admin() as http:
+            await face.gateway.wait_settled(SETTLE)
+            start = await http.post(f"{API}/servers/{await server_id(http)}/oauth/start")
+            assert start.status_code == 503
+            assert "offers no dynamic client registration; set auth.client_id" in start.json()["detail"]["message"]
+        configured = protected(world, client_id="gateway-web", client_secret="${WEB_SECRET}")
+        async with http_face(face_settings(tmp_path / "b", configured)) as face, face.admin() as http:
+            await face.gateway.wait_settled(SETTLE)
+            world.provider.clients["gateway-web"] = OAuthClientInformationFull(
+                client_id="gateway-web",
+                client_secret="web-client-secret-1234",
+                redirect_uris=[AnyUrl(f"{face.base_url}/oauth/callback")],
+                token_endpoint_auth_method="client_secret_post",
+                scope="mcp",
+            )
+            page = await sign_in(face, http, await server_id(http))
+            assert "connected protected" in page.text, page.text
+            assert await whoami(face) == "alice"
+
+
+async def test_a_url_that_publishes_no_metadata_fails_discovery_saying_where_it_looked(tmp_path: Path) -> None:
+    async with oauth_world() as world:
+        elsewhere = world.mcp_url.replace("/mcp", "/other")
+        config = ServerConfig(name="protected", transport=Transport.HTTP, base_url=elsewhere, auth=UpstreamOAuth())
+        async with http_face(face_settings(tmp_path, config)) as face, face.admin() as http:
+            await face.gateway.wait_settled(SETTLE)
+            start = await http.post(f"{API}/servers/{await server_id(http)}/oauth/start")
+            assert start.status_code == 503
+            message = start.json()["detail"]["message"]
+            assert "no authorization server metadata found (tried http://127.0.0.1:" in message
+
+
+async def test_a_callback_naming_another_issuer_is_refused(tmp_path: Path) -> None:
+    async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world))) as face:
+        await face.gateway.wait_settled(SETTLE)
+        async with face.admin() as http, face.client() as browser:
+            start = (await http.post(f"{API}/servers/{await server_id(http)}/oauth/start")).json()
+            state = parse_qs(urlsplit(start["authorization_url"]).query)["state"][0]
+            mixed = await browser.get("/oauth/callback", params={"state": state, "code": "x", "iss": "https://evil"})
+            assert mixed.status_code == 400 and "names issuer https://evil" in mixed.text

@@ -206,12 +206,16 @@ class TokenWithClientCredentials:
         await response(scope, receive, send)
 
 
-def authorization_server_app(provider: LoginProvider) -> Starlette:
+def authorization_server_app(
+    provider: LoginProvider, *, registration: bool = True, oidc_only: bool = False
+) -> Starlette:
+    """``registration``: offer dynamic client registration; ``oidc_only``: publish the metadata
+    only at OpenID discovery's address, not RFC 8414's."""
     routes = create_auth_routes(
         provider,
         AnyHttpUrl(provider.issuer),
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
+            enabled=registration, valid_scopes=[SCOPE], default_scopes=[SCOPE]
         ),
         revocation_options=RevocationOptions(enabled=True),
     )
@@ -219,6 +223,8 @@ def authorization_server_app(provider: LoginProvider) -> Starlette:
     for route in routes:
         if isinstance(route, Route) and route.path == "/token":
             route = Route("/token", TokenWithClientCredentials(route.app, provider), methods=["POST"])
+        if isinstance(route, Route) and route.path == "/.well-known/oauth-authorization-server" and oidc_only:
+            route = Route("/.well-known/openid-configuration", route.app, methods=["GET", "OPTIONS"])
         wrapped.append(route)
 
     async def login_form(request: Request) -> Response:
@@ -284,7 +290,9 @@ class OAuthWorld:
 
 
 @asynccontextmanager
-async def oauth_world(*, access_ttl: int = 3600) -> AsyncIterator[OAuthWorld]:
+async def oauth_world(
+    *, access_ttl: int = 3600, registration: bool = True, oidc_only: bool = False
+) -> AsyncIterator[OAuthWorld]:
     """The authorization server and the resource server, each on its own loopback port."""
     with bind_socket("127.0.0.1", 0) as as_sock, bind_socket("127.0.0.1", 0) as rs_sock:
         issuer = f"http://127.0.0.1:{as_sock.getsockname()[1]}"
@@ -301,7 +309,13 @@ async def oauth_world(*, access_ttl: int = 3600) -> AsyncIterator[OAuthWorld]:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
         )
         servers = [
-            uvicorn.Server(uvicorn.Config(authorization_server_app(provider), log_level="warning", lifespan="off")),
+            uvicorn.Server(
+                uvicorn.Config(
+                    authorization_server_app(provider, registration=registration, oidc_only=oidc_only),
+                    log_level="warning",
+                    lifespan="off",
+                )
+            ),
             uvicorn.Server(uvicorn.Config(rs_app, log_level="warning", lifespan="on")),
         ]
         async with anyio.create_task_group() as tg:
