@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx2
 import pytest
 from starlette.applications import Starlette
@@ -45,16 +47,16 @@ def lying_resource_server(resource: str, issuer_claim: str | None = None) -> Sta
 
 
 async def test_protected_resource_metadata_naming_another_server_is_refused() -> None:
-    async with served_app(lying_resource_server("https://other.example.com/mcp")) as base:  # type: ignore[arg-type]
-        async with httpx2.AsyncClient() as http:
-            with pytest.raises(SignInFailedError, match="names https://other.example.com/mcp, not this server"):
-                await OAuthClient(http, "liar").discover(f"{base}/mcp")
+    app = lying_resource_server("https://other.example.com/mcp")
+    async with served_app(app) as base, httpx2.AsyncClient() as http:  # type: ignore[arg-type]
+        with pytest.raises(SignInFailedError, match=re.escape("names https://other.example.com/mcp, not this server")):
+            await OAuthClient(http, "liar").discover(f"{base}/mcp")
 
 
 async def test_authorization_server_metadata_with_another_issuer_is_refused() -> None:
     app = lying_resource_server("", issuer_claim="https://evil.example.com")
     async with served_app(app) as base, httpx2.AsyncClient() as http:  # type: ignore[arg-type]
-        with pytest.raises(SignInFailedError, match="issuer mismatch: https://evil.example.com"):
+        with pytest.raises(SignInFailedError, match=re.escape("issuer mismatch: https://evil.example.com")):
             await OAuthClient(http, "liar").discover(f"{base}/mcp")
 
 
