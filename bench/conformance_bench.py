@@ -2,17 +2,21 @@
 
 Usage::
 
-    .venv/bin/python bench/conformance_bench.py
+    .venv/bin/python bench/conformance_bench.py [--upstream tests.upstream.MODULE] [--json PATH]
 
 Runs every server scenario of ``@modelcontextprotocol/conformance`` (Node 22 from npm, see
 upstreams/package.json) three times: against the conformance fixture upstream alone
 (``tests/upstream/conformance_server.py``), then through ``mcp-aggregator serve --exposure
 passthrough`` with the fixture as its only upstream, once over streamable HTTP and once over
 stdio. Prints the counts and writes per-scenario detail to ``bench/results/conformance.json``.
+``--upstream tests.upstream.handshake_style_conformance_server`` measures an upstream whose
+tools ask back through their session in every era, as most servers in the wild do.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import platform
 import sys
@@ -37,25 +41,25 @@ PENDING = frozenset({"json-schema-2020-12", "server-sse-polling"})
 Results = dict[str, ScenarioResult]
 
 
-async def fixture_alone(work: Path) -> Results:
-    async with runner.fixture_http_server() as url:
+async def fixture_alone(work: Path, module: str) -> Results:
+    async with runner.fixture_http_server(module) as url:
         return await runner.run_suite(url, work / "direct")
 
 
-async def via_http_upstream(work: Path) -> Results:
+async def via_http_upstream(work: Path, module: str) -> Results:
     async with (
-        runner.fixture_http_server() as upstream,
+        runner.fixture_http_server(module) as upstream,
         runner.gateway_process(runner.fixture_http_config(upstream), work / "gateway-http") as url,
     ):
         return await runner.run_suite(url, work / "via-http")
 
 
-async def via_stdio_upstream(work: Path) -> Results:
-    async with runner.gateway_process(runner.fixture_stdio_config(), work / "gateway-stdio") as url:
+async def via_stdio_upstream(work: Path, module: str) -> Results:
+    async with runner.gateway_process(runner.fixture_stdio_config(module), work / "gateway-stdio") as url:
         return await runner.run_suite(url, work / "via-stdio")
 
 
-RUNS: dict[str, tuple[str, Callable[[Path], Awaitable[Results]]]] = {
+RUNS: dict[str, tuple[str, Callable[[Path, str], Awaitable[Results]]]] = {
     "direct": ("the fixture alone", fixture_alone),
     "via_http": ("through the gateway, upstream over streamable HTTP", via_http_upstream),
     "via_stdio": ("through the gateway, upstream over stdio", via_stdio_upstream),
@@ -73,14 +77,14 @@ def _summary(results: Results) -> dict[str, int]:
     }
 
 
-async def main() -> None:
+async def main(module: str, results_path: Path) -> None:
     runner.require_suite()
     measured: dict[str, Results] = {}
     seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="conformance-bench-") as tmp:
         for key, (_label, run) in RUNS.items():
             started = time.perf_counter()
-            measured[key] = await run(Path(tmp))
+            measured[key] = await run(Path(tmp), module)
             seconds[key] = time.perf_counter() - started
 
     print("| | scenarios passed (all 32) | active suite (30) | run time |")
@@ -100,6 +104,7 @@ async def main() -> None:
     report = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "suite": "@modelcontextprotocol/conformance 0.1.16, --suite all",
+        "upstream": module,
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "runs": {
             key: {
@@ -114,10 +119,15 @@ async def main() -> None:
             for key, results in measured.items()
         },
     }
-    RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS_PATH.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nPer-scenario detail: {RESULTS_PATH}")
+    results = anyio.Path(results_path)
+    await results.parent.mkdir(parents=True, exist_ok=True)
+    await results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nPer-scenario detail: {results_path}")
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description="The official conformance suite, direct and through the gateway.")
+    parser.add_argument("--upstream", default=runner.FIXTURE_MODULE, help="the upstream's module under tests.upstream")
+    parser.add_argument("--json", type=Path, default=RESULTS_PATH, help="where the per-scenario detail goes")
+    args = parser.parse_args()
+    anyio.run(functools.partial(main, args.upstream, args.json))

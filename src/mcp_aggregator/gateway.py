@@ -26,7 +26,7 @@ from mcp_aggregator.catalog.tool_pins import ToolPin
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.credentials.per_user import PerUserTokens
-from mcp_aggregator.errors import StateError
+from mcp_aggregator.errors import StateError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -124,7 +124,12 @@ class Gateway:
         )
         self.upstreams = UpstreamSet(
             env=self._env,
-            retry=RetryPolicy(health.reconnect_max_attempts, health.reconnect_backoff_base_secs),
+            retry=RetryPolicy(
+                health.reconnect_max_attempts,
+                health.reconnect_backoff_base_secs,
+                degraded_after=health.degraded_after,
+                error_after=health.error_after,
+            ),
             sleep=sleep,
             backchannel=self.backchannel,
             on_change=self._supervisor_changed,
@@ -420,11 +425,14 @@ class Gateway:
         """The live connection of ``server`` (BR-005 state check included)."""
         return self.upstreams.connection(server)
 
-    def record_call(self, server: str, *, failed: bool) -> None:
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count a call; its outcome feeds the server's status (see ``ServerSupervisor.call_failed``)."""
         sup = self.upstreams.supervisors.get(server)
         if sup is not None:
-            sup.calls += 1
-            sup.call_errors += failed
+            if failed:
+                sup.call_failed(error)
+            else:
+                sup.call_succeeded()
 
     def supervisor(self, name: str) -> ServerSupervisor:
         return self.upstreams.supervisor(name)

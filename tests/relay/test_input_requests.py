@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 
+from mcp_aggregator.relay.parked_calls import is_parked_state
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import REPO, serving_gateway, settings_for
 from tests.upstream.callbacks_server import build_server
@@ -120,26 +121,69 @@ async def test_every_input_request_reaches_the_calling_client_in_every_era_pairi
     ]
 
 
-async def test_a_modern_client_gets_the_modern_upstreams_request_state_untouched() -> None:
+async def test_a_modern_client_gets_the_request_state_of_a_tool_that_asks_the_modern_way_untouched() -> None:
+    """The gateway first offers such a call to its 2025-11-25 side session, which refuses a
+    tool that answers ``InputRequiredResult``; the call then goes to the 2026-07-28 session and
+    the upstream's own ``requestState`` reaches the client as it is (no parking)."""
     side = ClientSide()
-    settings = settings_for(callbacks_upstream("auto"))
+    mrtr = ServerConfig(
+        name="mrtr",
+        transport="stdio",  # type: ignore[arg-type]
+        command=sys.executable,
+        args=("-m", "tests.upstream.mrtr_server", "--transport", "stdio"),
+        cwd=str(REPO),
+    )
     async with (
-        serving_gateway(settings) as (_, gateway_server),
+        serving_gateway(settings_for(mrtr)) as (_, gateway_server),
+        side.client(gateway_server.server, "auto") as client,
+    ):
+        first = await client.session.call_tool("mrtr__mrtr_two_rounds", {}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state is not None and not is_parked_state(first.request_state)
+        answer = types.ElicitResult(action="accept", content={"name": "Grace"})
+        second = await client.session.call_tool(
+            "mrtr__mrtr_two_rounds",
+            {},
+            input_responses={"name": answer},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(second, types.InputRequiredResult) and second.input_requests is not None
+        assert second.request_state is not None and not is_parked_state(second.request_state)
+        assert list(second.input_requests) == ["greeting"]
+
+
+async def test_a_modern_client_is_asked_a_dual_era_upstreams_session_question_as_input_required() -> None:
+    """A tool of both eras that asks through its session at 2025-11-25 is called on the side
+    session; a modern client gets its question as ``InputRequiredResult`` (the gateway's state)."""
+    side = ClientSide()
+    async with (
+        serving_gateway(settings_for(callbacks_upstream("auto"))) as (_, gateway_server),
         side.client(gateway_server.server, "auto") as client,
     ):
         first = await client.session.call_tool("cb__two_rounds", {}, allow_input_required=True)
-        assert isinstance(first, types.InputRequiredResult)
-        assert first.request_state == "round1"
+        assert isinstance(first, types.InputRequiredResult) and first.input_requests is not None
+        [(key, request)] = first.input_requests.items()
+        assert isinstance(request, types.ElicitRequest)
         answer = types.ElicitResult(action="accept", content={"name": "Grace"})
         second = await client.session.call_tool(
             "cb__two_rounds",
             {},
-            input_responses={"first": answer},
+            input_responses={key: answer},
             request_state=first.request_state,
             allow_input_required=True,
         )
-        assert isinstance(second, types.InputRequiredResult)
-        assert second.request_state == "round2:Grace"
+        assert isinstance(second, types.InputRequiredResult) and second.input_requests is not None
+        [(key, request)] = second.input_requests.items()
+        final = await client.session.call_tool(
+            "cb__two_rounds",
+            {},
+            input_responses={key: answer},
+            request_state=second.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(final, types.CallToolResult)
+        assert text(final) == "Grace Grace"
 
 
 async def test_a_modern_client_is_asked_a_legacy_upstreams_question_as_input_required() -> None:

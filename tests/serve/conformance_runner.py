@@ -186,12 +186,12 @@ async def fixture_http_server(module: str = FIXTURE_MODULE) -> AsyncIterator[str
         await _stop(process)
 
 
-def fixture_stdio_config() -> dict[str, Any]:
+def fixture_stdio_config(module: str = FIXTURE_MODULE) -> dict[str, Any]:
     return {
         "name": FIXTURE_NAME,
         "transport": "stdio",
         "command": sys.executable,
-        "args": ["-m", FIXTURE_MODULE, "--transport", "stdio"],
+        "args": ["-m", module, "--transport", "stdio"],
         "cwd": str(REPO),
     }
 

@@ -121,6 +121,10 @@ class ServerDetail(ServerPublic):
     connection_config: dict[str, Any]
     source: str
     pending_requests: int
+    era: dict[str, Any] | None = Field(
+        default=None,
+        description="The protocol era spoken to the upstream, why, and its 2025-11-25 side session (docs/eras.md)",
+    )
 
 
 class ConnectResult(BaseModel):

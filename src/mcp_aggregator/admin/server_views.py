@@ -90,7 +90,7 @@ def server_public(
         tool_count=record.tool_count,
         registered_at=record.registered_at,
         last_health_check=record.last_health_check,
-        consecutive_failures=record.consecutive_failures,
+        consecutive_failures=supervisor.consecutive_failures if supervisor else record.consecutive_failures,
         response_time_ms=record.response_time_ms,
         error_message=scrub(error) if error else None,
         auth_status=auth_status,
@@ -107,15 +107,17 @@ def server_detail(
 ) -> ServerDetail:
     public = server_public(record, supervisor, scrub=scrub, auth_status=auth_status)
     connection = supervisor.connection if supervisor else None
+    last_error = (supervisor.last_error if supervisor else None) or record.last_error
     return ServerDetail(
         **public.model_dump(),
         description=record.description,
         health_check_url=redact_url(record.health_check_url) if record.health_check_url else None,
         connected_at=record.connected_at,
-        last_error=scrub(record.last_error) if record.last_error else None,
+        last_error=scrub(last_error) if last_error else None,
         connection_config=redact_connection_config(record.connection_config),
         source=record.source.value,
         pending_requests=connection.pending_requests if connection else 0,
+        era=connection.era.to_json() if connection else None,
     )
 
 

@@ -41,6 +41,16 @@ class Caller:
     identity: ClientIdentity = ANONYMOUS
     """Who the client is and which profile it came in on (anonymous on internal paths)."""
 
+    @property
+    def asks_back(self) -> bool:
+        """Whether this client can be asked mid-call (it declared sampling, elicitation or roots)."""
+        caps = self.capabilities
+        return (
+            self.ask is not None
+            and caps is not None
+            and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
+        )
+
     def refusal(self, request: types.InputRequest) -> types.ErrorData | None:
         """The error an upstream gets when this client cannot answer ``request``; None if it can."""
         caps = self.capabilities

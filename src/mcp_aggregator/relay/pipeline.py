@@ -27,7 +27,8 @@ from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
-from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection, upstream_meta
+from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
+from mcp_aggregator.upstreams.wire_checks import upstream_meta
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,10 @@ class Routes(Protocol):
         """The live connection; raises ``ServerNotFoundError`` / ``ServerUnavailableError``."""
         ...
 
-    def record_call(self, server: str, *, failed: bool) -> None: ...
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None:
+        """Count one call that reached ``server``; ``error`` is what a failed one ended with
+        (its supervisor tells a transport failure from the upstream's own error)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class CallPipeline:
         if isinstance(outcome, UpstreamError):
             for stage in self._stages:
                 cast(ErrorStage, stage).on_error(invocation, outcome)
-            self._routes.record_call(invocation.server, failed=True)
+            self._routes.record_call(invocation.server, failed=True, error=outcome)
         elif not isinstance(outcome, AggregatorError):
             self._routes.record_call(invocation.server, failed=False)
         return outcome
@@ -121,8 +125,8 @@ class CallPipeline:
             # One stage (the usual: error scrubbing) takes ``send`` itself: a relayed call is
             # short enough that a coroutine and a closure per call show.
             result = await (stages[0](invocation, send) if len(stages) == 1 else step(0))
-        except UpstreamError:
-            self._routes.record_call(invocation.server, failed=True)
+        except UpstreamError as exc:
+            self._routes.record_call(invocation.server, failed=True, error=exc)
             raise
         finally:
             current_caller.reset(token)
@@ -145,6 +149,7 @@ class CallPipeline:
         route = self._routes.resolve(name, server)
         conn = self._routes.connection(route.server)
         relay = progress or caller.progress
+        asks_back = caller.asks_back
 
         async def send(responses: types.InputResponses | None, state: str | None) -> Any:
             return await conn.call_tool(
@@ -155,6 +160,7 @@ class CallPipeline:
                 input_responses=responses,
                 request_state=state,
                 tag=caller,
+                asks_back=asks_back,
             )
 
         invocation = Invocation("tools/call", route.server, route.tool, caller, route)

@@ -17,6 +17,10 @@ tell: plain JSON when the upstream sends nothing before the answer, and an event
 idle timer counts the call as the transport counts its own requests, and the client's
 ``notifications/cancelled`` for a call held here cancels it (the upstream is told).
 Everything else in the session goes to the SDK unchanged.
+
+Sessions nobody uses any more are closed by the SDK's idle timer after
+``serve.session_idle_secs``. A client that hangs up mid-request is an ordinary event: the
+SDK's handler logs it as an error with a traceback, ``quiet_hangups`` makes it one INFO line.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from mcp.server.connection import Connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import ClientDisconnect
 from starlette.types import Scope, Send
 
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call, log_notification
@@ -49,6 +54,31 @@ _HANDSHAKE: Final = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 _CANCELLED: Final = b"notifications/cancelled"
 _EVENT: Final = b"event: message\r\ndata: "
 _EVENT_END: Final = b"\r\n\r\n"
+_SDK_TRANSPORT_LOGGER: Final = "mcp.server.streamable_http"
+
+
+class HangupFilter(logging.Filter):
+    """Turns the SDK's ERROR-with-traceback for a client that hung up mid-request
+    (``ClientDisconnect``) into one INFO line; every other record passes unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], ClientDisconnect):
+            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+            record.msg, record.args = "a client hung up mid-request (%s); nothing to answer", (record.getMessage(),)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+@contextlib.contextmanager
+def quiet_hangups() -> Iterator[None]:
+    """While inside, clients hanging up are logged as ``HangupFilter`` says."""
+    sdk_logger = logging.getLogger(_SDK_TRANSPORT_LOGGER)
+    hangups = HangupFilter()
+    sdk_logger.addFilter(hangups)
+    try:
+        yield
+    finally:
+        sdk_logger.removeFilter(hangups)
 
 
 @dataclass(frozen=True, slots=True)

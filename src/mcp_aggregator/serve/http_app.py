@@ -31,7 +31,7 @@ from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, StaticToke
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
-from mcp_aggregator.serve.handshake_http import HandshakeSessions
+from mcp_aggregator.serve.handshake_http import HandshakeSessions, quiet_hangups
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -84,6 +84,7 @@ def build_http_app(
         json_response=json_response,
         stateless=stateless,
         security_settings=_SDK_REBINDING_CHECK_OFF,
+        session_idle_timeout=serve.session_idle_secs,
     )
     oauth = serve.oauth
     fast = FastCalls(gateway_server.gateway, gateway_server.server.server_info_stamp)
@@ -107,8 +108,9 @@ def build_http_app(
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
-            yield
+        with quiet_hangups():
+            async with manager.run():
+                yield
 
     routes: list[BaseRoute] = [
         Route(MCP_PATH, endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]),

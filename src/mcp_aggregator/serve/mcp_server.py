@@ -33,7 +33,7 @@ from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
 from mcp_aggregator.settings import Exposure
-from mcp_aggregator.upstreams.connection import check_encodable
+from mcp_aggregator.upstreams.wire_checks import check_encodable
 
 logger = logging.getLogger(__name__)
 

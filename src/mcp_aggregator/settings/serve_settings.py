@@ -118,6 +118,10 @@ class ServeSettings(BaseModel):
     http_json_response: bool = False
     """Answer each HTTP request with one JSON body instead of an SSE stream: about 1.5 ms
     faster per call, but progress notifications of a running call cannot be relayed."""
+    session_idle_secs: float = Field(default=300.0, gt=0, le=86_400, allow_inf_nan=False)
+    """A handshake-era (2025-11-25) HTTP session with no request in flight for this long is
+    closed, and its client must initialize again; an abandoned session holds about 50 KB
+    until then (see docs/recovery.md)."""
     http_stateless: bool = False
     """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
     handshake-era clients then get no list-changed notifications."""

@@ -1,5 +1,6 @@
 """Sessions to upstream MCP servers: one supervised task per upstream."""
 
-from mcp_aggregator.upstreams.connection import ConnectionState, UpstreamConnection, describe_error
+from mcp_aggregator.upstreams.connection import ConnectionState, UpstreamConnection
+from mcp_aggregator.upstreams.wire_checks import describe_error
 
 __all__ = ["ConnectionState", "UpstreamConnection", "describe_error"]

@@ -18,7 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from enum import StrEnum
-from typing import Any, Final, NoReturn, Protocol, TypeVar, cast
+from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -28,7 +28,6 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
@@ -36,7 +35,6 @@ from mcp_aggregator import __version__
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
-    InvalidInputError,
     SignInRequiredError,
     UpstreamCallError,
     UpstreamClosedError,
@@ -45,11 +43,22 @@ from mcp_aggregator.errors import (
     UpstreamTimeoutError,
 )
 from mcp_aggregator.settings import ServerConfig, Transport
+from mcp_aggregator.upstreams.era_choice import (
+    INVALID_RESULT,
+    Era,
+    SideState,
+    era_of,
+    merge_listings,
+    wants_side_session,
+)
 from mcp_aggregator.upstreams.http_raw import HttpRaw
+from mcp_aggregator.upstreams.listing import list_all_tools, list_features
 from mcp_aggregator.upstreams.raw_call import AwaitedRawCall, RawCall, RawSettle
 from mcp_aggregator.upstreams.raw_stamp import RawStamps
+from mcp_aggregator.upstreams.side_session import SideSession
 from mcp_aggregator.upstreams.stdio_pipe import LogSink, StdioPipe
 from mcp_aggregator.upstreams.transport_target import enter_target
+from mcp_aggregator.upstreams.wire_checks import check_encodable, closed_by_transport, describe_error, upstream_meta
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +66,7 @@ CLIENT_INFO: Final = types.Implementation(name="mcp-aggregator", version=__versi
 """Who the gateway says it is to its upstreams (their logs name the caller by it)."""
 
 
-_MAX_PAGES: Final = 1000
 _TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
-_SDK_CLOSED: Final = ("Connection closed", "SSE stream ")
-"""How the SDK's client words the error of a request whose transport (or, over HTTP, whose
-event stream) ended; the second is a prefix."""
-
 ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -86,59 +90,6 @@ class Backchannel(Protocol):
     ) -> types.InputResponse | types.ErrorData: ...
 
     async def notification(self, connection: UpstreamConnection, notification: types.ServerNotification) -> None: ...
-
-
-def _text_field_error(value: object, path: str) -> tuple[str, str] | None:
-    """The first string under ``value`` that cannot be encoded as UTF-8 (a lone surrogate)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return path or "arguments", f"not valid Unicode text (lone surrogate at index {exc.start})"
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _text_field_error(key, path) or _text_field_error(item, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            if found := _text_field_error(item, f"{path}[{i}]"):
-                return found
-    return None
-
-
-_RESERVED_META = "io.modelcontextprotocol/"
-
-
-def upstream_meta(meta: types.RequestParamsMeta | None, *, modern: bool) -> types.RequestParamsMeta | None:
-    """A client's ``_meta`` as it may go upstream.
-
-    The client's protocol envelope (version, capabilities, client info) describes the
-    client's own connection, not ours, and a 2025-11-25 upstream refuses a request that
-    carries it; each side negotiates on its own. Everything else (``progressToken``,
-    application keys) passes, and so does the log-level opt-in to a 2026-07-28 upstream.
-    """
-    if not meta:
-        return meta
-    kept = {
-        key: value
-        for key, value in meta.items()
-        if not key.startswith(_RESERVED_META) or (modern and key == types.LOG_LEVEL_META_KEY)
-    }
-    return cast(types.RequestParamsMeta, kept) if kept else None
-
-
-def check_encodable(value: object, path: str) -> None:
-    """Refuse a value that cannot be sent as JSON text, before it reaches a shared session.
-
-    A lone surrogate passes JSON parsing but fails to encode on the way out; inside the
-    SDK's writer that failure closes the whole session, failing every other client's call.
-    Raises ``InvalidInputError`` naming the field.
-    """
-    found = _text_field_error(value, path)
-    if found is not None:
-        raise InvalidInputError(*found)
 
 
 class ConnectionState(StrEnum):
@@ -194,6 +145,10 @@ class UpstreamConnection:
         self._abort_reason: dict[_Abortable, str] = {}
         self._idle: anyio.Event | None = None
         """Made only while ``drain`` waits for the in-flight calls to end."""
+        self.side: SideSession | None = None
+        """The 2025-11-25 session beside a 2026-07-28 one (see ``era_choice``)."""
+        self._round_trip_tools: set[str] = set()
+        """Tools the side session refused because they answer the multi-round-trip way."""
 
     @property
     def pending_requests(self) -> int:
@@ -211,6 +166,19 @@ class UpstreamConnection:
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
         return self._client.server_capabilities if self._client else None
+
+    @property
+    def era(self) -> Era:
+        """The era spoken to this upstream, why, and the side session's state."""
+        side = self.side
+        return era_of(
+            self.protocol_version,
+            mode=self.config.protocol,
+            side=side.state if side is not None else SideState.NONE,
+            side_error=side.error if side is not None else None,
+            capabilities=self.capabilities,
+            relisted=self.config.health_check_url is None,
+        )
 
     @property
     def supports_list_changed(self) -> bool:
@@ -280,6 +248,15 @@ class UpstreamConnection:
                 )
                 stack.push_async_callback(raw.aclose)
                 self.http_raw = raw
+            if wants_side_session(
+                self.protocol_version, transport=self.config.transport.value, mode=self.config.protocol
+            ):
+                self.side = SideSession(
+                    self.name,
+                    self._open_side,
+                    connect_timeout_secs=self.config.connect_timeout_secs,
+                    describe=describe_error,
+                )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
@@ -292,48 +269,27 @@ class UpstreamConnection:
                 text = "connection closed during the handshake (did the server exit?)"
             raise UpstreamConnectError(self.name, text) from exc
 
+    async def _open_side(self, stack: AsyncExitStack) -> Client:
+        """The side session's client: a second transport to the same upstream, at 2025-11-25."""
+        target = await enter_target(stack, self.config, self._env, max_message_bytes=self.max_result_bytes)
+        client = Client(
+            target.client_target,
+            mode="legacy",
+            cache=None,
+            client_info=CLIENT_INFO,
+            message_handler=self._on_message,
+            sampling_callback=self._on_sampling,
+            elicitation_callback=self._on_elicitation,
+            list_roots_callback=self._on_list_roots,
+            logging_callback=self._on_log,
+        )
+        return await stack.enter_async_context(client)
+
     async def _discover_tools(self, client: Client) -> None:
-        self.tools = await self._list_all_tools(client)
+        self.tools = await list_all_tools(client)
 
     async def _discover_features(self, client: Client) -> None:
-        """Prompts, resources and templates, each paginated, concurrently (capabilities permitting)."""
-        caps = client.server_capabilities
-        prompts: list[types.Prompt] = []
-        resources: list[types.Resource] = []
-        templates: list[types.ResourceTemplate] = []
-        async with anyio.create_task_group() as tg:
-            if caps.prompts is not None:
-                tg.start_soon(
-                    self._pages, client, types.ListPromptsRequest, types.ListPromptsResult, "prompts", prompts
-                )
-            if caps.resources is not None:
-                tg.start_soon(
-                    self._pages, client, types.ListResourcesRequest, types.ListResourcesResult, "resources", resources
-                )
-                tg.start_soon(
-                    self._pages,
-                    client,
-                    types.ListResourceTemplatesRequest,
-                    types.ListResourceTemplatesResult,
-                    "resource_templates",
-                    templates,
-                )
-        self.prompts, self.resources, self.templates = tuple(prompts), tuple(resources), tuple(templates)
-
-    async def _pages(self, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]) -> None:
-        cursor: str | None = None
-        try:
-            for _ in range(_MAX_PAGES):
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await client.session.send_request(request_type(params=params), result_type)
-                out.extend(getattr(page, attr))
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-        except MCPError as exc:
-            # A server may declare a capability and still not implement one list (templates):
-            # what it did list stays usable.
-            logger.info("upstream %s: listing %s failed: %s", self.name, attr, describe_error(exc))
+        self.prompts, self.resources, self.templates = await list_features(self.name, client)
 
     async def _serve(self, client: Client) -> None:
         async with anyio.create_task_group() as tg:
@@ -347,6 +303,8 @@ class UpstreamConnection:
                 tg.start_soon(self._listen_loop, client, wants)
             tg.start_soon(self._refresh_loop, client)
             tg.start_soon(self._feature_refresh_loop, client)
+            if self.side is not None:
+                tg.start_soon(self.side.run)
             await self._stop.wait()
             tg.cancel_scope.cancel()
 
@@ -426,7 +384,7 @@ class UpstreamConnection:
             await self._refresh.wait()
             self._refresh = anyio.Event()
             try:
-                self.tools = await self._list_all_tools(client)
+                self.tools = await self._list_tools_everywhere(client)
             except (MCPError, *_TRANSPORT_ERRORS) as exc:
                 logger.warning("upstream %s: re-discovery failed: %s", self.name, describe_error(exc))
                 continue
@@ -475,16 +433,39 @@ class UpstreamConnection:
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         await self._forward_notification(types.LoggingMessageNotification(params=params))
 
-    async def _list_all_tools(self, client: Client) -> tuple[types.Tool, ...]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tuple(tools)
+    async def _list_tools_everywhere(self, client: Client) -> tuple[types.Tool, ...]:
+        """The main session's tools, merged with the side session's when it is open."""
+        tools = await list_all_tools(client)
+        side = self.side.client if self.side is not None else None
+        if side is None:
+            return tools
+        try:
+            return merge_listings(tools, await list_all_tools(side))
+        except (MCPError, *_TRANSPORT_ERRORS) as exc:
+            assert self.side is not None
+            self.side.fail(describe_error(exc))
+            return tools
+
+    async def relist(self, timeout_secs: float = 5.0) -> bool:
+        """List tools (every page, both sessions), prompts and resources again, as a change
+        announcement would; report a difference like one. Returns whether anything changed.
+
+        Never relying on announcements alone: an upstream may change without announcing, or
+        announce in a way the era spoken drops. Raises ``UpstreamError``s.
+        """
+        before = (self.tools, self.prompts, self.resources, self.templates)
+
+        async def listing(client: Client) -> tuple[types.Tool, ...]:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._discover_features, client)
+                tools = await self._list_tools_everywhere(client)
+            return tools
+
+        self.tools = await self.request("health check", listing, timeout_secs=timeout_secs)
+        changed = (self.tools, self.prompts, self.resources, self.templates) != before
+        if changed and self._on_tools_changed is not None:
+            self._on_tools_changed(self)
+        return changed
 
     def abandon(self, reason: str) -> None:
         """Give the session up without draining (it is believed dead); the owner task closes it."""
@@ -535,16 +516,25 @@ class UpstreamConnection:
         input_responses: types.InputResponses | None = None,
         request_state: str | None = None,
         tag: object = None,
+        asks_back: bool = False,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Call ``name`` upstream. The timeout restarts on every progress notification.
 
         A 2026-07-28 upstream may answer ``InputRequiredResult``; it is returned as it is
         (the relay decides whether the client takes it or the gateway answers it).
         ``tag`` marks the call's caller for server→client requests that carry no correlation.
+        ``asks_back``: the caller can be asked mid-call; such a call goes to the side session
+        when there is one (see ``era_choice``).
         Raises ``InvalidInputError`` for arguments that cannot be sent, ``UpstreamError``s.
         """
         check_encodable(arguments, "arguments")
         check_encodable(meta, "_meta")
+        if asks_back and input_responses is None and request_state is None:
+            side = await self._side_for(name)
+            if side is not None:
+                answered = await self._call_on_side(side, name, arguments, timeout_secs, progress, meta, tag)
+                if answered is not None:
+                    return answered
         meta = upstream_meta(meta, modern=self.modern)
         if input_responses:
             check_encodable({k: v.model_dump(mode="json") for k, v in input_responses.items()}, "inputResponses")
@@ -575,6 +565,64 @@ class UpstreamConnection:
             tag,
         )
         return result
+
+    async def _side_for(self, tool: str) -> Client | None:
+        if self.side is None or tool in self._round_trip_tools:
+            return None
+        return await self.side.get()
+
+    async def _call_on_side(
+        self,
+        side: Client,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout_secs: float | None,
+        progress: ProgressRelay | None,
+        meta: types.RequestParamsMeta | None,
+        tag: object,
+    ) -> types.CallToolResult | None:
+        """The call on the side session; None when the tool answers the multi-round-trip way
+        (it is remembered, and the call goes to the main session: such a handler is re-run on
+        every round by design, so the refused run cost one round trip)."""
+        limit = timeout_secs if timeout_secs is not None else self.config.tool_timeout_secs
+        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+
+        relay = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            scope.deadline = anyio.current_time() + limit
+            if relay is not None:
+                await relay(progress, total, message)
+
+        callback: ProgressFnT = on_progress
+        what = f"calling tool {name!r}"
+        self._track(scope, what, tag)
+        result: types.CallToolResult | None = None
+        try:
+            with scope:
+                result = await side.session.call_tool(
+                    name, arguments, progress_callback=callback, meta=upstream_meta(meta, modern=False)
+                )
+        except MCPError as exc:
+            if exc.error.code == types.INTERNAL_ERROR and exc.error.message == INVALID_RESULT:
+                self._round_trip_tools.add(name)
+                return None
+            if closed_by_transport(exc):
+                raise self._side_broke(what, "connection closed") from exc
+            raise UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._side_broke(what, describe_error(exc)) from exc
+        finally:
+            self.untrack(scope)
+        if result is None:
+            self._raise_aborted(scope, what, limit)
+        return result
+
+    def _side_broke(self, what: str, detail: str) -> UpstreamClosedError:
+        """The side session ended under a call: that call fails, the main session goes on."""
+        assert self.side is not None
+        self.side.fail(f"side session went away ({detail})")
+        return UpstreamClosedError(self.name, f"the 2025-11-25 side session went away ({detail}) while {what}")
 
     def stamp(self, message: dict[str, Any]) -> Mapping[str, str]:
         """Give a raw request the envelope this session's SDK client would; return its HTTP headers.
@@ -718,8 +766,9 @@ class UpstreamConnection:
         return UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
 
     async def ping(self, timeout_secs: float = 5.0) -> None:
-        """A liveness probe that works in both protocol eras (one page of ``tools/list``)."""
-        await self.request("health check", lambda c: c.session.list_tools(), timeout_secs=timeout_secs)
+        """The health check: a liveness probe that works in both eras and re-lists what the
+        upstream offers (``relist``), so a silent change is held by the next check."""
+        await self.relist(timeout_secs)
 
     def _track(self, scope: _Abortable, what: str, tag: object = None) -> None:
         self._inflight[scope] = what
@@ -736,7 +785,7 @@ class UpstreamConnection:
         self._on_activity()
 
     def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:
-        if _closed(exc):
+        if closed_by_transport(exc):
             return self._closed_error(what, "connection closed")
         return UpstreamCallError(self.name, exc.error.message, code=exc.error.code, data=exc.error.data)
 
@@ -748,26 +797,3 @@ class UpstreamConnection:
         self.close_reason = f"upstream went away ({detail})"
         self._stop.set()
         return UpstreamClosedError(self.name, f"{self.close_reason} while {what}")
-
-
-def _closed(exc: MCPError) -> bool:
-    """Whether the SDK's client raised ``exc`` because the transport ended. An upstream's own
-    error may carry the same code (-32000 opens JSON-RPC's server-error range, and servers
-    use it for their failures): that one is the call's error, not the session's end."""
-    return exc.error.code == CONNECTION_CLOSED and exc.error.message.startswith(_SDK_CLOSED)
-
-
-def describe_error(exc: BaseException) -> str:
-    """A one-line, human description of a (possibly grouped) transport error."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe_error(e) for e in exc.exceptions)
-    if isinstance(exc, MCPError):
-        return "connection closed" if _closed(exc) else exc.error.message
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

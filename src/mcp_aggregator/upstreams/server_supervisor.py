@@ -3,6 +3,13 @@
 The supervisor task owns the connection task (structured concurrency), and every status
 change goes through the pure state machine, so an impossible sequence raises instead of
 silently corrupting what admins and clients see.
+
+A loss is noticed where it happens, not at the next health check: a stdio server whose
+output closes or whose process exits, a session the SDK closed under a call, an upstream
+that refuses connections. Calls count too: consecutive transport failures (closed, reset,
+timed out) move the server as failed health checks do, and a call that came back counts as
+a passing one. Between reconnection attempts to an HTTP upstream that refused connections,
+its port is watched, so the attempt is made as soon as it listens again.
 """
 
 from __future__ import annotations
@@ -22,11 +29,16 @@ from mcp_aggregator.errors import (
     SignInRequiredError,
     StateError,
     UpstreamConnectError,
+    UpstreamError,
 )
 from mcp_aggregator.health.backoff import backoff_delays
+from mcp_aggregator.health.call_failure import CallFailure, classify_call_failure, refused
+from mcp_aggregator.health.health_result import HealthOutcome, HealthResult, apply_health_result
+from mcp_aggregator.health.port_probe import Address, address_of, port_open, wait_port_open
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
-from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
+from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +49,24 @@ ChangeCallback = Callable[["ServerSupervisor", ServerEvent | None, bool], None]
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How reconnection backs off, and how many failed calls in a row degrade a server."""
+
     max_attempts: int = 5
     base_secs: float = 1.0
+    degraded_after: int = 2
+    """Consecutive transport failures (health checks or calls) that make a server DEGRADED."""
+    error_after: int = 3
+    """... and that make it ERROR (its session is then replaced)."""
+    probe_every_secs: float = 0.25
+    """How often a refusing HTTP upstream's port is tried while a reconnection waits."""
+
+
+_HEALTH_EVENTS = {
+    ServerStatus.DEGRADED: ServerEvent.HEALTH_DEGRADED,
+    ServerStatus.ERROR: ServerEvent.HEALTH_ERROR,
+    ServerStatus.CONNECTED: ServerEvent.HEALTH_OK,
+}
+_PASSED = HealthResult(HealthOutcome.HEALTHY)
 
 
 class ServerSupervisor:
@@ -77,6 +105,8 @@ class ServerSupervisor:
         self._on_change = on_change
         self._on_activity = on_activity
         self._want_connected = anyio.Event()
+        self._kick = anyio.Event()
+        """Set by ``request_connect``: cuts a backoff wait short."""
         self._requests = 0
         self._cancel = anyio.CancelScope()
         self._admin_disconnect = False
@@ -95,6 +125,7 @@ class ServerSupervisor:
         """Ask for a connection (auto-connect, admin connect, or a scheduled reconnect)."""
         self._requests += 1
         self._want_connected.set()
+        self._kick.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -112,13 +143,18 @@ class ServerSupervisor:
             self._finished.set()
 
     async def _connect_until_given_up(self) -> None:
-        """Attempts with backoff; a lost session starts a fresh round (EC-001, EC-003)."""
+        """Attempts with backoff; a lost session starts a fresh round (EC-001, EC-003).
+
+        An HTTP upstream whose port refuses connections is retried as soon as its port
+        accepts again, and is still watched after the last attempt of a round failed.
+        """
         delays = [*backoff_delays(self._retry.max_attempts, self._retry.base_secs), None]
         attempt = 0
         while attempt < len(delays):
             delay = delays[attempt]
             attempt += 1
             event = ServerEvent.CONNECT if self.status is ServerStatus.DISCONNECTED else ServerEvent.RECONNECT
+            self._kick = anyio.Event()
             self._move(event)
             try:
                 reason = await self._connect_and_hold()
@@ -130,9 +166,11 @@ class ServerSupervisor:
             except (UpstreamConnectError, EnvVarError) as exc:
                 self._move(ServerEvent.CONNECT_FAILED, str(exc))
                 logger.warning("%s (attempt %d of %d)", exc, attempt, len(delays))
-                if isinstance(exc, EnvVarError) or delay is None:
-                    break  # a missing variable will not appear by retrying
-                await self._sleep(delay)
+                # A missing variable will not appear by retrying.
+                if isinstance(exc, EnvVarError) or not await self._pause(delay, exc):
+                    break
+                if delay is None:
+                    attempt = 0  # the round was over, and the port listens again: a fresh round
                 continue
             if self._admin_disconnect:
                 self._admin_disconnect = False
@@ -141,6 +179,38 @@ class ServerSupervisor:
                 self._move(ServerEvent.HEALTH_ERROR, reason)
             logger.warning("upstream %s lost: %s; reconnecting", self.name, reason)
             attempt = 0
+
+    async def _pause(self, delay: float | None, failure: UpstreamConnectError) -> bool:
+        """Wait before the next attempt; whether to make one.
+
+        ``delay`` is the backoff (None: the round's last attempt failed). A request to
+        connect cuts the wait short. An HTTP upstream that refused connections is tried
+        again as soon as its port accepts, even after the round is over; otherwise a round
+        that is over gives up (False).
+        """
+        address = self._address if refused(failure) else None
+        if address is not None and await port_open(address, self._retry.probe_every_secs * 4):
+            return True  # it listens again already
+        if delay is None and address is None:
+            return False
+        async with anyio.create_task_group() as tg:
+
+            async def until(waiting: Awaitable[object]) -> None:
+                await waiting
+                tg.cancel_scope.cancel()
+
+            if delay is not None:
+                tg.start_soon(until, self._sleep(delay))
+            tg.start_soon(until, self._kick.wait())
+            if address is not None:
+                tg.start_soon(until, wait_port_open(address, self._retry.probe_every_secs))
+        return True
+
+    @property
+    def _address(self) -> Address | None:
+        if self.config.transport is Transport.STDIO:
+            return None
+        return address_of(self.config.base_url or self.config.url)
 
     async def _connect_and_hold(self) -> str:
         """Connect, then hold the session until it ends; returns why it ended."""
@@ -163,13 +233,76 @@ class ServerSupervisor:
             else:
                 self.connection = connection
                 self._move(ServerEvent.CONNECT_OK)
+                watch = anyio.CancelScope()
+                if connection.pipe is not None:
+                    tg.start_soon(self._watch_pipe, connection, connection.pipe, watch)
                 try:
                     await connection.wait_closed()
                 finally:
+                    watch.cancel()
                     self.connection = None
         if failure is not None:
             raise failure
         return connection.close_reason or "session closed"
+
+    async def _watch_pipe(self, connection: UpstreamConnection, pipe: StdioPipe, scope: anyio.CancelScope) -> None:
+        """Give the session up the moment its server process is gone (killed, crashed, exited)."""
+        with scope:
+            reason = await pipe.wait_gone()
+            if connection.close_reason is None:
+                logger.warning("upstream %s: %s", self.name, reason)
+                connection.abandon(reason)
+
+    def call_succeeded(self) -> None:
+        """A call came back: counts like a passing health check (kept cheap, it runs per call)."""
+        self.calls += 1
+        if self.consecutive_failures:
+            self._fold_call(_PASSED)
+
+    def call_failed(self, exc: UpstreamError | None) -> None:
+        """A call failed with ``exc``: a transport failure counts like a failed health check,
+        a refused connection loses the session at once, an upstream's answer counts as a pass."""
+        self.calls += 1
+        self.call_errors += 1
+        kind = CallFailure.NONE if exc is None else classify_call_failure(exc)
+        if kind is CallFailure.NONE:
+            if self.consecutive_failures:
+                self._fold_call(_PASSED)
+            return
+        assert exc is not None
+        error = str(exc)
+        if kind is CallFailure.UNREACHABLE and self.connection is not None and can_execute(self.status):
+            self.consecutive_failures += 1
+            self.last_error = error
+            self.health_event(ServerEvent.HEALTH_ERROR, error)
+            return
+        self._fold_call(HealthResult(HealthOutcome.UNHEALTHY, None, error))
+
+    def _fold_call(self, result: HealthResult) -> None:
+        if self.connection is None or not can_execute(self.status):
+            return  # no session to judge: the reconnection round owns the state
+        update = apply_health_result(
+            self.status,
+            self.consecutive_failures,
+            result,
+            degraded_after=self._retry.degraded_after,
+            error_after=self._retry.error_after,
+        )
+        self.consecutive_failures = update.consecutive_failures
+        if result.error:
+            self.last_error = result.error
+        if update.status is not self.status:
+            if update.status is ServerStatus.CONNECTED:
+                logger.info("upstream %s answers calls again; status CONNECTED", self.name)
+            else:
+                logger.warning(
+                    "upstream %s: %d calls in a row failed; status %s: %s",
+                    self.name,
+                    update.consecutive_failures,
+                    update.status.value,
+                    result.error,
+                )
+            self.health_event(_HEALTH_EVENTS[update.status], result.error)
 
     def _tools_changed(self, _connection: UpstreamConnection) -> None:
         self._on_change(self, None, True)

@@ -110,6 +110,8 @@ class StdioPipe:
         self._log_sinks: dict[str, LogSink] = {}
         """Raw calls whose caller takes the server's log messages, oldest first."""
         self._process: _ServerProcess | None = None
+        self.pid: int | None = None
+        """The server process's id, once started."""
         self._stdin: asyncio.WriteTransport | None = None
         self._closed = False
         self._outgoing = LineBatch(self._write_now)
@@ -120,6 +122,9 @@ class StdioPipe:
         self._too_long = False
         self._backlog = LineBacklog[bytes | _Oversized](_backlog_size, self._pause_output, self._resume_output)
         """Lines waiting for the SDK session, with any that came in behind them."""
+        self._gone = anyio.Event()
+        self.gone_reason: str | None = None
+        """Why the server is gone (its output closed, or its process exited), once it is."""
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
@@ -137,6 +142,7 @@ class StdioPipe:
             start_new_session=True,
         )
         self._process = process
+        self.pid = transport.get_pid()
         # uvloop's pipe transports implement asyncio's without deriving from them.
         self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         inbox_send, inbox = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -194,6 +200,22 @@ class StdioPipe:
 
     def _ended(self) -> None:
         self._backlog.end()
+        self._went("the server closed its output")
+
+    def _went(self, reason: str) -> None:
+        if self.gone_reason is None:
+            self.gone_reason = reason
+            self._gone.set()
+
+    async def wait_gone(self) -> str:
+        """Return, with the reason, as soon as the server's output closes or its process exits.
+
+        The supervisor waits on this so that a killed or crashed server is replaced at once,
+        whether or not a call was running on it.
+        """
+        await self._gone.wait()
+        assert self.gone_reason is not None
+        return self.gone_reason
 
     def _pause_output(self) -> None:
         if self._process is not None:
@@ -456,6 +478,8 @@ class _ServerProcess(asyncio.SubprocessProtocol):
 
     def process_exited(self) -> None:
         self.exited.set()
+        code = self._transport.get_returncode() if self._transport is not None else None
+        self._pipe._went("the server process exited" + (f" (status {code})" if code is not None else ""))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._pipe._ended()

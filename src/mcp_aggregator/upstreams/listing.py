@@ -1,0 +1,79 @@
+"""Listing what an upstream offers, every page of it, through the SDK's client."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from mcp_aggregator.upstreams.wire_checks import describe_error
+
+logger = logging.getLogger(__name__)
+
+MAX_PAGES: Final = 1000
+
+
+async def list_all_tools(client: Client) -> tuple[types.Tool, ...]:
+    """Every page of ``tools/list``. Raises what the client raises."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(tools)
+
+
+async def list_pages(name: str, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]) -> None:
+    """Every page of one list (prompts, resources, templates) into ``out``.
+
+    A server may declare a capability and still not implement one list (templates): an
+    upstream error is logged and what it did list stays usable.
+    """
+    cursor: str | None = None
+    try:
+        for _ in range(MAX_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await client.session.send_request(request_type(params=params), result_type)
+            out.extend(getattr(page, attr))
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except MCPError as exc:
+        logger.info("upstream %s: listing %s failed: %s", name, attr, describe_error(exc))
+
+
+Features = tuple[tuple[types.Prompt, ...], tuple[types.Resource, ...], tuple[types.ResourceTemplate, ...]]
+
+
+async def list_features(name: str, client: Client) -> Features:
+    """Prompts, resources and templates, each paginated, concurrently (capabilities permitting)."""
+    caps = client.server_capabilities
+    prompts: list[types.Prompt] = []
+    resources: list[types.Resource] = []
+    templates: list[types.ResourceTemplate] = []
+    async with anyio.create_task_group() as tg:
+        if caps.prompts is not None:
+            tg.start_soon(
+                list_pages, name, client, types.ListPromptsRequest, types.ListPromptsResult, "prompts", prompts
+            )
+        if caps.resources is not None:
+            tg.start_soon(
+                list_pages, name, client, types.ListResourcesRequest, types.ListResourcesResult, "resources", resources
+            )
+            tg.start_soon(
+                list_pages,
+                name,
+                client,
+                types.ListResourceTemplatesRequest,
+                types.ListResourceTemplatesResult,
+                "resource_templates",
+                templates,
+            )
+    return tuple(prompts), tuple(resources), tuple(templates)
