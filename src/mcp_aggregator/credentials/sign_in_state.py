@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from dataclasses import asdict, dataclass
 
 from mcp_aggregator.credentials.secret_box import SecretBox
@@ -32,7 +33,8 @@ class SignInStates:
     def __init__(self, box: SecretBox, ttl_secs: float) -> None:
         self._box = box
         self._ttl = ttl_secs
-        self._taken: set[str] = set()
+        self._taken: dict[str, float] = {}
+        """Nonces taken, with when; forgotten once their state has expired anyway."""
 
     def issue(self, pending: PendingSignIn) -> str:
         stamped = PendingSignIn(**{**asdict(pending), "nonce": secrets.token_urlsafe(16)})
@@ -45,7 +47,9 @@ class SignInStates:
         if text is None:
             raise SignInStateError("unknown, altered or expired state; start the sign-in again")
         pending = PendingSignIn(**json.loads(text))
+        now = time.monotonic()
+        self._taken = {nonce: at for nonce, at in self._taken.items() if now - at <= self._ttl}
         if pending.nonce in self._taken:
             raise SignInStateError("this sign-in was already completed; start a new one")
-        self._taken.add(pending.nonce)
+        self._taken[pending.nonce] = now
         return pending
