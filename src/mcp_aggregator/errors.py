@@ -191,8 +191,10 @@ class SignInRequiredError(UpstreamError):
     ``sign_in_required`` or ``refresh_failed``.
     """
 
-    def __init__(self, server: str, auth_status: str, detail: str | None = None) -> None:
+    def __init__(self, server: str, auth_status: str, detail: str | None = None, *, url: str | None = None) -> None:
         self.auth_status = auth_status
+        self.url = url
+        """Per user: the caller's own sign-in URL."""
         what = "its tokens could not be refreshed" if auth_status == "refresh_failed" else "no one has signed in yet"
         message = (
             f"sign-in required ({what}{': ' + detail if detail else ''}); sign in with "

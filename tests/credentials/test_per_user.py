@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 
 from mcp_aggregator.errors import SignInRequiredError
@@ -50,3 +51,33 @@ async def test_each_user_signs_in_once_and_their_calls_carry_their_own_token(tmp
         assert await whoami_as(gateway, alice) == "alice"
         with pytest.raises(SignInRequiredError, match="calling client is not identified"):
             await whoami_as(gateway, ClientIdentity())
+
+
+async def test_a_client_taking_url_elicitation_is_asked_to_sign_in_and_its_call_then_goes_through(
+    tmp_path: Path,
+) -> None:
+    carol = ClientIdentity(name="carol")
+    asked: list[types.ElicitRequestURLParams] = []
+
+    async def ask(request: types.InputRequest) -> types.InputResponse | types.ErrorData:
+        assert isinstance(request, types.ElicitRequest)
+        assert isinstance(request.params, types.ElicitRequestURLParams)
+        asked.append(request.params)
+        # The person opens the URL the client shows them and signs in.
+        await browser_sign_in(request.params.url, "alice")
+        return types.ElicitResult(action="accept")
+
+    url_capable = types.ClientCapabilities(
+        elicitation=types.ElicitationCapability(url=types.UrlElicitationCapability())
+    )
+    caller = Caller(capabilities=url_capable, ask=ask, identity=carol)
+    async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world, per_user=True))) as face:
+        gateway = face.gateway
+        await gateway.wait_settled(SETTLE)
+        async with face.admin() as http:
+            await sign_in(face, http, await server_id(http), user="bob")
+        result = await gateway.pipeline.call_tool_result("protected__whoami", {}, caller=caller)
+        assert not result.is_error and result.structured_content == {"result": "alice"}
+        assert len(asked) == 1 and asked[0].mode == "url" and "Sign in to protected" in asked[0].message
+        await gateway.pipeline.call_tool_result("protected__whoami", {}, caller=caller)
+        assert len(asked) == 1, "signed in once"

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+import anyio
 import httpx2
 
 from mcp_aggregator.credentials.config import CredentialsSettings, Grant, UpstreamOAuth
@@ -61,6 +62,7 @@ class Credentials:
         self._now = now
         self._servers: dict[str, ServerCredentials] = {}
         self._users: dict[tuple[str, str], ServerCredentials] = {}
+        self._done: dict[tuple[str, str], anyio.Event] = {}
         self.per_user: dict[str, ServerCredentials] = {}
         """The ``per_user`` servers, by name (read on every relayed call: a plain lookup)."""
         self.public_base: str | None = None
@@ -145,8 +147,12 @@ class Credentials:
             redirect = self.callback_url(self.public_base or "")
             url = await self.start_sign_in(server.server_id, redirect, subject=subject)
             raise SignInRequiredError(
-                server.name, exc.auth_status, f"user {subject} signs in once at {url} and calls again"
+                server.name, exc.auth_status, f"user {subject} signs in once at {url} and calls again", url=url
             ) from exc
+
+    def sign_in_done(self, server_id: str, subject: str) -> anyio.Event:
+        """Set when ``subject`` finishes a sign-in to ``server_id`` in this process."""
+        return self._done.setdefault((server_id, subject), anyio.Event())
 
     def _changed(self, creds: ServerCredentials, status: AuthStatus) -> None:
         if not creds.subject:  # a user's tokens concern that user's calls only
@@ -219,4 +225,7 @@ class Credentials:
         if not code:
             raise SignInStateError("the callback carries no code")
         await creds.finish_sign_in(code, pending.verifier, iss)
+        done = self._done.pop((pending.server_id, pending.subject), None)
+        if done is not None:
+            done.set()
         return creds

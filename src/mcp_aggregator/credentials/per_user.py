@@ -14,14 +14,21 @@ and for every other server this stage leaves the call alone.
 
 from __future__ import annotations
 
+import secrets
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+import mcp_types as types
+
+from mcp_aggregator.credentials.records import AuthStatus
 from mcp_aggregator.credentials.server_credentials import ServerCredentials
 from mcp_aggregator.errors import SignInRequiredError, UpstreamError
 
 if TYPE_CHECKING:
     from mcp_aggregator.credentials.credential_book import Credentials
+
+_RECHECK_SECS = 2.0
 
 acting_user: ContextVar[str | None] = ContextVar("mcp_aggregator_upstream_user", default=None)
 """The user whose token an upstream request carries (set around a per-user call)."""
@@ -90,12 +97,45 @@ class PerUserTokens:
                 "sign_in_required",
                 "this server signs in per user and the calling client is not identified",
             )
-        await self._book.ensure_user(server, user)
+        try:
+            await self._book.ensure_user(server, user)
+        except SignInRequiredError as exc:
+            if exc.url is None or not await self._signed_in_when_asked(invocation.caller, server, user, exc.url):
+                raise
         token = acting_user.set(user)
         try:
             return await send()
         finally:
             acting_user.reset(token)
+
+    async def _signed_in_when_asked(self, caller: Any, server: ServerCredentials, user: str, url: str) -> bool:
+        """Ask a client that takes URL-mode elicitation to open ``url``; wait for the sign-in.
+
+        False when the client cannot be asked, declines, or the sign-in does not finish within
+        ``credentials.sign_in_ttl_secs`` (the call then fails with the URL in its error).
+        """
+        request = types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                mode="url",
+                message=f"Sign in to {server.name} so the gateway can call it as you.",
+                url=url,
+                elicitation_id=secrets.token_urlsafe(12),
+            )
+        )
+        if caller.refusal(request) is not None:
+            return False
+        done = self._book.sign_in_done(server.server_id, user)
+        answer = await caller.answer(request)
+        if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+            return False
+        with anyio.move_on_after(self._book.settings.sign_in_ttl_secs):
+            while not done.is_set():
+                # The callback may reach another replica: the registry says so too.
+                with anyio.move_on_after(_RECHECK_SECS):
+                    await done.wait()
+                if (await self._book.user(server, user).reload()).status is AuthStatus.SIGNED_IN:
+                    return True
+        return done.is_set()
 
     def on_error(self, invocation: _Invocation, exc: UpstreamError) -> None:
         return None
