@@ -81,3 +81,8 @@ async def test_a_client_taking_url_elicitation_is_asked_to_sign_in_and_its_call_
         assert len(asked) == 1 and asked[0].mode == "url" and "Sign in to protected" in asked[0].message
         await gateway.pipeline.call_tool_result("protected__whoami", {}, caller=caller)
         assert len(asked) == 1, "signed in once"
+
+
+async def test_the_per_user_stage_keeps_the_fast_path_settling_calls_by_callback(tmp_path: Path) -> None:
+    async with Gateway(face_settings(tmp_path)) as gateway:
+        assert gateway.pipeline.errors_only
