@@ -12,6 +12,10 @@ http-stdio, stdio-stdio), against an echo upstream (``bench/echo_server.py``):
 - ``gateway``: ``python -m mcp_aggregator serve --exposure passthrough`` (this checkout's
   ``src``), with ``serve.fast_path: true`` when that setting exists.
 - ``gateway (full pipeline)``: the same with ``serve.fast_path: false`` (n/a without it).
+- ``gateway, profile + policy`` (``gateway-profile``): the same gateway with a profile holding
+  the echo tool and one CEL policy rule, the client on the profile's endpoint
+  (``/mcp/bench``, or ``serve --transport stdio --profile bench``): every call passes the
+  rule. Compare it with ``gateway`` in one run, e.g. ``--side-peers gateway,gateway-profile``.
 - ``FastMCP proxy``: ``create_proxy(upstream, mode="auto")`` from ``fastmcp==4.1.2`` in
   ``bench/.venv-fastmcp`` (it patches ``mcp_types``: never in the gateway's process).
 - ``mcp-proxy``: sparfenyuk's ``mcp-proxy==0.13.0`` in ``bench/.venv-mcp-proxy``; it bridges

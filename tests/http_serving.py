@@ -15,9 +15,8 @@ from starlette.routing import BaseRoute, Mount
 from mcp_aggregator.admin.app import build_admin_app
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
-from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.profile_servers import ProfileServers
 from mcp_aggregator.serve.runner import bind_socket
-from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 
 
@@ -36,19 +35,20 @@ class ServedGateway:
 async def served_over_http(
     settings: Settings, *, stateless: bool = False, admin_token: str | None = None
 ) -> AsyncIterator[ServedGateway]:
-    """The gateway with its MCP endpoint (and, given ``admin_token``, the admin API) over HTTP."""
+    """The gateway with its MCP endpoints (``/mcp``, ``/mcp/<profile>``; given ``admin_token``,
+    the admin API) over HTTP."""
     async with Gateway(settings) as gateway:
         await gateway.wait_settled(30)
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
+        servers = ProfileServers(gateway)
         extra: list[BaseRoute] = []
         if admin_token is not None:
             extra.append(Mount("/", app=build_admin_app(gateway, token=admin_token)))
-        app = build_http_app(gateway_server, stateless=stateless, extra_routes=extra)
+        app = build_http_app(servers.default, profiles=servers.named, stateless=stateless, extra_routes=extra)
         server = uvicorn.Server(uvicorn_config(app, log_level="warning"))
         # A socket listening before uvicorn starts: clients queue on it, nothing to poll.
         sock = bind_socket("127.0.0.1", 0)
         async with anyio.create_task_group() as background:
-            await background.start(gateway_server.run)
+            await background.start(servers.run)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(partial(server.serve, sockets=[sock]))
                 try:

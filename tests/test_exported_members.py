@@ -16,6 +16,7 @@ PACKAGES = [
     "mcp_aggregator.identity",
     "mcp_aggregator.registry",
     "mcp_aggregator.replicas",
+    "mcp_aggregator.sandbox",
     "mcp_aggregator.search",
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",

@@ -37,12 +37,13 @@ PYTHON = sys.executable
 ECHO = BENCH / "echo_server.py"
 RELAY = BENCH / "relay.py"
 PAIRS = ("http-http", "stdio-http", "http-stdio", "stdio-stdio")
-PEERS = ("direct", "relay", "gateway", "gateway-full", "fastmcp", "mcp-proxy")
+PEERS = ("direct", "relay", "gateway", "gateway-full", "gateway-profile", "fastmcp", "mcp-proxy")
 PEER_TITLES = {
     "direct": "direct",
     "relay": "bare byte relay (floor)",
     "gateway": "gateway",
     "gateway-full": "gateway (full pipeline)",
+    "gateway-profile": "gateway, profile + policy",
     "fastmcp": "FastMCP proxy",
     "mcp-proxy": "mcp-proxy",
 }
@@ -201,7 +202,18 @@ def serve_fields_known() -> frozenset[str]:
     return frozenset(done.stdout.split())
 
 
-def gateway_config(upstream: Upstream, env: PathEnv, *, fast_path: bool | None, large: bool = False) -> Path:
+PROFILE = "bench"
+PROFILE_SECTIONS: dict[str, Any] = {
+    "profiles": [{"name": PROFILE, "tools": ["echo.*"], "exposure": "passthrough"}],
+    "policies": [{"name": "no-destructive", "deny": 'tool.annotations.destructiveHint && client.name != "ops"'}],
+}
+"""``gateway-profile``: the client's calls go to a profile's endpoint (its slice of the catalogue)
+and every call passes a CEL policy rule."""
+
+
+def gateway_config(
+    upstream: Upstream, env: PathEnv, *, fast_path: bool | None, large: bool = False, profile: bool = False
+) -> Path:
     """A one-upstream passthrough config; JSON is valid YAML, so it is written as such."""
     index = next(env.counter)
     if upstream.url is not None:
@@ -223,6 +235,8 @@ def gateway_config(upstream: Upstream, env: PathEnv, *, fast_path: bool | None, 
         serve["max_result_bytes"] = 256 * 1024 * 1024
     # The embedding model is the search exposure's; passthrough measures the relay alone.
     config = {"servers": [server], "serve": serve, "search": {"embedder": "none"}}
+    if profile:
+        config.update(PROFILE_SECTIONS)
     path = env.workdir / f"gateway-{index}.yaml"
     path.write_text(json.dumps(config, indent=2))
     return path
@@ -230,24 +244,43 @@ def gateway_config(upstream: Upstream, env: PathEnv, *, fast_path: bool | None, 
 
 @contextlib.contextmanager
 def start_gateway(
-    pair: Pair, upstream: Upstream, env: PathEnv, *, full_pipeline: bool = False, large: bool = False
+    pair: Pair,
+    upstream: Upstream,
+    env: PathEnv,
+    *,
+    full_pipeline: bool = False,
+    large: bool = False,
+    profile: bool = False,
 ) -> Iterator[Endpoint]:
     if full_pipeline and "fast_path" not in env.serve_fields:
         raise Unavailable("serve.fast_path is not a setting of this checkout yet")
     fast_path = (not full_pipeline) if "fast_path" in env.serve_fields else None
 
     def argv(*front: str) -> list[str]:
-        config = gateway_config(upstream, env, fast_path=fast_path, large=large)
+        config = gateway_config(upstream, env, fast_path=fast_path, large=large, profile=profile)
         return [PYTHON, "-m", "mcp_aggregator", "serve", "--config", str(config), "--exposure", "passthrough", *front]
 
+    if profile and "profiles" not in settings_fields_known():
+        raise Unavailable("profiles are not a setting of this checkout yet")
     if pair.client == "stdio":
-        yield Endpoint(stdio_client_of(lambda: argv("--transport", "stdio"), env))
+        stdio = ("--transport", "stdio", "--profile", PROFILE) if profile else ("--transport", "stdio")
+        yield Endpoint(stdio_client_of(lambda: argv(*stdio), env))
         return
     port = free_port()
     log = env.workdir / f"gateway-{pair}-{port}.log"
     with managed_process(argv("--transport", "http", "--host", "127.0.0.1", "--port", str(port)), log) as proc:
         wait_for_http(f"http://127.0.0.1:{port}/healthz", proc, log)
-        yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp"))
+        yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp" + (f"/{PROFILE}" if profile else "")))
+
+
+@functools.cache
+def settings_fields_known() -> frozenset[str]:
+    """The top-level settings sections this checkout's gateway accepts."""
+    code = "from mcp_aggregator.settings import Settings as S; print(*S.model_fields)"
+    done = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=child_env(), cwd=REPO)
+    if done.returncode != 0:
+        raise BenchError(f"cannot import the gateway's settings:\n{done.stderr[-1500:]}")
+    return frozenset(done.stdout.split())
 
 
 # ---------------------------------------------------------------- peers
@@ -312,8 +345,10 @@ def start_path(peer: str, pair: Pair, upstream: Upstream, env: PathEnv) -> conte
         return start_direct(upstream, env)
     if peer == "relay":
         return start_relay(pair, upstream, env)
-    if peer in ("gateway", "gateway-full"):
-        return start_gateway(pair, upstream, env, full_pipeline=peer == "gateway-full")
+    if peer in ("gateway", "gateway-full", "gateway-profile"):
+        return start_gateway(
+            pair, upstream, env, full_pipeline=peer == "gateway-full", profile=peer == "gateway-profile"
+        )
     if peer == "fastmcp":
         return start_fastmcp(pair, upstream, env)
     if peer == "mcp-proxy":

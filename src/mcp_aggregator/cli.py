@@ -22,6 +22,7 @@ import typer
 from mcp_aggregator.admin.admin_token import ADMIN_TOKEN_FILE, read_admin_token
 from mcp_aggregator.errors import AggregationFailedError, ConfigError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.identity import DEFAULT_PROFILE
 from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
 from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
 from mcp_aggregator.search import SearchHit
@@ -106,6 +107,9 @@ def serve(
         typer.Option(help="Replicas on this host, on ports port..port+N-1 (HTTP; N > 1 needs a PostgreSQL registry)."),
     ] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    profile: Annotated[
+        str | None, typer.Option(help="stdio: serve this profile's slice (HTTP serves each at /mcp/<name>).")
+    ] = None,
 ) -> None:
     """Run the gateway."""
     settings = _load(config)
@@ -113,12 +117,16 @@ def serve(
     if updates:
         settings = settings.model_copy(update={"serve": settings.serve.model_copy(update=updates)})
     _setup_logging(verbose)
+    if profile is not None and transport is not TransportChoice.STDIO:
+        raise _fail("--profile: only with --transport stdio; over HTTP each profile is served at /mcp/<name>")
     if workers != 1:
         _serve_workers(settings, workers, config, transport, exposure, verbose)
         return
     try:
         if transport is TransportChoice.STDIO:
-            anyio.run(serve_stdio, settings, backend_options={"use_uvloop": True})
+            anyio.run(
+                partial(serve_stdio, settings, profile=profile or DEFAULT_PROFILE), backend_options={"use_uvloop": True}
+            )
         else:
             # A replica of ``--workers`` says one line; the pool announced the whole set.
             announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport)

@@ -35,11 +35,15 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── LlmAgentError            the LLM mode could not answer (never reaches a client:
     │                                the heuristic mode answers instead)
     ├── PolicyError                  a security policy refused the request
-    │   └── ToolHeldError            the tool's definition changed since it was approved
-    │                                (or it is new and held): 409 / JSON-RPC -32006
+    │   ├── ToolHeldError            the tool's definition changed since it was approved
+    │   │                            (or it is new and held): 409 / JSON-RPC -32006
+    │   └── PolicyDeniedError        a client policy (CEL rule) refused the call: 403 /
+    │                                JSON-RPC -32007, the rule named
     ├── SearchError                  embedding / index failures
-    └── FacadeError                  bad command or params in a facade call
-        └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+    ├── FacadeError                  bad command or params in a facade call
+    │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
+    └── SandboxError                 code mode cannot run scripts (sandbox not running or
+                                     could not start); a script's own failure is a result
 """
 
 from __future__ import annotations
@@ -263,6 +267,21 @@ class ToolHeldError(PolicyError):
         )
 
 
+class PolicyDeniedError(PolicyError):
+    """A configured policy rule refused a call for this client."""
+
+    def __init__(self, rule: str, tool: str, *, reason: str | None = None, message: str | None = None) -> None:
+        self.rule = rule
+        self.tool = tool
+        self.reason = reason
+        text = f"Call to {tool} denied by policy {rule!r}"
+        if message:
+            text += f": {message}"
+        elif reason:
+            text += f" (the rule could not be evaluated: {reason})"
+        super().__init__(text)
+
+
 class SearchError(AggregatorError):
     """Embedding or index failure."""
 
@@ -273,3 +292,9 @@ class FacadeError(AggregatorError):
 
 class RoundtripError(FacadeError):
     """File roundtripping refused: path escape, conflict, unknown manifest."""
+
+
+class SandboxError(AggregatorError):
+    """The code sandbox cannot run scripts at all (not started, or its workers cannot start).
+
+    A failing script is not this: it comes back as an error result the model can act on."""

@@ -31,6 +31,8 @@ from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
+from mcp_aggregator.identity.policy_stage import policy_stages
+from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -40,9 +42,10 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.relay import NO_CALLER, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
@@ -139,7 +142,12 @@ class Gateway:
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
-        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), PerUserTokens(self.credentials), *stages))
+        policies = policy_stages(settings.policies, lambda: self.catalog)
+        # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
+        per_user = PerUserTokens(self.credentials)
+        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *policies, per_user, *stages))
+        self.sandbox = CodeSandbox(settings.code_mode)
+        """Runs code-mode scripts; its worker pool starts at the first script."""
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -160,6 +168,7 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
@@ -585,18 +594,26 @@ class Gateway:
     async def _servers_fitting(self, query: str, k: int) -> list[str]:
         return [hit.server for hit in await self.search_tools(query, k)]
 
-    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``."""
+    async def query(self, arguments: Mapping[str, Any], *, within: QueryScope | None = None) -> dict[str, Any]:
+        """The aggregator query; raises ``InvalidQueryError`` / ``AggregationFailedError``.
+
+        ``within``: a profile's slice (its servers, tools and pipeline); the caller's identity
+        rides on every fan-out call."""
+        caller = current_caller.get()
+        identity_only = Caller(identity=caller.identity) if caller is not None else NO_CALLER
         request = parse_query_arguments(
             arguments,
-            known_servers=set(self.upstreams.supervisors),
+            known_servers=set(self.upstreams.supervisors) if within is None else within.servers(),
             default_max_results=self.settings.aggregator.default_max_results,
         )
+        pipeline = self.pipeline if within is None else within.pipeline
         targets = []
         for name in self.exposed_servers():
             connection = self.upstreams.supervisors[name].connection
             if connection is not None:
-                targets.append(PipelineTarget(self.pipeline, name, connection.tools))
+                tools = connection.tools if within is None else within.tools_of(name, connection.tools)
+                if tools:
+                    targets.append(PipelineTarget(pipeline, name, tools, identity_only))
         response = await self.engine.query(request, targets)
         return response.to_json()
 

@@ -39,11 +39,17 @@ def _tokens(result: dict[str, Any]) -> None:
     assert result["per_task"]["tasks"] > 0
 
 
+def _code_mode(result: dict[str, Any]) -> None:
+    assert result["tokens"][0]["tasks"] > 0 and result["tokens"][0]["context"]["code"] > 0
+    assert result["latency"]["one_script_two_calls"]["p50_ms"] > 0
+
+
 SCRIPTS = [
     ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
     ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
     ("search_bench.py", ["--size", "600"], "--json", _search),
     ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
+    ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
 ]
 
 

@@ -227,3 +227,11 @@ def test_an_unknown_side_method_is_refused_naming_the_option(capsys: pytest.Capt
     with pytest.raises(SystemExit):
         parse_options(["--side-method", "tools/list"])
     assert "--side-method" in capsys.readouterr().err
+
+
+def test_a_profile_with_a_policy_is_a_path_beside_plain_passthrough(tmp_path: Path) -> None:
+    argv = "--only http-http,stdio-stdio --side-peers gateway,gateway-profile --side-calls 6 --warmup 1"
+    rows = side_rows(tmp_path, f"{argv} --stdio-sessions 1")
+    assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
+        (pair, peer, None, 0, 6) for pair in ("http-http", "stdio-stdio") for peer in ("gateway", "gateway-profile")
+    ]

@@ -97,3 +97,30 @@ def test_status_projection() -> None:
         "lastError": "boom",
     }
     assert project_status(status, Detail.FULL)["details"] == {"failures": 3}
+
+
+def test_with_a_signature_standard_gives_it_instead_of_args_and_full_instead_of_schemas() -> None:
+    tool = ToolRecord(
+        "srv.find",
+        "srv",
+        "Find things.",
+        {"type": "object", "properties": {"q": {"type": "string", "description": " what  to find "}, "n": {}}},
+        original_name="find",
+        output_schema={"type": "object"},
+    )
+
+    def signature(record: ToolRecord) -> str:
+        return f"{record.original_name}(q: str = ...) -> dict"
+
+    standard = project_tool(tool, Detail.STANDARD, signature)
+    assert standard == {
+        "name": "srv.find",
+        "server": "srv",
+        "description": "Find things.",
+        "signature": "find(q: str = ...) -> dict",
+    }
+    full = project_tool(tool, Detail.FULL, signature)
+    assert full["signature"] == "find(q: str = ...) -> dict"
+    assert full["argDocs"] == {"q": "what to find"}
+    assert "inputSchema" not in full and "outputSchema" not in full
+    assert project_tool(tool, Detail.FULL)["inputSchema"] == tool.input_schema

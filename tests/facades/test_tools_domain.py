@@ -136,3 +136,11 @@ async def test_validate_checks_arguments_without_calling(catalog: FakeCatalog) -
     good = await domain.dispatch({"cmd": "validate", "params": {"name": "docs__search", "arguments": {"query": "q"}}})
     assert good["data"] == {"valid": True, "errors": []}
     assert catalog.calls == []
+
+
+async def test_a_domain_with_chosen_commands_refuses_the_others_and_says_what_it_does(catalog: FakeCatalog) -> None:
+    domain = build_tools_domain(catalog, commands=("search", "get"))
+    assert [command.name for command in domain.commands] == ["search", "get"]
+    assert domain.description == "Find and inspect the tools of all connected servers."
+    refused = await domain.dispatch({"cmd": "execute", "params": {"name": "x"}})
+    assert not refused["ok"]

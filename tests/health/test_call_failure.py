@@ -26,14 +26,17 @@ def raised_from(error: UpstreamError, cause: BaseException) -> UpstreamError:
     ("error", "kind"),
     [
         (UpstreamCallError("s", "Unknown tool", code=-32602), CallFailure.NONE),
+        (UpstreamCallError("s", "Session terminated", code=-32600), CallFailure.LOST),
+        (UpstreamCallError("s", "Session not found", code=-32600), CallFailure.LOST),
+        (UpstreamCallError("s", "Session terminated", code=-32000), CallFailure.NONE),
         (UpstreamError("s", "something else"), CallFailure.NONE),
         (UpstreamClosedError("s", "the server closed its output"), CallFailure.TRANSPORT),
         (UpstreamTimeoutError("s", "timeout after 3s while calling tool 'x'"), CallFailure.TRANSPORT),
         (UpstreamConnectError("s", "connect timeout after 30s"), CallFailure.TRANSPORT),
-        (UpstreamClosedError("s", "upstream went away (connection refused)"), CallFailure.UNREACHABLE),
+        (UpstreamClosedError("s", "upstream went away (connection refused)"), CallFailure.LOST),
         (
             raised_from(UpstreamClosedError("s", "cannot connect"), ConnectionRefusedError(111, "nope")),
-            CallFailure.UNREACHABLE,
+            CallFailure.LOST,
         ),
         (
             raised_from(UpstreamClosedError("s", "reset"), ConnectionResetError(104, "Connection reset by peer")),

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_aggregator.serve.client_auth import StaticTokens
+from mcp_aggregator.identity.clients import ClientBook
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.runner import bind_socket
 from mcp_aggregator.settings import OAuthSettings, ServerConfig, Transport
@@ -39,11 +39,12 @@ KID = "test-key-1"
 
 
 def test_static_tokens_match_only_whole_tokens() -> None:
-    tokens = StaticTokens(["first-token-0123456789", "second-token-0123456789"])
-    assert tokens.match("second-token-0123456789") == 1
-    assert tokens.match("first-token-012345678") is None
-    assert tokens.match("first-token-0123456789x") is None
-    assert not StaticTokens([])
+    tokens = ClientBook([], ["first-token-0123456789", "second-token-0123456789"])
+    found = tokens.by_token("second-token-0123456789")
+    assert found is not None and found.name is None and found.profiles == {"default"}
+    assert tokens.by_token("first-token-012345678") is None
+    assert tokens.by_token("first-token-0123456789x") is None
+    assert not ClientBook([]).has_tokens
 
 
 async def post_initialize(http: httpx.AsyncClient, token: str | None) -> httpx.Response:

@@ -11,9 +11,10 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
+from mcp_aggregator.errors import UpstreamTimeoutError
 from mcp_aggregator.settings import Settings
 from tests.conftest import stdio_fixture
-from tests.serve.http_face import face_settings, http_face
+from tests.serve.http_face import API, face_settings, http_face
 
 
 class Awaited(logging.Handler):
@@ -103,3 +104,21 @@ async def test_an_abandoned_handshake_session_is_closed_after_session_idle_secs(
                 await reaped.seen.wait()
         later = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers)
         assert later.status_code == 404
+
+
+async def test_the_status_api_says_what_calls_see(tmp_path: Path) -> None:
+    """Two calls in a row timing out: the API says DEGRADED, two failures, and why."""
+    settings = face_settings(tmp_path, stdio_fixture("alpha", tool_timeout_secs=0.2))
+    async with http_face(settings) as face, face.admin() as api:
+        gateway = face.gateway
+        await gateway.wait_until(lambda: gateway.supervisors["alpha"].connection is not None, timeout_secs=30)
+        for _ in range(2):
+            with pytest.raises(UpstreamTimeoutError):
+                await gateway.call_tool("alpha.hang")
+        (listed,) = (await api.get(f"{API}/servers")).json()
+        assert (listed["status"], listed["consecutive_failures"]) == ("DEGRADED", 2)
+        detail = (await api.get(f"{API}/servers/{listed['id']}")).json()
+        assert detail["last_error"] == "alpha: timeout after 0.2s while calling tool 'hang'"
+        await gateway.call_tool("alpha.echo", {"text": "fine"})
+        (listed,) = (await api.get(f"{API}/servers")).json()
+        assert (listed["status"], listed["consecutive_failures"]) == ("CONNECTED", 0)

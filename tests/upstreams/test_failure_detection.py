@@ -34,21 +34,6 @@ def quiet(*servers: ServerConfig, **health: Any) -> Settings:
     return settings_for(*servers, sections={"health": {"interval_secs": 3600, **health}})
 
 
-class Timeline:
-    """Every status a supervisor passes through, as the gateway is told of it."""
-
-    def __init__(self, sup: ServerSupervisor) -> None:
-        self.statuses: list[ServerStatus] = [sup.status]
-        self._sup = sup
-        self._inner = sup._on_change
-        sup._on_change = self._seen
-
-    def _seen(self, sup: ServerSupervisor, event: Any, persist: bool) -> None:
-        if sup.status is not self.statuses[-1]:
-            self.statuses.append(sup.status)
-        self._inner(sup, event, persist)
-
-
 def start_http_fixture(port: int, *, name: str = "web") -> HttpUpstream:
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.upstream.fixture_server", "http", "--name", name, "--port", str(port)],
@@ -89,7 +74,7 @@ async def new_session(gateway: Gateway, sup: ServerSupervisor, old: object, with
 async def test_a_killed_stdio_upstream_is_replaced_at_once_without_a_call() -> None:
     async with running_gateway(quiet(stdio_fixture("alpha"), stdio_fixture("beta"))) as (gateway, _client):
         sup = gateway.supervisors["alpha"]
-        timeline = Timeline(sup)
+        seen = len(sup.history) - 1
         old, pid = sup.connection, int(text_of(await gateway.call_tool("alpha.pid")))
         os.kill(pid, signal.SIGKILL)
         await gateway.wait_until(lambda: sup.status is not ServerStatus.CONNECTED, timeout_secs=5)
@@ -97,7 +82,7 @@ async def test_a_killed_stdio_upstream_is_replaced_at_once_without_a_call() -> N
             await gateway.call_tool("alpha.echo", {"text": "meanwhile"})
         await new_session(gateway, sup, old, within=20)
         assert int(text_of(await gateway.call_tool("alpha.pid"))) != pid
-        assert timeline.statuses == [
+        assert list(sup.history)[seen:] == [
             ServerStatus.CONNECTED,
             ServerStatus.ERROR,
             ServerStatus.CONNECTING,
@@ -149,7 +134,7 @@ async def test_killed_mcp_server_time_comes_back_under_load() -> None:
 async def test_calls_failing_on_the_transport_degrade_then_error_the_server() -> None:
     async with running_gateway(quiet(stdio_fixture("alpha", tool_timeout_secs=0.2))) as (gateway, _client):
         sup = gateway.supervisors["alpha"]
-        timeline = Timeline(sup)
+        seen = len(sup.history) - 1
         old = sup.connection
         for expected in (1, 2):
             with pytest.raises(UpstreamError, match=r"timeout after 0\.2s"):
@@ -163,7 +148,7 @@ async def test_calls_failing_on_the_transport_degrade_then_error_the_server() ->
             with pytest.raises(UpstreamError):
                 await gateway.call_tool("alpha.hang")
         await new_session(gateway, sup, old, within=20)
-        assert timeline.statuses == [
+        assert list(sup.history)[seen:] == [
             ServerStatus.CONNECTED,
             ServerStatus.DEGRADED,
             ServerStatus.CONNECTED,
@@ -191,7 +176,7 @@ async def test_an_http_upstream_stopped_and_restarted_on_its_port_is_reconnected
     web = ServerConfig(name="web", transport="http", base_url=upstream.mcp_url, protocol=protocol)  # type: ignore[arg-type]
     async with running_gateway(quiet(web, stdio_fixture("beta"))) as (gateway, client):
         sup = gateway.supervisors["web"]
-        timeline = Timeline(sup)
+        seen = len(sup.history) - 1
         old = sup.connection
         assert not (await client.call_tool("web__echo", {"text": "up"})).is_error
         upstream.process.send_signal(signal.SIGKILL)
@@ -205,8 +190,9 @@ async def test_an_http_upstream_stopped_and_restarted_on_its_port_is_reconnected
         await anyio.to_thread.run_sync(http_on_port, port)
         await new_session(gateway, sup, old, within=10)
         assert text_of(await client.call_tool("web__echo", {"text": "back"})) == "back"
-        assert timeline.statuses[:3] == [ServerStatus.CONNECTED, ServerStatus.ERROR, ServerStatus.CONNECTING]
-        assert timeline.statuses[-1] is ServerStatus.CONNECTED
+        passed = list(sup.history)[seen:]
+        assert passed[:3] == [ServerStatus.CONNECTED, ServerStatus.ERROR, ServerStatus.CONNECTING]
+        assert sup.history[-1] is ServerStatus.CONNECTED
 
 
 async def test_an_http_upstream_down_past_every_attempt_is_still_watched(
@@ -235,3 +221,24 @@ async def test_the_stdio_pipe_says_why_its_server_is_gone(caplog: pytest.LogCapt
             await gateway.call_tool("alpha.crash")
         await new_session(gateway, sup, old, within=20)
     assert any("upstream alpha" in r.getMessage() and "lost" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_handshake_session_its_restarted_upstream_no_longer_knows_is_replaced_at_once(
+    http_on_port: Callable[[int], HttpUpstream],
+) -> None:
+    """Stopped and started again between two calls: the next call meets "Session terminated"."""
+    port = free_port()
+    upstream = http_on_port(port)
+    web = ServerConfig(name="web", transport="http", base_url=upstream.mcp_url, protocol="legacy")  # type: ignore[arg-type]
+    async with running_gateway(quiet(web)) as (gateway, client):
+        sup = gateway.supervisors["web"]
+        old = sup.connection
+        assert text_of(await client.call_tool("web__echo", {"text": "before"})) == "before"
+        upstream.process.send_signal(signal.SIGKILL)
+        upstream.process.wait()
+        await anyio.to_thread.run_sync(http_on_port, port)
+        if sup.connection is old:
+            with pytest.raises(MCPError, match="web"):
+                await client.call_tool("web__echo", {"text": "stale session"})
+        await new_session(gateway, sup, old, within=10)
+        assert text_of(await client.call_tool("web__echo", {"text": "after"})) == "after"

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from mcp_aggregator.admin import metrics, oauth_routes, query_routes, search_routes, servers_routes, state_routes
+from mcp_aggregator.admin import (
+    identity_routes,
+    metrics,
+    oauth_routes,
+    query_routes,
+    search_routes,
+    servers_routes,
+    state_routes,
+)
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.auth import AdminTokenMiddleware
 from mcp_aggregator.admin.error_mapping import install_error_handlers
@@ -38,6 +46,7 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(identity_routes.router)
     app.include_router(metrics.router)
     app.include_router(build_page_router())
     app.add_middleware(AdminTokenMiddleware, token=token)

@@ -30,17 +30,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind_allowed(serve: ServeSettings) -> None:
+def check_bind_allowed(serve: ServeSettings, *, named_clients: bool = False) -> None:
     """Refuse to serve ``/mcp`` beyond this machine to anyone who asks.
 
     The admin API always wants its token (made at first start when unset); ``/mcp`` is
-    open only when neither ``serve.mcp_tokens`` nor ``serve.oauth`` is configured, which is
+    open only when none of ``serve.mcp_tokens``, ``serve.oauth`` and named ``clients`` with
+    tokens (``named_clients``) is configured, which is
     allowed on a loopback address only.
 
     Raises:
         ConfigError: ``serve.host`` is not loopback and ``/mcp`` has no client authentication.
     """
-    if is_loopback(serve.host) or serve.mcp_tokens or serve.oauth is not None:
+    if is_loopback(serve.host) or serve.mcp_tokens or named_clients or serve.oauth is not None:
         return
     raise ConfigError(
         f"refusing to bind to {serve.host or '0.0.0.0'}: clients of /mcp must authenticate beyond "

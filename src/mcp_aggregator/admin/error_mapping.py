@@ -24,6 +24,7 @@ from mcp_aggregator.errors import (
     InvalidInputError,
     InvalidQueryError,
     LimitExceededError,
+    PolicyDeniedError,
     RegistryError,
     RoutingError,
     SearchError,
@@ -45,6 +46,8 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     if isinstance(exc, ToolHeldError):
         reason = "changed" if exc.changed else "new"
         return 409, {"message": str(exc), "server": exc.server, "tool": exc.tool, "reason": reason}
+    if isinstance(exc, PolicyDeniedError):
+        return 403, {"message": str(exc), "rule": exc.rule, "tool": exc.tool}
     if isinstance(exc, ServerNotFoundError | RoutingError):
         return _routing_error(exc)
     if isinstance(exc, LimitExceededError | ConfigError | FacadeError):

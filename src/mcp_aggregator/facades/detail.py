@@ -7,6 +7,7 @@ everything, schemas included. Projections omit empty fields: they cost tokens an
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -66,19 +67,38 @@ def _compact(record: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in record.items() if value not in (None, "", [], {})}
 
 
-def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
+Signature = Callable[[ToolRecord], str]
+"""A tool written for a script (code mode). With one, ``standard`` gives ``signature``
+instead of ``args``, and ``full`` gives ``signature`` and the arguments' descriptions
+(``argDocs``) instead of the raw input and output schemas: the signature carries their
+types, enums and result shape, and the model writes a script, not a JSON request."""
+
+
+def project_tool(tool: ToolRecord, detail: Detail, signature: Signature | None = None) -> dict[str, Any]:
     if detail is Detail.MINIMAL:
         return {"name": tool.name, "server": tool.server}
     if detail is Detail.STANDARD:
+        if signature is not None:
+            args = {"signature": signature(tool)}
+        else:
+            args = {"args": ParamSchema(tool.input_schema, lenient=True).signature()}
         return _compact(
             {
                 "name": tool.name,
                 "server": tool.server,
                 "skill": tool.skill,
                 "description": excerpt(tool.description),
-                "args": ParamSchema(tool.input_schema, lenient=True).signature(),
+                **args,
             }
         )
+    shape: dict[str, Any]
+    if signature is not None:
+        shape = {"signature": signature(tool), "argDocs": arg_docs(tool.input_schema)}
+    else:
+        shape = {
+            "inputSchema": dict(tool.input_schema),
+            "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
+        }
     return _compact(
         {
             "name": tool.name,
@@ -87,16 +107,27 @@ def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
             "title": tool.title,
             "skill": tool.skill,
             "description": tool.description,
-            "inputSchema": dict(tool.input_schema),
-            "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
+            **shape,
             "annotations": dict(tool.annotations) if tool.annotations else None,
         }
     )
 
 
-def project_hit(hit: ScoredTool, detail: Detail) -> dict[str, Any]:
+def arg_docs(schema: Mapping[str, Any]) -> dict[str, str]:
+    """The description of each top-level argument that has one, by argument name."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return {}
+    return {
+        name: " ".join(prop["description"].split())
+        for name, prop in props.items()
+        if isinstance(prop, Mapping) and isinstance(prop.get("description"), str) and prop["description"].strip()
+    }
+
+
+def project_hit(hit: ScoredTool, detail: Detail, signature: Signature | None = None) -> dict[str, Any]:
     """A search hit: the tool's projection plus its score (rounded: digits past 3 are noise)."""
-    record = project_tool(hit.tool, detail)
+    record = project_tool(hit.tool, detail, signature)
     if detail is not Detail.MINIMAL:
         record["score"] = round(hit.score, 3)
     return record

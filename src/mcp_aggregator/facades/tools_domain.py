@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import mcp_types as types
 
 from mcp_aggregator.errors import FacadeError
 from mcp_aggregator.facades.command import Command
-from mcp_aggregator.facades.detail import Detail, project_hit, project_tool
+from mcp_aggregator.facades.detail import Detail, Signature, project_hit, project_tool
 from mcp_aggregator.facades.domain import Domain
 from mcp_aggregator.facades.envelope import Listing, content_text, render_call_result
 from mcp_aggregator.facades.param_schema import ParamSchema, object_schema
@@ -51,10 +51,19 @@ _FILTERS = {"server": {"type": "string"}, "skill": {"type": "string"}}
 _ARGUMENTS = {"type": "object"}
 
 
-def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
+def build_tools_domain(
+    view: ToolCatalogView,
+    *,
+    name: str = "tools",
+    signature: Signature | None = None,
+    commands: Collection[str] | None = None,
+) -> Domain:
+    """The domain over ``view``. ``signature`` writes each tool for scripts (code mode);
+    ``commands`` keeps only the named commands (all five by default)."""
+
     async def search(params: dict[str, Any], detail: Detail) -> Any:
         hits = await view.search(params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill"))
-        return [project_hit(hit, detail) for hit in hits]
+        return [project_hit(hit, detail, signature) for hit in hits]
 
     async def list_(params: dict[str, Any], detail: Detail) -> Any:
         page = await view.list(
@@ -63,10 +72,10 @@ def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
             params.get("cursor"),
             params.get("limit", DEFAULT_LIMIT),
         )
-        return Listing([project_tool(tool, detail) for tool in page.items], page.next_cursor)
+        return Listing([project_tool(tool, detail, signature) for tool in page.items], page.next_cursor)
 
     async def get(params: dict[str, Any], detail: Detail) -> Any:
-        return project_tool(await view.get(params["name"]), detail)
+        return project_tool(await view.get(params["name"]), detail, signature)
 
     async def execute(params: dict[str, Any], detail: Detail) -> Any:
         name, arguments = params["name"], params.get("arguments", {})
@@ -81,7 +90,7 @@ def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
         issues = schema.issues(params.get("arguments", {}), "arguments")
         return {"valid": not issues, "errors": [{"field": i.field, "message": i.message} for i in issues]}
 
-    commands = [
+    every = [
         Command(
             "search",
             "rank tools for a task described in words",
@@ -126,4 +135,7 @@ def build_tools_domain(view: ToolCatalogView, *, name: str = "tools") -> Domain:
             object_schema({"name": _NAME, "arguments": _ARGUMENTS}, required=["name"]),
         ),
     ]
-    return Domain(name, "Find, inspect and run the tools of all connected servers.", commands)
+    kept = [command for command in every if commands is None or command.name in commands]
+    runs = any(command.name == "execute" for command in kept)
+    what = "Find, inspect and run" if runs else "Find and inspect"
+    return Domain(name, f"{what} the tools of all connected servers.", kept)

@@ -3,16 +3,30 @@
 A call that came back, even as a JSON-RPC error or an ``isError`` result, shows the
 transport works and counts like a passing health check. A call the transport failed (the
 session closed, the connection reset, the call timed out) counts like a failed one. A
-refused connection means nothing listens any more: the session is lost at once.
+refused connection means nothing listens any more, and a handshake-era HTTP upstream that
+answers "Session not found" (HTTP 404 for our session id: it restarted) no longer knows
+the session: either way the session is lost at once.
 """
 
 from __future__ import annotations
 
 from enum import Enum
+from typing import Final
 
-from mcp_aggregator.errors import UpstreamClosedError, UpstreamConnectError, UpstreamError, UpstreamTimeoutError
+from mcp_types import INVALID_REQUEST
 
-_REFUSED_TEXTS = ("connection refused", "connect call failed", "all connection attempts failed")
+from mcp_aggregator.errors import (
+    UpstreamCallError,
+    UpstreamClosedError,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+
+_REFUSED_TEXTS: Final = ("connection refused", "connect call failed", "all connection attempts failed")
+_SESSION_GONE: Final = ("Session terminated", "Session not found")
+"""HTTP 404 to a request that carried a session id, in the SDK client's words, or in the
+SDK server's (whose JSON-RPC error body the client passes on)."""
 
 
 class CallFailure(Enum):
@@ -20,15 +34,18 @@ class CallFailure(Enum):
     """The upstream answered: the transport works."""
     TRANSPORT = "transport"
     """Closed, reset or timed out: counts like a failed health check."""
-    UNREACHABLE = "unreachable"
-    """The connection was refused: the session is lost now."""
+    LOST = "lost"
+    """Refused, or the session is unknown upstream: the session is lost now."""
 
 
 def classify_call_failure(exc: UpstreamError) -> CallFailure:
     """How ``exc``, the error a call ended with, bears on its upstream's health."""
+    if isinstance(exc, UpstreamCallError):
+        terminated = exc.code == INVALID_REQUEST and str(exc).endswith(_SESSION_GONE)
+        return CallFailure.LOST if terminated else CallFailure.NONE
     if not isinstance(exc, UpstreamClosedError | UpstreamTimeoutError | UpstreamConnectError):
         return CallFailure.NONE
-    return CallFailure.UNREACHABLE if refused(exc) else CallFailure.TRANSPORT
+    return CallFailure.LOST if refused(exc) else CallFailure.TRANSPORT
 
 
 def refused(exc: BaseException) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
@@ -72,6 +72,8 @@ class Invocation:
     """The tool or prompt name, or resource URI, at the upstream."""
     caller: Caller
     route: Route | None = None
+    arguments: Mapping[str, Any] | None = None
+    """A ``tools/call``'s arguments as the upstream receives them (policies read them)."""
 
 
 Next = Callable[[], Awaitable[Any]]
@@ -89,22 +91,46 @@ class ErrorStage(Protocol):
     def on_error(self, invocation: Invocation, exc: UpstreamError) -> None: ...
 
 
+@runtime_checkable
+class GateStage(Protocol):
+    """A stage that decides before the call whether it may go at all (``admit`` raises an
+    ``AggregatorError`` to refuse) and otherwise leaves it alone; a callback-settled call
+    passes ``admit`` first."""
+
+    async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
+
+    def admit(self, invocation: Invocation) -> None: ...
+
+
 class CallPipeline:
     """Routes and forwards every client request bound for an upstream."""
 
     def __init__(self, routes: Routes, stages: Sequence[Stage] = ()) -> None:
         self._routes = routes
         self._stages = tuple(stages)
-        self.errors_only = all(isinstance(stage, ErrorStage) for stage in self._stages)
-        """Whether every stage is an ``ErrorStage``: then ``settled`` may stand in for ``through``."""
+        self._gates = tuple(stage for stage in self._stages if isinstance(stage, GateStage))
+        # Sorted once: a runtime protocol check per stage and call would show on the fast path.
+        self._on_error = tuple(cast(ErrorStage, stage) for stage in self._stages if not isinstance(stage, GateStage))
+        self.errors_only = all(isinstance(stage, ErrorStage | GateStage) for stage in self._stages)
+        """Whether every stage is an ``ErrorStage`` or a ``GateStage``: then ``admit`` and
+        ``settled`` may stand in for ``through``."""
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self._stages
+
+    def admit(self, invocation: Invocation) -> None:
+        """Run the gates of a call about to be settled by callback; raises their refusal."""
+        for gate in self._gates:
+            gate.admit(invocation)
 
     def settled(self, invocation: Invocation, outcome: T | AggregatorError) -> T | AggregatorError:
         """What ``through`` would have made of a call that ended with ``outcome``, for a call
         answered by callback (only while ``errors_only``): counted for metrics, and an
         ``UpstreamError`` passed through the stages' ``on_error``."""
         if isinstance(outcome, UpstreamError):
-            for stage in self._stages:
-                cast(ErrorStage, stage).on_error(invocation, outcome)
+            for stage in self._on_error:
+                stage.on_error(invocation, outcome)
             self._routes.record_call(invocation.server, failed=True, error=outcome)
         elif not isinstance(outcome, AggregatorError):
             self._routes.record_call(invocation.server, failed=False)
@@ -163,7 +189,7 @@ class CallPipeline:
                 asks_back=asks_back,
             )
 
-        invocation = Invocation("tools/call", route.server, route.tool, caller, route)
+        invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments)
         result: types.CallToolResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )

@@ -8,17 +8,19 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_aggregator.relay.caller import NO_CALLER
+from mcp_aggregator.relay.caller import NO_CALLER, Caller
 from mcp_aggregator.relay.pipeline import CallPipeline
 
 
 @dataclass(frozen=True)
 class PipelineTarget:
-    """``QueryTarget`` for one server; no client stands behind a fan-out call (``NO_CALLER``)."""
+    """``QueryTarget`` for one server; nobody can be asked back during a fan-out call."""
 
     pipeline: CallPipeline
     name: str
     tools: Sequence[types.Tool]
+    caller: Caller = NO_CALLER
+    """Who the query is for (its identity only: nobody can be asked back mid-fan-out)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await self.pipeline.call_tool_result(name, arguments, server=self.name, caller=NO_CALLER)
+        return await self.pipeline.call_tool_result(name, arguments, server=self.name, caller=self.caller)

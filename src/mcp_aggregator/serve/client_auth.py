@@ -14,7 +14,6 @@ headers to upstream sessions, whose credentials come from their own configuratio
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -28,27 +27,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_aggregator.identity import DEFAULT_PROFILE, ClientIdentity
+from mcp_aggregator.identity.clients import Client, ClientBook
+
 MCP_PATH = "/mcp"
-
-
-class StaticTokens:
-    """Bearer tokens from ``serve.mcp_tokens``, compared in constant time."""
-
-    def __init__(self, tokens: Sequence[str]) -> None:
-        # Comparing digests keeps the time independent of the tokens' lengths too.
-        self._digests = [hashlib.sha256(t.encode()).digest() for t in tokens]
-
-    def __bool__(self) -> bool:
-        return bool(self._digests)
-
-    def match(self, presented: str) -> int | None:
-        """The index of the matching token, or ``None``; every token is compared every time."""
-        digest = hashlib.sha256(presented.encode()).digest()
-        found = None
-        for index, known in enumerate(self._digests):
-            if hmac.compare_digest(digest, known):
-                found = index
-        return found
 
 
 def resource_url(scope: Scope) -> str:
@@ -62,28 +44,42 @@ def metadata_url(scope: Scope) -> str:
     return str(build_resource_metadata_url(AnyHttpUrl(resource_url(scope))))
 
 
+IDENTITY_KEY = "mcp_aggregator.identity"
+"""Where the client's ``ClientIdentity`` is kept in the ASGI scope (the MCP handlers read it)."""
+
+
+def identity_of(scope: Scope) -> ClientIdentity | None:
+    found = scope.get(IDENTITY_KEY)
+    return found if isinstance(found, ClientIdentity) else None
+
+
 class McpClientAuth:
-    """Pure ASGI wrapper of the ``/mcp`` endpoint; open when neither method is configured."""
+    """Pure ASGI wrapper of one MCP endpoint (``/mcp`` or ``/mcp/<profile>``): who the client
+    is, and whether it may use ``profile``. Open (every client anonymous) when neither
+    tokens nor OAuth are configured."""
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        tokens: StaticTokens,
+        book: ClientBook,
         verifier: TokenVerifier | None = None,
         required_scopes: Sequence[str] = (),
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
         self.app = app
-        self.tokens = tokens
+        self.book = book
         self.verifier = verifier
         self.required_scopes = tuple(required_scopes)
+        self.profile = profile
 
     @property
     def enabled(self) -> bool:
-        return bool(self.tokens) or self.verifier is not None
+        return self.book.has_tokens or self.verifier is not None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.enabled:
+            # Nobody is named: the endpoint's own server and fast path stand for its profile.
             await self.app(scope, receive, send)
             return
         raw = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
@@ -92,25 +88,47 @@ class McpClientAuth:
         if scheme.lower() != "bearer" or not presented:
             await self._refuse(scope, send, 401, None, "Authentication required")
             return
-        token = await self._authenticate(presented)
-        if token is None:
+        found = await self._authenticate(presented)
+        if found is None:
             await self._refuse(scope, send, 401, "invalid_token", "The access token is invalid or expired")
             return
+        token, identity, client = found
         missing = [s for s in self.required_scopes if s not in token.scopes]
         if missing:
             await self._refuse(scope, send, 403, "insufficient_scope", f"Required scope: {' '.join(missing)}")
             return
+        if not client.may_use(self.profile):
+            await self._forbid(send, f"this client may not use the profile {self.profile!r}")
+            return
         scope["user"] = AuthenticatedUser(token)
         scope["auth"] = AuthCredentials(token.scopes)
+        scope[IDENTITY_KEY] = identity
         await self.app(scope, receive, send)
 
-    async def _authenticate(self, presented: str) -> AccessToken | None:
-        index = self.tokens.match(presented) if self.tokens else None
-        if index is not None:
-            return AccessToken(token=presented, client_id=f"static:{index}", scopes=list(self.required_scopes))
-        if self.verifier is not None:
-            return await self.verifier.verify_token(presented)
-        return None
+    async def _authenticate(self, presented: str) -> tuple[AccessToken, ClientIdentity, Client] | None:
+        client = self.book.by_token(presented)
+        if client is not None:
+            # The SDK binds a session to its opener's client_id: a name, or one per token.
+            digest = hashlib.sha256(presented.encode()).hexdigest()[:16]
+            owner = f"client:{client.name}" if client.name else f"static:{digest}"
+            token = AccessToken(token=presented, client_id=owner, scopes=list(self.required_scopes))
+            return token, self.book.identity(client, self.profile), client
+        if self.verifier is None:
+            return None
+        verified = await self.verifier.verify_token(presented)
+        if verified is None:
+            return None
+        claims = dict(getattr(verified, "claims", None) or {})
+        subject = getattr(verified, "subject", None) or claims.get("sub")
+        client = self.book.by_claims(subject, verified.scopes, claims)
+        identity = self.book.identity(client, self.profile, subject=subject, claims=claims)
+        return verified, identity, client
+
+    async def _forbid(self, send: Send, description: str) -> None:
+        body = json.dumps({"error": "forbidden", "error_description": description}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 403, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _refuse(self, scope: Scope, send: Send, status: int, error: str | None, description: str) -> None:
         parts = []

@@ -14,6 +14,7 @@ from mcp_aggregator.errors import (
     FacadeError,
     InvalidInputError,
     InvalidQueryError,
+    PolicyDeniedError,
     RoutingError,
     ServerNotFoundError,
     StateError,
@@ -29,6 +30,7 @@ from mcp_aggregator.errors import (
 SERVER_UNAVAILABLE: Final = -32003
 UPSTREAM_TIMEOUT: Final = -32004
 TOOL_HELD: Final = -32006
+POLICY_DENIED: Final = -32007
 
 
 def to_mcp_error(exc: AggregatorError) -> MCPError:
@@ -42,6 +44,8 @@ def to_mcp_error(exc: AggregatorError) -> MCPError:
     if isinstance(exc, ToolHeldError):
         reason = "changed" if exc.changed else "new"
         return MCPError(TOOL_HELD, str(exc), {"server": exc.server, "tool": exc.tool, "reason": reason})
+    if isinstance(exc, PolicyDeniedError):
+        return MCPError(POLICY_DENIED, str(exc), {"rule": exc.rule, "tool": exc.tool})
     if isinstance(exc, AmbiguousToolError):
         return MCPError(INVALID_PARAMS, str(exc), {exc.kind: exc.name, "servers": exc.servers})
     if isinstance(exc, RoutingError | ServerNotFoundError | FacadeError):

@@ -41,7 +41,10 @@ from pydantic import ValidationError
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
-from mcp_aggregator.relay import NO_CALLER, Caller, Invocation
+from mcp_aggregator.identity import DEFAULT_PROFILE, ClientIdentity
+from mcp_aggregator.identity.profile import Profile
+from mcp_aggregator.relay import Caller, Invocation
+from mcp_aggregator.relay.pipeline import GateStage
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.request_head import Routing
 from mcp_aggregator.serve.serve_gateway import ServeGateway
@@ -180,6 +183,8 @@ class _Route:
     mirrored: bool = False
     """A tool that mirrors arguments into ``Mcp-Param-*`` headers: over 2026-07-28 HTTP the
     SDK's endpoint holds a call's headers against its arguments, so such calls go there."""
+    reshaped: bool = False
+    """A tool whose profile override hides or defaults arguments: the full pipeline reshapes them."""
 
     @property
     def method(self) -> str:
@@ -199,6 +204,13 @@ class FastPlan:
     """The handshake-era version to shape the answer for; None for a 2026-07-28 request."""
     modern_version: str | None = None
     """The 2026-07-28 (or later) version of a request that carried the envelope."""
+    invocation: Invocation | None = None
+    """What the policy stages see of this call (its client, its arguments); None: the
+    route's own, made once per catalogue."""
+
+    @property
+    def staged(self) -> Invocation:
+        return self.invocation or self.route.invocation
 
     @property
     def server(self) -> str:
@@ -221,10 +233,16 @@ class FastPlan:
 class FastCalls:
     """Plans and answers fast ``tools/call``s for one gateway; see the module docstring."""
 
-    def __init__(self, gateway: ServeGateway, server_info: Mapping[str, Any]) -> None:
+    def __init__(self, gateway: ServeGateway, server_info: Mapping[str, Any], profile: Profile | None = None) -> None:
         self.gateway = gateway
         serve = gateway.settings.serve
         self.enabled = serve.fast_path and serve.exposure is Exposure.PASSTHROUGH
+        self._profile = profile
+        self._anonymous = Caller(identity=ClientIdentity(profile=profile.name if profile else DEFAULT_PROFILE))
+        """The caller of a request whose transport names nobody (stdio, an open endpoint)."""
+        self._gated = any(isinstance(stage, GateStage) for stage in gateway.pipeline.stages)
+        """A stage decides per call from the client and the arguments: each plan gets its own
+        ``Invocation``."""
         self._stamp = orjson.dumps(server_info)
         self._server_info = dict(server_info)
         self._catalog: Catalog | None = None
@@ -239,13 +257,16 @@ class FastCalls:
         if catalog is not self._catalog:
             # Rebuilt once per catalogue change, never per call.
             routes = {}
+            overrides = self._profile.overrides if self._profile is not None else {}
             for entry in catalog.entries:
                 server, tool = entry.server, entry.original_name
-                invocation = Invocation(_TOOLS_CALL, server, tool, NO_CALLER)
+                invocation = Invocation(_TOOLS_CALL, server, tool, self._anonymous)
                 schema = entry.tool.input_schema
                 mirrored = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
+                override = overrides.get(entry.canonical)
+                reshaped = override is not None and override.changes_arguments
                 routes[entry.exposed] = routes[entry.canonical] = _Route(
-                    server, tool, invocation, f"calling tool {tool!r}", mirrored
+                    server, tool, invocation, f"calling tool {tool!r}", mirrored, reshaped
                 )
             self._routes, self._catalog = routes, catalog
         return self._routes.get(name)
@@ -261,7 +282,7 @@ class FastCalls:
             except AggregatorError:
                 return None  # unknown or ambiguous: the full pipeline says which
             # Bounded: only names that resolve are kept, three at most per prompt.
-            invocation = Invocation(_PROMPTS_GET, found.server, found.name, NO_CALLER)
+            invocation = Invocation(_PROMPTS_GET, found.server, found.name, self._anonymous)
             route = self._prompt_routes[name] = _Route(found.server, found.name, invocation, _PROMPTS_GET)
         return route
 
@@ -307,7 +328,7 @@ class FastCalls:
                     return None
                 owner = resource.server
             server = owner
-        route = _Route(server, target, Invocation(_COMPLETE, server, target, NO_CALLER), _COMPLETE)
+        route = _Route(server, target, Invocation(_COMPLETE, server, target, self._anonymous), _COMPLETE)
         upstream = {"ref": ref, "argument": params["argument"]}
         if params.get("context") is not None:
             upstream["context"] = params["context"]
@@ -323,7 +344,9 @@ class FastCalls:
             # A namespaced URI: its contents must come back under the client's URI, which
             # the full pipeline rewrites.
             return None
-        return _Route(found.server, uri, Invocation(_RESOURCES_READ, found.server, uri, NO_CALLER), _RESOURCES_READ)
+        return _Route(
+            found.server, uri, Invocation(_RESOURCES_READ, found.server, uri, self._anonymous), _RESOURCES_READ
+        )
 
     def plan(
         self,
@@ -332,6 +355,7 @@ class FastCalls:
         routing: Routing | None = None,
         handshake_version: str | None = None,
         log_level: str | None = None,
+        identity: ClientIdentity | None = None,
     ) -> FastPlan | None:
         """The plan for ``body``, or None when the full pipeline must take it.
 
@@ -343,7 +367,8 @@ class FastCalls:
         capabilities a call may ask for (the caller has checked); such a request carries no
         envelope, and its session's ``log_level`` (None: it set none, so every level) is
         stamped on the request to a 2026-07-28 upstream as the full pipeline does; the
-        caller of ``answer`` then relays the upstream's log messages.
+        caller of ``answer`` then relays the upstream's log messages. ``identity``: the
+        client the HTTP face admitted (None: nobody named, this endpoint's profile).
         """
         if not self.enabled:
             return None
@@ -387,7 +412,7 @@ class FastCalls:
         if asks_mid_call(meta.get(_CAPABILITIES_KEY) or {}):
             return None
         routed = self._routed(method, params, target, arguments)
-        if routed is None or (routed[0].mirrored and routing is not None):
+        if routed is None or routed[0].reshaped or (routed[0].mirrored and routing is not None):
             return None
         route, upstream_params = routed
         kept = protocol_free(meta)
@@ -410,7 +435,14 @@ class FastCalls:
         except AggregatorError:
             return None
         modern_version = None if handshake_version is not None else meta[_VERSION_KEY]
-        return FastPlan(message["id"], route, connection, upstream, headers, handshake_version, modern_version)
+        invocation = None
+        if identity is not None or self._gated:
+            caller = self._anonymous if identity is None else Caller(identity=identity)
+            staged = route.invocation
+            invocation = Invocation(staged.method, staged.server, staged.target, caller, None, arguments)
+        return FastPlan(
+            message["id"], route, connection, upstream, headers, handshake_version, modern_version, invocation
+        )
 
     async def answer(self, plan: FastPlan, on_log: LogSink | None = None) -> bytes:
         """The JSON-RPC response to send the client (an error response when the call failed).
@@ -428,7 +460,7 @@ class FastCalls:
             return line
 
         try:
-            line: bytes = await self.gateway.pipeline.through(route.invocation, send)
+            line: bytes = await self.gateway.pipeline.through(plan.staged, send)
         except AggregatorError as exc:
             return self._error(plan, exc)
         shaped = self._relayed(line, plan)
@@ -450,7 +482,15 @@ class FastCalls:
         if not pipeline.errors_only:
             return None
         route = plan.route
+        invocation = plan.staged
         asking = _AskingLane() if plan.handshake_version is not None and connection.modern else None
+        if self._gated:
+            try:
+                pipeline.admit(invocation)
+            except AggregatorError as exc:
+                self.forwarded += 1
+                deliver(self._error(plan, exc))
+                return SETTLED
 
         def settle(outcome: bytes | UpstreamError) -> None:
             # Runs in the upstream reader's callback: whatever goes wrong here must fail this
@@ -458,7 +498,7 @@ class FastCalls:
             try:
                 if isinstance(outcome, bytes):
                     outcome = self._failure(outcome, plan) or outcome
-                settled = pipeline.settled(route.invocation, outcome)
+                settled = pipeline.settled(invocation, outcome)
                 if isinstance(settled, bytes):
                     shaped = self._relayed(settled, plan)
                     if shaped is None:
@@ -479,7 +519,7 @@ class FastCalls:
             call = connection.submit_raw(plan.upstream, plan.headers, what=route.what, settle=settle, on_log=on_log)
         except AggregatorError as exc:
             self.forwarded += 1
-            deliver(self._error(plan, pipeline.settled(route.invocation, exc)))
+            deliver(self._error(plan, pipeline.settled(invocation, exc)))
             return SETTLED
         if call is None:
             return None  # no pooled connection free this instant: ``answer`` waits for one
@@ -612,7 +652,7 @@ class FastCalls:
                 plan.target,
                 plan.upstream["params"]["arguments"],
                 server=plan.server,
-                caller=Caller(capabilities=types.ClientCapabilities()),
+                caller=Caller(capabilities=types.ClientCapabilities(), identity=plan.staged.caller.identity),
                 meta=plan.upstream["params"].get("_meta"),
             )
         except AggregatorError as exc:

@@ -3,8 +3,8 @@
 Measured on the fast path inside ASGI, a third of the gateway's CPU per call was the ASGI
 machinery around it: uvicorn building the scope and cycle, Starlette's middleware and
 router, the receive/send message dicts, two socket writes per response. For a request the
-``FastFront`` may take — a 2026-07-28 POST to ``/mcp`` with no session, a ``Content-Length``
-within the limits, an allowed ``Host``/``Origin``, and a server with no client
+``FastFront`` may take — a 2026-07-28 POST to ``/mcp`` (or a profile's ``/mcp/<name>``) with
+no session, a ``Content-Length`` within the limits, an allowed ``Host``/``Origin``, and a server with no client
 authentication or rate limit configured (those deployments keep the fast path inside ASGI,
 behind their checks) — this protocol reads the body, lets ``FastCalls`` plan it, and
 writes the answer as one response in one write. Whatever ``FastCalls`` declines runs
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, Final
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -37,8 +37,8 @@ _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
 _HOSTS_REMEMBERED: Final = 64
 _OK_HEAD: Final = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 _CYCLE_FIELDS: Final = ("body", "more_body", "message_event", "disconnected", "keep_alive", "flow", "on_response")
-_REQUEST_LINE: Final = b"POST " + MCP_PATH.encode() + b" HTTP/1.1\r\n"
-_HEAD_START: Final = len(_REQUEST_LINE)
+_LINE_START: Final = b"POST " + MCP_PATH.encode()
+_MAX_LINE: Final = 256
 _MAX_HEAD: Final = 16 * 1024
 _SMALL_BODY: Final = 64 * 1024
 _HELD_LIMIT: Final = 1 << 20
@@ -59,10 +59,14 @@ _INCOMPLETE: Final = object()
 class FastFront:
     """Which raw requests the protocol may answer itself, and ``FastCalls`` to answer them."""
 
-    def __init__(self, calls: FastCalls, serve: ServeSettings, policy: HostPolicy) -> None:
-        self.calls = calls
-        open_server = not serve.mcp_tokens and serve.oauth is None and serve.rate_limit is None
-        self.enabled = calls.enabled and open_server
+    def __init__(
+        self, calls: Mapping[str, FastCalls], serve: ServeSettings, policy: HostPolicy, *, clients: bool = False
+    ) -> None:
+        self.by_path = {path: found for path, found in calls.items() if found.enabled}
+        """The fast calls of each MCP endpoint (``/mcp``, ``/mcp/<profile>``)."""
+        self.by_line = {b"POST " + path.encode() + b" HTTP/1.1\r\n": found for path, found in self.by_path.items()}
+        open_server = not serve.mcp_tokens and not clients and serve.oauth is None and serve.rate_limit is None
+        self.enabled = bool(self.by_path) and open_server
         self._policy = policy
         self._max_body = min(MAX_FAST_BODY, serve.mcp_max_body_bytes)
         # Host values seen allowed: a client sends the same one on every request.
@@ -72,8 +76,11 @@ class FastFront:
     def takes(self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
         """The head of a request to try, or None; anything unusual goes to ASGI, which
         answers it (and refuses it) as it always has."""
-        if not self.enabled or method != "POST" or path != MCP_PATH:
+        if not self.enabled or method != "POST" or path not in self.by_path:
             return None
+        return self._head(headers)
+
+    def _head(self, headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
         head = read_head(headers)
         if head is None or head.framed or head.routing.version not in _MODERN or head.host is None:
             return None
@@ -113,7 +120,7 @@ class FastFront:
         else:
             head = None
             if _HEAD.fullmatch(block) is not None:
-                head = self.takes("POST", MCP_PATH, [(n.lower(), v) for n, v in _FIELD.findall(block)])
+                head = self._head([(n.lower(), v) for n, v in _FIELD.findall(block)])
             if len(self._heads) < _HEADS_REMEMBERED:
                 self._heads[key] = head
         return None if head is None else (head, length)
@@ -168,7 +175,8 @@ def fast_http_protocol(front: FastFront | None) -> Any:
             if head is None:
                 super()._start_asgi_task(cycle, app)
                 return
-            task = self.loop.create_task(_fast_or_asgi(bound, head, cycle, app, self.server_state.default_headers))
+            calls = bound.by_path[scope["path"]]
+            task = self.loop.create_task(_fast_or_asgi(calls, head, cycle, app, self.server_state.default_headers))
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
 
@@ -188,8 +196,8 @@ class _RawRequests:
     uvicorn's parser calls back into Python for the start of a message, the URL, every
     header, the body and the end, then builds an ASGI scope and a request cycle: for a
     small call that was a third of the gateway's work. Here a request that starts with
-    ``POST /mcp HTTP/1.1``, whose head is well-formed (checked by one regular expression)
-    and whose ``Content-Length`` body is complete, is planned and answered directly. The
+    ``POST /mcp HTTP/1.1`` (or a profile's path), whose head is well-formed (checked by one
+    regular expression) and whose ``Content-Length`` body is complete, is planned and answered directly. The
     parser sees nothing of it; it gets every other request whole, and the connection's
     bytes stay in order: while a raw call is answered, what arrives next is held and then
     read as if it had just come. A request ``FastCalls`` declines is handed to the parser
@@ -231,12 +239,17 @@ class _RawRequests:
     def _take(self, data: bytes) -> object | None:
         """Start answering the request ``data`` begins with: ``_TAKEN`` (bytes after it are
         held), ``_INCOMPLETE`` (wait for more), or None (the parser's)."""
-        if not data.startswith(_REQUEST_LINE):
-            return _INCOMPLETE if _REQUEST_LINE.startswith(data) else None
-        end = data.find(b"\r\n\r\n", _HEAD_START)
+        line_end = data.find(b"\r\n", 0, _MAX_LINE) + 2
+        if line_end < 2:
+            waiting = len(data) < _MAX_LINE and (data.startswith(_LINE_START) or _LINE_START.startswith(data))
+            return _INCOMPLETE if waiting else None
+        calls = self.front.by_line.get(data[:line_end])
+        if calls is None:
+            return None
+        end = data.find(b"\r\n\r\n", line_end - 2)
         if end < 0:
             return _INCOMPLETE if len(data) < _MAX_HEAD else None
-        taken = self.front.raw_head(data[_HEAD_START : end + 2])
+        taken = self.front.raw_head(data[line_end : end + 2])
         if taken is None:
             return None
         head, length = taken
@@ -244,7 +257,7 @@ class _RawRequests:
         if len(data) < body_end:
             # Held bytes are joined again per arrival: only a small body is waited for here.
             return _INCOMPLETE if body_end <= _MAX_HEAD + _SMALL_BODY else None
-        plan = self.front.calls.plan(data[end + 4 : body_end], routing=head.routing)
+        plan = calls.plan(data[end + 4 : body_end], routing=head.routing)
         if plan is None:
             return None
         self.busy = True
@@ -252,8 +265,8 @@ class _RawRequests:
         keep_alive = head.keep_alive
         # Over a stdio upstream the answer comes from the pipe reader's callback, with no
         # task per call; otherwise a task awaits it.
-        if self.front.calls.answer_soon(plan, lambda body: self._delivered(body, keep_alive)) is None:
-            self._spawn(self._answer(plan, keep_alive))
+        if calls.answer_soon(plan, lambda body: self._delivered(body, keep_alive)) is None:
+            self._spawn(self._answer(calls, plan, keep_alive))
         return _TAKEN
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -274,9 +287,9 @@ class _RawRequests:
         await self.protocol.flow.drain()
         self._next()
 
-    async def _answer(self, plan: FastPlan, keep_alive: bool) -> None:
+    async def _answer(self, calls: FastCalls, plan: FastPlan, keep_alive: bool) -> None:
         try:
-            body = await self.front.calls.answer(plan)
+            body = await calls.answer(plan)
         except Exception:
             logger.exception("fast path: answering %s failed", plan.label)
             self.busy = False
@@ -328,7 +341,7 @@ def _response(body: bytes, default_headers: list[tuple[bytes, bytes]], keep_aliv
 
 
 async def _fast_or_asgi(
-    front: FastFront, head: RequestHead, cycle: Any, app: Any, default_headers: list[tuple[bytes, bytes]]
+    calls: FastCalls, head: RequestHead, cycle: Any, app: Any, default_headers: list[tuple[bytes, bytes]]
 ) -> None:
     while cycle.more_body and not cycle.disconnected:
         cycle.flow.resume_reading()
@@ -336,14 +349,14 @@ async def _fast_or_asgi(
         cycle.message_event.clear()
     if cycle.disconnected:
         return
-    plan = front.calls.plan(bytes(cycle.body), routing=head.routing)
+    plan = calls.plan(bytes(cycle.body), routing=head.routing)
     if plan is None:
         # The ASGI app reads the body from the cycle as if nobody had looked at it.
         cycle.message_event.set()
         await cycle.run_asgi(app)
         return
     try:
-        body = await front.calls.answer(plan)
+        body = await calls.answer(plan)
         if cycle.disconnected:
             return
         cycle.transport.write(_response(body, default_headers, cycle.keep_alive))

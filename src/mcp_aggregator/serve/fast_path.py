@@ -16,6 +16,7 @@ from typing import Final
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls
 from mcp_aggregator.serve.handshake_http import HandshakeSession, HandshakeSessions
 from mcp_aggregator.serve.request_head import read_head
@@ -53,7 +54,7 @@ class FastPath:
             await self.app(scope, receive, send)
             return
         body, complete = await _read_body(receive)
-        plan = self.calls.plan(body, routing=head.routing) if complete else None
+        plan = self.calls.plan(body, routing=head.routing, identity=identity_of(scope)) if complete else None
         if plan is None:
             await self.app(scope, _replay(body, complete, receive), send)
             return
@@ -67,7 +68,9 @@ class FastPath:
             return
         plan = None
         if complete:
-            plan = self.calls.plan(body, handshake_version=session.version, log_level=session.log_level)
+            plan = self.calls.plan(
+                body, handshake_version=session.version, log_level=session.log_level, identity=identity_of(scope)
+            )
         if plan is None:
             await self.app(scope, _replay(body, complete, receive), send)
             return

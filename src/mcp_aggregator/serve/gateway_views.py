@@ -15,6 +15,8 @@ import mcp_types as types
 from mcp_aggregator.catalog import CatalogEntry
 from mcp_aggregator.errors import ToolNotFoundError
 from mcp_aggregator.facades import ScoredTool, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
+from mcp_aggregator.relay import NO_CALLER, current_caller
+from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
@@ -44,10 +46,16 @@ def tool_record(entry: CatalogEntry, skill: str | None) -> ToolRecord:
 
 
 class GatewayToolCatalog:
-    """``ToolCatalogView`` over the gateway's live catalog (CONNECTED and DEGRADED servers only)."""
+    """``ToolCatalogView`` over the gateway's live catalog (CONNECTED and DEGRADED servers only);
+    a tool a policy never lets the calling client call is not listed or found for it."""
 
     def __init__(self, gateway: ServeGateway) -> None:
         self.gateway = gateway
+        self.listing = ListingFilter(gateway)
+
+    def _hidden(self, entry: CatalogEntry) -> bool:
+        caller = current_caller.get() or NO_CALLER
+        return self.listing.hides(entry, caller.identity)
 
     async def search(self, query: str, k: int, server: str | None, skill: str | None) -> Sequence[ScoredTool]:
         if server is not None:
@@ -56,7 +64,8 @@ class GatewayToolCatalog:
         hits = []
         for hit in await self.gateway.search_tools(query, k, server=server, skill=skill):
             entry = catalog.get(hit.key)
-            if entry is not None:  # the index may still hold a tool the catalog just dropped
+            # The index may still hold a tool the catalog just dropped.
+            if entry is not None and not self._hidden(entry):
                 skill_id = hit.skill_ids[0] if hit.skill_ids else None
                 hits.append(ScoredTool(tool_record(entry, skill_id), hit.score))
         return hits
@@ -67,7 +76,7 @@ class GatewayToolCatalog:
             self.gateway.supervisor(server)
         records = []
         for entry in self.gateway.catalog.entries:
-            if server is not None and entry.server != server:
+            if (server is not None and entry.server != server) or self._hidden(entry):
                 continue
             doc = self.gateway.search.get(entry.canonical)
             skills = doc.skill_ids if doc is not None else ()

@@ -6,14 +6,17 @@ Every request passes, in this order, before any handler runs:
    cross-site requests), on every route;
 2. ``RateLimit`` (with ``serve.rate_limit``) — 429 past a client's budget on ``/mcp`` and ``/api/``;
 3. ``BodyLimit`` — 413 past ``serve.max_body_bytes`` (``serve.mcp_max_body_bytes`` on ``/mcp``);
-4. on ``/mcp`` only, ``McpClientAuth`` (with ``serve.mcp_tokens`` / ``serve.oauth``) — 401/403;
+4. on ``/mcp`` and ``/mcp/<profile>`` only, ``McpClientAuth`` (with ``clients``,
+   ``serve.mcp_tokens`` / ``serve.oauth``) — 401 for no or a bad token, 403 for a profile the
+   client may not use;
    the admin routes carry their own token check (``AdminTokenMiddleware``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import uvicorn
@@ -24,10 +27,11 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
 
+from mcp_aggregator.identity import DEFAULT_PROFILE
+from mcp_aggregator.identity.clients import ClientBook
 from mcp_aggregator.serve.body_limit import BodyLimit
-from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, StaticTokens, protected_resource_endpoint
+from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, protected_resource_endpoint
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
@@ -35,6 +39,7 @@ from mcp_aggregator.serve.handshake_http import HandshakeSessions, quiet_hangups
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.rate_limit import RateLimit
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
@@ -72,34 +77,51 @@ def build_http_app(
     extra_routes: Sequence[BaseRoute] = (),
     json_response: bool = False,
     stateless: bool = False,
+    profiles: Mapping[str, GatewayServer] | None = None,
+    clients: ClientBook | None = None,
 ) -> Starlette:
-    """A Starlette app whose lifespan runs the MCP session manager.
+    """A Starlette app whose lifespan runs the MCP session managers: ``gateway_server`` at
+    ``/mcp``, each of ``profiles`` at ``/mcp/<name>``.
 
     Security settings come from the gateway's ``serve`` section; ``host`` is the address
     actually bound (defaults to ``serve.host``) and is accepted as a ``Host`` name.
+    ``clients``: who may use which endpoint (default: the settings' ``clients`` and
+    ``serve.mcp_tokens``, ``${VAR}`` taken from this process's environment).
     """
-    serve = gateway_server.gateway.settings.serve
-    manager = StreamableHTTPSessionManager(
-        app=gateway_server.server,
-        json_response=json_response,
-        stateless=stateless,
-        security_settings=_SDK_REBINDING_CHECK_OFF,
-        session_idle_timeout=serve.session_idle_secs,
-    )
-    oauth = serve.oauth
-    fast = FastCalls(gateway_server.gateway, gateway_server.server.server_info_stamp)
-    # The handshake-era fast path answers as an event-stream server may; a JSON-only or
-    # stateless server has no sessions of that kind to serve, or answers them otherwise.
-    sessions = None if json_response or stateless else HandshakeSessions(manager, gateway_server, fast)
-    mcp_endpoint: ASGIApp = FastPath(StreamableHTTPASGIApp(manager), fast, sessions)
-    if serve.mcp_tokens or oauth is not None:
-        # Clients authenticate before anything reads their request, the fast path included.
-        mcp_endpoint = McpClientAuth(
-            mcp_endpoint,
-            tokens=StaticTokens(serve.mcp_tokens),
-            verifier=JwtVerifier(oauth) if oauth is not None else None,
-            required_scopes=oauth.required_scopes if oauth is not None else (),
+    settings = gateway_server.gateway.settings
+    serve = settings.serve
+    if clients is None:
+        clients = ClientBook(settings.clients, serve.mcp_tokens, env=os.environ)
+    endpoints = {DEFAULT_PROFILE: gateway_server, **(profiles or {})}
+    managers = []
+    routes: list[BaseRoute] = []
+    fast_by_path: dict[str, FastCalls] = {}
+    for name, server in endpoints.items():
+        path = MCP_PATH if name == DEFAULT_PROFILE else f"{MCP_PATH}/{name}"
+        manager = StreamableHTTPSessionManager(
+            app=server.server,
+            json_response=json_response,
+            stateless=stateless,
+            security_settings=_SDK_REBINDING_CHECK_OFF,
+            session_idle_timeout=serve.session_idle_secs,
         )
+        managers.append(manager)
+        view = server.gateway
+        fast = FastCalls(view, server.server.server_info_stamp, profile_of(view))
+        fast_by_path[path] = fast
+        # The handshake-era fast path answers as an event-stream server may; a JSON-only or
+        # stateless server has no sessions of that kind to serve, or answers them otherwise.
+        sessions = None if json_response or stateless else HandshakeSessions(manager, server, fast)
+        # Clients authenticate (and are held to their profiles) before anything reads their
+        # request, the fast path included.
+        endpoint = McpClientAuth(
+            FastPath(StreamableHTTPASGIApp(manager), fast, sessions),
+            book=clients,
+            verifier=JwtVerifier(serve.oauth) if serve.oauth is not None else None,
+            required_scopes=serve.oauth.required_scopes if serve.oauth is not None else (),
+            profile=name,
+        )
+        routes.append(Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
 
     async def healthz(_request: Request) -> JSONResponse:
         gateway = gateway_server.gateway
@@ -109,13 +131,13 @@ def build_http_app(
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         with quiet_hangups():
-            async with manager.run():
+            async with AsyncExitStack() as stack:
+                for manager in managers:
+                    await stack.enter_async_context(manager.run())
                 yield
 
-    routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]),
-        Route("/healthz", endpoint=healthz, methods=["GET"]),
-    ]
+    routes.append(Route("/healthz", endpoint=healthz, methods=["GET"]))
+    oauth = serve.oauth
     if oauth is not None:
         metadata = protected_resource_endpoint(oauth.issuer, oauth.required_scopes)
         routes += [
@@ -124,7 +146,7 @@ def build_http_app(
         ]
     routes += extra_routes
     app = Starlette(routes=routes, lifespan=lifespan, middleware=security_middleware(serve, host=host))
-    app.state.fast_front = FastFront(fast, serve, host_policy(serve, host=host))
+    app.state.fast_front = FastFront(fast_by_path, serve, host_policy(serve, host=host), clients=clients.has_tokens)
     return app
 
 

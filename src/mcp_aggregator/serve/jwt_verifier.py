@@ -25,6 +25,8 @@ from mcp_aggregator.settings.serve_settings import OAuthSettings
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+_KEPT_CLAIMS = frozenset(("iss", "sub", "aud", "client_id", "azp", "groups", "roles", "email", "name"))
+"""Claims kept on the access token: who the client is, for client rules and policies."""
 
 
 class JwtVerifier:
@@ -77,7 +79,7 @@ class JwtVerifier:
             expires_at=int(claims["exp"]),
             resource=s.audience,
             subject=claims.get("sub"),
-            claims={k: v for k, v in claims.items() if k in ("iss", "sub", "aud", "client_id", "azp")},
+            claims={k: v for k, v in claims.items() if k in _KEPT_CLAIMS},
         )
 
     async def _key(self, kid: object) -> jwt.PyJWK | None:

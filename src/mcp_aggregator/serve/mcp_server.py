@@ -27,9 +27,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator import __version__
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError, UpstreamError
+from mcp_aggregator.identity import DEFAULT_PROFILE, ClientIdentity
 from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_state
 from mcp_aggregator.relay.caller import Ask
+from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.error_mapping import to_mcp_error
+from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
 from mcp_aggregator.settings import Exposure
@@ -50,6 +53,11 @@ _INSTRUCTIONS = {
     Exposure.SEARCH: (
         "mcp-aggregator federates several MCP servers. Find a tool with 'tools' {cmd: search}, "
         "read its schema with {cmd: get, detail: full}, run it with {cmd: execute}."
+    ),
+    Exposure.CODE: (
+        "mcp-aggregator federates several MCP servers. Find tools and their Python signatures "
+        "with 'tools' {cmd: search}; then write one short script for 'run_code' that calls them "
+        "with `await call_tool(name, {...})` and returns only what you need."
     ),
 }
 
@@ -80,9 +88,22 @@ def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
 class GatewayServer:
     """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
-    def __init__(self, gateway: ServeGateway, surface: ToolSurface, *, name: str = "mcp-aggregator") -> None:
+    def __init__(
+        self,
+        gateway: ServeGateway,
+        surface: ToolSurface,
+        *,
+        name: str = "mcp-aggregator",
+        profile: str = DEFAULT_PROFILE,
+        exposure: Exposure | None = None,
+    ) -> None:
+        """``exposure`` is the one ``surface`` was built for (its instructions); default ``serve.exposure``."""
         self.gateway = gateway
         self.surface = surface
+        self.profile = profile
+        self._anonymous = ClientIdentity(profile=profile)
+        """Who calls when the transport names nobody (stdio, or an open HTTP endpoint)."""
+        self.listing = ListingFilter(gateway)
         self.bus = InMemorySubscriptionBus()
         self.parked = ParkedCalls(ttl_secs=gateway.settings.serve.input_wait_secs)
         self._legacy_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -97,7 +118,7 @@ class GatewayServer:
             self.server: Server[Any] = Server(
                 name,
                 version=__version__,
-                instructions=_INSTRUCTIONS[gateway.settings.serve.exposure],
+                instructions=_INSTRUCTIONS[exposure or gateway.settings.serve.exposure],
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_list_resources=self._list_resources,
@@ -206,7 +227,15 @@ class GatewayServer:
             progress=progress,
             relay_input_required=modern,
             meta=ctx.meta,
+            identity=self.identity(ctx),
         )
+
+    def identity(self, ctx: ServerRequestContext[Any]) -> ClientIdentity:
+        """The client the HTTP face admitted for this request; on stdio, this server's profile."""
+        request = ctx.request
+        scope = getattr(request, "scope", None)
+        found = identity_of(scope) if isinstance(scope, dict) else None
+        return found or self._anonymous
 
     def _log_meta(self, ctx: ServerRequestContext[Any]) -> types.RequestParamsMeta | None:
         """The request's ``_meta`` with its client's log level made a 2026-07-28 opt-in.
@@ -230,7 +259,7 @@ class GatewayServer:
         # A client usually lists tools once at start: give upstreams that are still
         # connecting a bounded chance to appear, instead of answering with a partial list.
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListToolsResult(tools=list(self.surface.list_tools()))
+        return types.ListToolsResult(tools=self.listing.visible(self.surface.list_tools(), self.identity(ctx)))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -15,31 +15,43 @@ from starlette.routing import Mount
 from mcp_aggregator.admin.admin_token import admin_token_in, sign_in_link
 from mcp_aggregator.admin.app import build_admin_app
 from mcp_aggregator.admin.auth import check_bind_allowed
+from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.identity import DEFAULT_PROFILE
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.profile_gateway import profile_of
+from mcp_aggregator.serve.profile_servers import ProfileServers
 from mcp_aggregator.serve.secret_log_filter import scrubbed_logs
 from mcp_aggregator.serve.stdio_face import stdio_streams
-from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
-async def serve_stdio(settings: Settings) -> None:
-    """MCP over this process's stdin/stdout; logs go to stderr so the stream stays clean."""
+async def serve_stdio(settings: Settings, *, profile: str = DEFAULT_PROFILE) -> None:
+    """MCP over this process's stdin/stdout for one profile (``default``: the whole
+    catalogue); logs go to stderr so the stream stays clean.
+
+    Raises:
+        ConfigError: no profile named ``profile``.
+    """
+    known = {DEFAULT_PROFILE, *(p.name for p in settings.profiles)}
+    if profile not in known:
+        raise ConfigError(f"no profile named {profile!r} (known: {', '.join(sorted(known))})", path="--profile")
     gateway = Gateway(settings)
     with scrubbed_logs(gateway.scrub):
         async with gateway:
-            await _serve_stdio(GatewayServer(gateway, build_surface(gateway)))
+            await _serve_stdio(ProfileServers(gateway).get(profile))
 
 
 async def _serve_stdio(gateway_server: GatewayServer) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(gateway_server.run)
         server = gateway_server.server
-        calls = FastCalls(gateway_server.gateway, server.server_info_stamp)
+        view = gateway_server.gateway
+        calls = FastCalls(view, server.server_info_stamp, profile_of(view))
         async with stdio_streams(calls) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
@@ -63,17 +75,19 @@ async def serve_http(
         ConfigError: a non-loopback bind without client authentication for ``/mcp``.
     """
     serve = settings.serve
-    check_bind_allowed(serve)
+    check_bind_allowed(serve, named_clients=any(c.match is None for c in settings.clients))
     admin_token = serve.admin_token or admin_token_in(serve.data_dir)
     # Bind before starting so the announced URL is right even for port 0.
     sock = bind_socket(serve.host, serve.port)
     gateway = Gateway(settings)
     with sock, scrubbed_logs(gateway.scrub):
         async with gateway:
-            gateway_server = GatewayServer(gateway, build_surface(gateway))
+            servers = ProfileServers(gateway)
+            gateway_server = servers.default
             admin = Mount("/", app=build_admin_app(gateway, token=admin_token))
             app = build_http_app(
                 gateway_server,
+                profiles=servers.named,
                 host=serve.host,
                 extra_routes=[admin],
                 json_response=serve.http_json_response,
@@ -86,7 +100,7 @@ async def serve_http(
             url, link = f"{base}/mcp", sign_in_link(base, admin_token)
             gateway.credentials.public_base = base
             async with anyio.create_task_group() as tg:
-                await tg.start(gateway_server.run)
+                await tg.start(servers.run)
                 if shutdown is not None:
                     tg.start_soon(_exit_when_set, shutdown, server)
                 if announce is not None:

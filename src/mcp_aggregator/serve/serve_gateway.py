@@ -14,7 +14,10 @@ import mcp_types as types
 
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
+from mcp_aggregator.errors import UpstreamError
+from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import CallPipeline
+from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchHit, ToolSearch
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
@@ -32,6 +35,9 @@ class ServeGateway(Protocol):
 
     @property
     def catalog(self) -> Catalog: ...
+
+    @property
+    def sandbox(self) -> CodeSandbox: ...
 
     @property
     def features(self) -> FeatureCatalog: ...
@@ -77,4 +83,6 @@ class ServeGateway(Protocol):
         meta: types.RequestParamsMeta | None = None,
     ) -> types.CallToolResult: ...
 
-    async def query(self, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
+    def record_call(self, server: str, *, failed: bool, error: UpstreamError | None = None) -> None: ...
+
+    async def query(self, arguments: Mapping[str, Any], *, within: QueryScope | None = None) -> dict[str, Any]: ...

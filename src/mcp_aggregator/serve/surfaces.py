@@ -6,7 +6,9 @@ Every mode lists the contract tool ``mcp__proxy__aggregator__query`` first, then
   ``serve.workspace_roots`` is set, then (with ``serve.upstream_domains``) one domain per
   exposed server — or per skill with ``facade_grouping: skill`` — sorted by name;
 * ``passthrough``: every upstream tool under its exposed name, in catalog order;
-* ``search``: the ``tools`` domain only.
+* ``search``: the ``tools`` domain only;
+* ``code``: the ``tools`` domain's ``search``/``list``/``get`` (tools written as Python
+  signatures) and ``run_code``, which runs a script calling tools in the sandbox.
 
 Upstream domains follow the catalog: they are rebuilt when ``gateway.catalog`` is a new
 object (or, grouped by skill, when a tool's skill changed) and reused otherwise.
@@ -35,6 +37,9 @@ from mcp_aggregator.facades import (
     build_upstream_domain,
     to_call_tool_result,
 )
+from mcp_aggregator.facades.records import ToolRecord
+from mcp_aggregator.sandbox.run_code_tool import run_code, run_code_tool
+from mcp_aggregator.sandbox.signature import tool_signature
 from mcp_aggregator.serve.gateway_views import (
     GatewayQueryRunner,
     GatewayServers,
@@ -65,14 +70,18 @@ MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def build_surface(gateway: ServeGateway) -> ToolSurface:
-    """The tools clients see under ``gateway.settings.serve``."""
+def build_surface(gateway: ServeGateway, exposure: Exposure | None = None) -> ToolSurface:
+    """The tools clients see under ``gateway.settings.serve``, in ``exposure`` (default:
+    ``serve.exposure``; a profile may choose its own)."""
     serve = gateway.settings.serve
+    exposure = serve.exposure if exposure is None else exposure
     query = query_tool_surface(gateway)
-    if serve.exposure is Exposure.PASSTHROUGH:
+    if exposure is Exposure.PASSTHROUGH:
         return CombinedSurface([query, PassthroughSurface(gateway)])
+    if exposure is Exposure.CODE:
+        return CombinedSurface([query, code_surface(gateway)])
     tools = build_tools_domain(GatewayToolCatalog(gateway))
-    if serve.exposure is Exposure.SEARCH:
+    if exposure is Exposure.SEARCH:
         return CombinedSurface([query, FacadeSurface([tools])])
     core = [
         tools,
@@ -99,6 +108,27 @@ def query_tool_surface(gateway: ServeGateway) -> StaticSurface:
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=answer)
 
     return StaticSurface([(query_tool(), call)])
+
+
+# -- code mode --------------------------------------------------------------------------------
+
+CODE_COMMANDS = ("search", "list", "get")
+
+
+def script_signature(tool: ToolRecord) -> str:
+    """The tool by its own short name (``call_tool`` takes the record's ``name``)."""
+    return tool_signature(tool.original_name or tool.name, tool.input_schema, tool.output_schema)
+
+
+def code_surface(gateway: ServeGateway) -> ToolSurface:
+    """``tools`` (find a tool and its signature) and ``run_code`` (a script calling tools);
+    a script's calls go through the pipeline as the client that sent it."""
+    tools = build_tools_domain(GatewayToolCatalog(gateway), signature=script_signature, commands=CODE_COMMANDS)
+
+    async def call(arguments: dict[str, Any], request: CallRequest) -> types.CallToolResult:
+        return await run_code(gateway.sandbox, gateway.pipeline, arguments, request.caller)
+
+    return CombinedSurface([FacadeSurface([tools]), StaticSurface([(run_code_tool(gateway.sandbox), call)])])
 
 
 # -- facade domains ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ class Exposure(StrEnum):
     FACADES = "facades"
     PASSTHROUGH = "passthrough"
     SEARCH = "search"
+    CODE = "code"
 
 
 class FacadeGrouping(StrEnum):

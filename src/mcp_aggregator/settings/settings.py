@@ -7,7 +7,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
 from mcp_aggregator.health.config import HealthSettings
+from mcp_aggregator.identity.config import (
+    ClientSettings,
+    PolicyRule,
+    ProfileSettings,
+    ToolOverride,
+    check_identity_settings,
+)
 from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.sandbox.config import CodeModeSettings
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.settings.security_settings import SecuritySettings
 from mcp_aggregator.settings.serve_settings import ServeSettings
@@ -27,6 +35,16 @@ class Settings(BaseModel):
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     credentials: CredentialsSettings = Field(default_factory=CredentialsSettings)
+    code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
+    profiles: tuple[ProfileSettings, ...] = ()
+    clients: tuple[ClientSettings, ...] = ()
+    policies: tuple[PolicyRule, ...] = ()
+    tool_overrides: tuple[ToolOverride, ...] = ()
+
+    @model_validator(mode="after")
+    def _identity(self) -> Settings:
+        check_identity_settings(self.profiles, self.clients, self.policies, self.tool_overrides, self.serve)
+        return self
 
     @model_validator(mode="after")
     def _embedding_cache_in_data_dir(self) -> Settings:

@@ -15,6 +15,7 @@ its port is watched, so the attempt is made as soon as it listens again.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,7 +59,8 @@ class RetryPolicy:
     error_after: int = 3
     """... and that make it ERROR (its session is then replaced)."""
     probe_every_secs: float = 0.25
-    """How often a refusing HTTP upstream's port is tried while a reconnection waits."""
+    """How often a refusing HTTP upstream's port is tried while a reconnection waits (four
+    times less often once the round's attempts are spent)."""
 
 
 _HEALTH_EVENTS = {
@@ -67,6 +69,7 @@ _HEALTH_EVENTS = {
     ServerStatus.CONNECTED: ServerEvent.HEALTH_OK,
 }
 _PASSED = HealthResult(HealthOutcome.HEALTHY)
+_HISTORY = 32
 
 
 class ServerSupervisor:
@@ -91,6 +94,8 @@ class ServerSupervisor:
         self.max_result_bytes = max_result_bytes
         self.name = config.name
         self.status = transition(None, ServerEvent.REGISTER)
+        self.history: deque[ServerStatus] = deque([self.status], maxlen=_HISTORY)
+        """The latest statuses, oldest first, each change once (for operators and tests)."""
         self.error_message: str | None = None
         self.connection: UpstreamConnection | None = None
         self.consecutive_failures = 0
@@ -114,6 +119,8 @@ class ServerSupervisor:
 
     def _move(self, event: ServerEvent, error: str | None = None, *, persist: bool = True) -> None:
         self.status = transition(self.status, event)
+        if self.status is not self.history[-1]:
+            self.history.append(self.status)
         self.error_message = error
         if error:
             self.last_error = error
@@ -203,7 +210,10 @@ class ServerSupervisor:
                 tg.start_soon(until, self._sleep(delay))
             tg.start_soon(until, self._kick.wait())
             if address is not None:
-                tg.start_soon(until, wait_port_open(address, self._retry.probe_every_secs))
+                # Between attempts the port is tried often; after the round, less so (it may
+                # be a remote server down for hours).
+                every = self._retry.probe_every_secs * (1 if delay is not None else 4)
+                tg.start_soon(until, wait_port_open(address, every))
         return True
 
     @property
@@ -261,7 +271,8 @@ class ServerSupervisor:
 
     def call_failed(self, exc: UpstreamError | None) -> None:
         """A call failed with ``exc``: a transport failure counts like a failed health check,
-        a refused connection loses the session at once, an upstream's answer counts as a pass."""
+        a lost session (refused, or unknown upstream) is replaced at once, an upstream's answer
+        counts as a pass."""
         self.calls += 1
         self.call_errors += 1
         kind = CallFailure.NONE if exc is None else classify_call_failure(exc)
@@ -271,7 +282,7 @@ class ServerSupervisor:
             return
         assert exc is not None
         error = str(exc)
-        if kind is CallFailure.UNREACHABLE and self.connection is not None and can_execute(self.status):
+        if kind is CallFailure.LOST and self.connection is not None and can_execute(self.status):
             self.consecutive_failures += 1
             self.last_error = error
             self.health_event(ServerEvent.HEALTH_ERROR, error)

@@ -1,0 +1,78 @@
+"""The ``run_code`` tool: one script in the sandbox instead of many tool calls.
+
+Every ``call_tool`` of a script enters the relay's one pipeline with the calling client's
+``Caller``, so pinning, profiles, policies, rate limits, audit and metrics see the script's
+calls as that client's own. Only the script's value (and what it printed) comes back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from mcp_aggregator.errors import AggregatorError, PolicyError, RoutingError
+from mcp_aggregator.relay import Caller, CallPipeline
+from mcp_aggregator.sandbox.code_sandbox import CodeSandbox, ToolCall
+from mcp_aggregator.sandbox.script_values import dumps, tool_error_text, tool_value
+
+RUN_CODE_TOOL_NAME = "run_code"
+
+
+def run_code_tool(sandbox: CodeSandbox) -> types.Tool:
+    """The definition clients list; it states the contract a script is written against."""
+    limits = sandbox.settings.limits
+    modules = ", ".join(sandbox.settings.allowed_modules) or "none"
+    description = (
+        "Run a short Python script that calls tools, and get back only its result: one call "
+        "instead of many. Find tools and their signatures with 'tools' {cmd: search} / {cmd: get}. "
+        "In the script, `await call_tool(name, {arg: value})` calls a tool by its 'tools' name "
+        "(server.tool) and returns its structured result (a dict) when it declares one, else its "
+        "text; a failed or refused call raises an exception you can catch (`except Exception as e`). "
+        "The value of the last expression is the result; print() output comes back too. "
+        "No files, network or environment; imports: "
+        f"{modules}. Limits: {limits.tool_calls} tool calls, {limits.timeout_secs:g} s."
+    )
+    schema = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "minLength": 1, "description": "Python source"}},
+        "required": ["code"],
+        "additionalProperties": False,
+    }
+    return types.Tool(name=RUN_CODE_TOOL_NAME, description=description, input_schema=schema)
+
+
+async def run_code(
+    sandbox: CodeSandbox, pipeline: CallPipeline, arguments: dict[str, Any], caller: Caller
+) -> types.CallToolResult:
+    """Run ``arguments["code"]`` for ``caller``; the script's failure is an ``isError`` result.
+
+    Raises:
+        SandboxError: the sandbox cannot run scripts at all.
+    """
+    code = arguments.get("code")
+    if not isinstance(code, str):
+        outcome = {"ok": False, "error": "code: must be a string of Python source", "calls": 0}
+        return types.CallToolResult(content=[types.TextContent(text=dumps(outcome))], is_error=True)
+    result = await sandbox.run_script(code, tool_call_for(pipeline, caller))
+    return types.CallToolResult(content=[types.TextContent(text=dumps(result.to_dict()))], is_error=not result.ok)
+
+
+def tool_call_for(pipeline: CallPipeline, caller: Caller) -> ToolCall:
+    """``call_tool`` as a script sees it: through ``pipeline`` as ``caller``; a refusal raises
+    ``PermissionError``, an unknown name ``LookupError``, any other failure ``RuntimeError``."""
+
+    async def call(name: str, arguments: dict[str, Any]) -> Any:
+        try:
+            result = await pipeline.call_tool_result(name, arguments, caller=caller)
+        except PolicyError as exc:
+            raise PermissionError(str(exc)) from None
+        except RoutingError as exc:
+            raise LookupError(str(exc)) from None
+        except AggregatorError as exc:
+            raise RuntimeError(str(exc)) from None
+        if result.is_error:
+            raise RuntimeError(f"{name}: {tool_error_text(result)}")
+        return tool_value(result)
+
+    return call
