@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx2
 import mcp_types as types
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.errors import SignInRequiredError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.identity import ClientIdentity
 from mcp_aggregator.relay import Caller
+from tests.conftest import settings_for
 from tests.credentials.test_sign_in_flow import SETTLE, protected, server_id, sign_in
 from tests.serve.http_face import face_settings, http_face
 from tests.upstream.oauth_servers import browser_sign_in, oauth_world
@@ -86,3 +93,42 @@ async def test_a_client_taking_url_elicitation_is_asked_to_sign_in_and_its_call_
 async def test_the_per_user_stage_keeps_the_fast_path_settling_calls_by_callback(tmp_path: Path) -> None:
     async with Gateway(face_settings(tmp_path)) as gateway:
         assert gateway.pipeline.errors_only
+
+
+ALICE_TOKEN = "alice-client-token-0123456789"
+CAROL_TOKEN = "carol-client-token-9876543210"
+
+
+@asynccontextmanager
+async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,  # type: ignore[arg-type]
+    ):
+        yield client
+
+
+async def test_named_clients_over_http_each_get_their_own_sign_in_and_their_own_token(tmp_path: Path) -> None:
+    clients = [
+        {"name": "alice", "token": ALICE_TOKEN, "profiles": ["default"]},
+        {"name": "carol", "token": CAROL_TOKEN, "profiles": ["default"]},
+    ]
+    async with oauth_world() as world:
+        settings = settings_for(
+            protected(world, per_user=True), data_dir=str(tmp_path), port=0, sections={"clients": clients}
+        )
+        async with http_face(settings) as face:
+            await face.gateway.wait_settled(SETTLE)
+            async with face.admin() as http:
+                await sign_in(face, http, await server_id(http), user="bob")
+            async with mcp_client(face.mcp_url, ALICE_TOKEN) as alice:
+                with pytest.raises(MCPError) as refused:
+                    await alice.call_tool("protected__whoami", {})
+                found = re.search(r"signs in once at (\S+) and calls again", refused.value.error.message)
+                assert found, refused.value.error.message
+                page = await browser_sign_in(found.group(1), "alice")
+                assert "Signed in to protected as alice" in page.text
+                assert (await alice.call_tool("protected__whoami", {})).structured_content == {"result": "alice"}
+            async with mcp_client(face.mcp_url, CAROL_TOKEN) as carol:
+                with pytest.raises(MCPError, match="user carol signs in once at"):
+                    await carol.call_tool("protected__whoami", {})
