@@ -9,17 +9,22 @@ import mcp_aggregator
 PACKAGES = [
     "mcp_aggregator.admin",
     "mcp_aggregator.aggregate",
+    "mcp_aggregator.audit",
     "mcp_aggregator.catalog",
+    "mcp_aggregator.cli",
     "mcp_aggregator.credentials",
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
     "mcp_aggregator.identity",
+    "mcp_aggregator.logs",
     "mcp_aggregator.registry",
     "mcp_aggregator.replicas",
     "mcp_aggregator.sandbox",
     "mcp_aggregator.search",
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",
+    "mcp_aggregator.telemetry",
+    "mcp_aggregator.text",
     "mcp_aggregator.upstreams",
 ]
 

@@ -16,7 +16,10 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
+from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
+from mcp_aggregator.audit.audit_trail import AuditTrail
+from mcp_aggregator.audit.audit_writer import WallClock
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
@@ -33,6 +36,7 @@ from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer,
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
+from mcp_aggregator.logs import call_context
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -46,7 +50,7 @@ from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipel
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
+from mcp_aggregator.search import SearchResults, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
@@ -54,6 +58,7 @@ from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
+from mcp_aggregator.telemetry import Tracing
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
 from mcp_aggregator.upstreams.upstream_set import DesiredServer, Reconciled, UpstreamSet
@@ -89,9 +94,13 @@ class Gateway:
         search: ToolSearch | None = None,
         health_clock: Clock | None = None,
         stages: Sequence[Stage] = (),
+        audit_clock: WallClock | None = None,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
+        # First: a wrong OTEL_* variable is refused before anything is made.
+        self.tracing = Tracing.from_env(os.environ if env is None else env, version=__version__)
+        """OpenTelemetry tracing, when the ``OTEL_*`` environment asks for it; else None."""
         self.engine = AggregatorEngine(
             settings.aggregator,
             tool_search=self._servers_fitting,
@@ -141,11 +150,19 @@ class Gateway:
             auth_for=self.credentials.auth_for,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
+        self.audit = self._audit_trail(audit_clock)
+        """The audit trail; None with ``audit.enabled: false``."""
+        watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         policies = policy_stages(settings.policies, lambda: self.catalog)
         # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
         per_user = PerUserTokens(self.credentials)
-        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *policies, per_user, *stages))
+        self.pipeline = CallPipeline(
+            self,
+            (scrub_errors(self.scrub), *watching, *policies, per_user, *stages),
+            outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
+            raw_ok=self.tracing is None,
+        )
         self.sandbox = CodeSandbox(settings.code_mode)
         """Runs code-mode scripts; its worker pool starts at the first script."""
 
@@ -154,8 +171,12 @@ class Gateway:
             raise RuntimeError("a Gateway can be entered only once")
         async with AsyncExitStack() as stack:
             stack.callback(self._mirror.close)
+            if self.tracing is not None:
+                stack.push_async_callback(self.tracing.shutdown)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             await stack.enter_async_context(self.credentials.open(self._registry))
+            if self.audit is not None:
+                await stack.enter_async_context(self.audit)
             if self._search is None:
                 self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
@@ -168,12 +189,16 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            if self.audit is not None:
+                await self.audit.start(self._tg)
             await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
             await self._indexer.start(self._tg)
             await self._tg.start(self._health_monitor().run)
+            health = self.settings.health
+            await self._tg.start(self.upstreams.relist_loop, health.interval_secs, health.timeout_secs)
             self.upstreams.bind(self._tg)
             await self.reconcile()
             if self._registry.shared and self.settings.registry.change_feed:
@@ -203,6 +228,12 @@ class Gateway:
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _audit_trail(self, clock: WallClock | None) -> AuditTrail | None:
+        if not self.settings.audit.enabled:
+            return None
+        extra = {} if clock is None else {"clock": clock}
+        return AuditTrail(self.settings.audit, self.settings.registry, scrub=self.scrub, **extra)
 
     def _shared_embedding_cache(self) -> EmbeddingStore | None:
         """With a shared registry, replicas share embeddings too: a new one embeds nothing known."""
@@ -464,9 +495,10 @@ class Gateway:
         the one its handler set, so sampling or elicitation during the call reaches it.
         """
         caller = current_caller.get() or NO_CALLER
-        return await self.pipeline.call_tool_result(
-            name, arguments, server=server, caller=caller, progress=progress, meta=meta
-        )
+        with call_context(server, name):
+            return await self.pipeline.call_tool_result(
+                name, arguments, server=server, caller=caller, progress=progress, meta=meta
+            )
 
     # -- admin operations ------------------------------------------------------------
 
@@ -582,9 +614,18 @@ class Gateway:
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """The best tools for ``query``; embedding and ranking run in a worker thread so the
-        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe)."""
+        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe).
+
+        Like ``tools/list``, a search first gives upstreams still connecting, and tools
+        still being indexed, ``serve.list_wait_secs`` in all; past that it ranks what it
+        has and the results say the index is incomplete (``SearchResults.pending``).
+        """
+        wait = self.settings.serve.list_wait_secs
+        with anyio.move_on_after(wait):
+            await self.wait_settled(wait)
+            await self.indexer.wait_ready(wait)
         allowed = self.exposed_servers()
         search = self.search
         return await anyio.to_thread.run_sync(
@@ -600,7 +641,16 @@ class Gateway:
         ``within``: a profile's slice (its servers, tools and pipeline); the caller's identity
         rides on every fan-out call."""
         caller = current_caller.get()
-        identity_only = Caller(identity=caller.identity) if caller is not None else NO_CALLER
+        identity_only = (
+            Caller(
+                identity=caller.identity,
+                request_id=caller.request_id,
+                session_id=caller.session_id,
+                origin=caller.origin,
+            )
+            if caller is not None
+            else NO_CALLER
+        )
         request = parse_query_arguments(
             arguments,
             known_servers=set(self.upstreams.supervisors) if within is None else within.servers(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from mcp_aggregator.admin import (
+    audit_routes,
     identity_routes,
     metrics,
     oauth_routes,
@@ -12,6 +13,7 @@ from mcp_aggregator.admin import (
     search_routes,
     servers_routes,
     state_routes,
+    tool_call_routes,
 )
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.auth import AdminTokenMiddleware
@@ -46,6 +48,8 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(tool_call_routes.router)
+    app.include_router(audit_routes.router)
     app.include_router(identity_routes.router)
     app.include_router(metrics.router)
     app.include_router(build_page_router())

@@ -22,6 +22,7 @@ from mcp_aggregator.errors import (
     AggregatorError,
     ServerNotFoundError,
     ServerUnavailableError,
+    ToolHeldError,
     ToolNotFoundError,
     UpstreamError,
 )
@@ -30,7 +31,7 @@ from mcp_aggregator.identity.profile import Profile
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.settings.serve_settings import ToolNames
@@ -48,8 +49,8 @@ def profile_of(gateway: ServeGateway) -> Profile | None:
 class ProfilePipeline(CallPipeline):
     """The gateway's stages over a profile's routes; a tool's override shapes its arguments."""
 
-    def __init__(self, view: ProfileGateway, stages: Sequence[Any]) -> None:
-        super().__init__(view, stages)
+    def __init__(self, view: ProfileGateway, base: CallPipeline) -> None:
+        super().__init__(view, base.stages, outgoing_meta=base.meta_hook, raw_ok=base.raw_ok)
         self._view = view
 
     async def call_tool(
@@ -73,7 +74,7 @@ class ProfileGateway:
         exposure = profile.exposure or serve.exposure
         own_serve = serve.model_copy(update={"exposure": exposure})
         self.settings: Settings = base.settings.model_copy(update={"serve": own_serve})
-        self.pipeline: CallPipeline = ProfilePipeline(self, base.pipeline.stages)
+        self.pipeline: CallPipeline = ProfilePipeline(self, base.pipeline)
         self._seen_catalog: Catalog | None = None
         self._catalog = Catalog()
         self._seen_features: FeatureCatalog | None = None
@@ -165,7 +166,8 @@ class ProfileGateway:
 
     def resolve(self, name: str, server: str | None = None) -> Route:
         """Within the slice; the gateway's own answer only for a server of the profile that
-        is not serving now (503-style), never for a tool outside it."""
+        is not serving now (503-style) or a tool of the profile held by pinning, never for a
+        tool outside it."""
         try:
             return self.catalog.resolve_route(name, server)
         except ServerNotFoundError:
@@ -176,18 +178,22 @@ class ProfileGateway:
             except ServerUnavailableError as exc:
                 if exc.server in self.servers() or self.profile.takes_server(exc.server):
                     raise
+            except ToolHeldError as exc:
+                if self.profile.takes("tool", exc.server, exc.tool):
+                    raise  # held for review: the profile's clients are told so, as on /mcp
             except AggregatorError:
                 pass
             raise ToolNotFoundError(name) from None
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         catalog = self.catalog
         if self.profile.whole:
             return await self.base.search_tools(query, k, server=server, skill=skill)
         hits = await self.base.search_tools(query, k * _SEARCH_OVERFETCH, server=server, skill=skill)
-        return [hit for hit in hits if catalog.get(hit.key) is not None][:k]
+        kept = [hit for hit in hits if catalog.get(hit.key) is not None][:k]
+        return SearchResults(kept, pending=hits.pending)
 
     def scrub(self, text: str) -> str:
         return self.base.scrub(text)
