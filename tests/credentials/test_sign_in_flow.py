@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -13,6 +14,7 @@ from pydantic import AnyUrl
 
 from mcp_aggregator.credentials import CredentialsSettings, UpstreamOAuth
 from mcp_aggregator.settings import ServerConfig, Transport
+from tests.cli.conftest import Cli
 from tests.serve.http_face import API, Face, face_settings, http_face
 from tests.upstream.oauth_servers import OAuthWorld, browser_sign_in, oauth_world
 
@@ -162,3 +164,15 @@ async def test_a_callback_naming_another_issuer_is_refused(tmp_path: Path) -> No
             state = parse_qs(urlsplit(start["authorization_url"]).query)["state"][0]
             mixed = await browser.get("/oauth/callback", params={"state": state, "code": "x", "iss": "https://evil"})
             assert mixed.status_code == 400 and "names issuer https://evil" in mixed.text
+
+
+async def test_the_cli_login_prints_the_link_the_admin_signs_in_with(tmp_path: Path) -> None:
+    async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world))) as face:
+        await face.gateway.wait_settled(SETTLE)
+        cli = Cli(face)
+        login = await cli("servers", "login", "protected", "--no-browser", "--json", "--wait", "0")
+        assert login.exit_code == 0, login.stderr
+        page = await browser_sign_in(json.loads(login.stdout)["authorization_url"])
+        assert "connected protected" in page.text
+        shown = json.loads((await cli("servers", "show", "protected", "--json")).stdout)
+        assert (shown["auth_status"], shown["status"]) == ("signed_in", "CONNECTED")

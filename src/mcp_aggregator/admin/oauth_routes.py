@@ -16,8 +16,9 @@ from fastapi.responses import HTMLResponse
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway, GatewayDep
 from mcp_aggregator.admin.schemas import SignInStart
+from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.credentials.credential_book import CALLBACK_PATH
-from mcp_aggregator.errors import AggregatorError
+from mcp_aggregator.errors import AggregatorError, StateError
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ callback_router = APIRouter(tags=["sign-in"])
 async def start_sign_in(gateway: GatewayDep, server_id: str, request: Request) -> SignInStart:
     """Begin a browser sign-in; the URL is good for ``credentials.sign_in_ttl_secs``."""
     record = await gateway.registry.get_server(server_id)
+    if await gateway.credentials.status(record.id) is AuthStatus.NOT_REQUIRED:
+        raise StateError(f"Server {record.name} has no auth: oauth; there is nothing to sign in to")
     redirect = gateway.credentials.callback_url(str(request.base_url))
     return SignInStart(authorization_url=await gateway.credentials.start_sign_in(record.id, redirect))
 
