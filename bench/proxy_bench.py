@@ -16,6 +16,10 @@ http-stdio, stdio-stdio), against an echo upstream (``bench/echo_server.py``):
   the echo tool and one CEL policy rule, the client on the profile's endpoint
   (``/mcp/bench``, or ``serve --transport stdio --profile bench``): every call passes the
   rule. Compare it with ``gateway`` in one run, e.g. ``--side-peers gateway,gateway-profile``.
+- ``gateway + audit`` (``gateway-audit``) and ``gateway + tracing (OTLP)`` (``gateway-trace``):
+  the plain ``gateway`` runs with ``audit.enabled: false``; these run the same with the audit
+  trail on, or with OpenTelemetry tracing exported over OTLP/HTTP to ``bench/otlp_sink.py``
+  (e.g. ``--side-peers direct,gateway,gateway-audit,gateway-trace``).
 - ``FastMCP proxy``: ``create_proxy(upstream, mode="auto")`` from ``fastmcp==4.1.2`` in
   ``bench/.venv-fastmcp`` (it patches ``mcp_types``: never in the gateway's process).
 - ``mcp-proxy``: sparfenyuk's ``mcp-proxy==0.13.0`` in ``bench/.venv-mcp-proxy``; it bridges

@@ -9,6 +9,7 @@ import mcp_aggregator
 PACKAGES = [
     "mcp_aggregator.admin",
     "mcp_aggregator.aggregate",
+    "mcp_aggregator.audit",
     "mcp_aggregator.catalog",
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
@@ -19,6 +20,7 @@ PACKAGES = [
     "mcp_aggregator.search",
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",
+    "mcp_aggregator.telemetry",
     "mcp_aggregator.upstreams",
 ]
 

@@ -36,12 +36,26 @@ from .procs import (
 PYTHON = sys.executable
 ECHO = BENCH / "echo_server.py"
 RELAY = BENCH / "relay.py"
+OTLP_SINK = BENCH / "otlp_sink.py"
 PAIRS = ("http-http", "stdio-http", "http-stdio", "stdio-stdio")
-PEERS = ("direct", "relay", "gateway", "gateway-full", "gateway-profile", "fastmcp", "mcp-proxy")
+PEERS = (
+    "direct",
+    "relay",
+    "gateway",
+    "gateway-audit",
+    "gateway-trace",
+    "gateway-full",
+    "gateway-profile",
+    "fastmcp",
+    "mcp-proxy",
+)
+GATEWAY_PEERS = ("gateway", "gateway-audit", "gateway-trace", "gateway-full", "gateway-profile")
 PEER_TITLES = {
     "direct": "direct",
     "relay": "bare byte relay (floor)",
     "gateway": "gateway",
+    "gateway-audit": "gateway + audit",
+    "gateway-trace": "gateway + tracing (OTLP)",
     "gateway-full": "gateway (full pipeline)",
     "gateway-profile": "gateway, profile + policy",
     "fastmcp": "FastMCP proxy",
@@ -178,12 +192,14 @@ def http_client(url: str) -> Callable[..., Client]:
     return make
 
 
-def stdio_client_of(argv: Callable[[], list[str]], env: PathEnv) -> Callable[..., Client]:
+def stdio_client_of(
+    argv: Callable[[], list[str]], env: PathEnv, extra_env: dict[str, str] | None = None
+) -> Callable[..., Client]:
     """One subprocess per session: ``argv()`` is called per session (it may write a config)."""
 
     def make(mode: str = "auto") -> Client:
         command, *args = argv()
-        params = StdioServerParameters(command=command, args=args, cwd=str(REPO), env=child_env())
+        params = StdioServerParameters(command=command, args=args, cwd=str(REPO), env=child_env(**(extra_env or {})))
         transport = stdio_client(params, errlog=env.errlog)
         return Client(transport, cache=None, read_timeout_seconds=READ_TIMEOUT_S, mode=mode)
 
@@ -212,7 +228,13 @@ and every call passes a CEL policy rule."""
 
 
 def gateway_config(
-    upstream: Upstream, env: PathEnv, *, fast_path: bool | None, large: bool = False, profile: bool = False
+    upstream: Upstream,
+    env: PathEnv,
+    *,
+    fast_path: bool | None,
+    large: bool = False,
+    profile: bool = False,
+    audit: bool = False,
 ) -> Path:
     """A one-upstream passthrough config; JSON is valid YAML, so it is written as such."""
     index = next(env.counter)
@@ -234,43 +256,63 @@ def gateway_config(
         # blob is a 100 MB message, past the default cap the benchmark is not about.
         serve["max_result_bytes"] = 256 * 1024 * 1024
     # The embedding model is the search exposure's; passthrough measures the relay alone.
-    config = {"servers": [server], "serve": serve, "search": {"embedder": "none"}}
+    config: dict[str, Any] = {"servers": [server], "serve": serve, "search": {"embedder": "none"}}
     if profile:
         config.update(PROFILE_SECTIONS)
+    if "audit" in settings_fields_known():
+        # Plain passthrough rows measure the relay alone; the audit has its own row.
+        config["audit"] = {"enabled": audit}
     path = env.workdir / f"gateway-{index}.yaml"
     path.write_text(json.dumps(config, indent=2))
     return path
 
 
 @contextlib.contextmanager
+def otlp_sink(env: PathEnv) -> Iterator[dict[str, str]]:
+    """A local OTLP/HTTP receiver; yields the ``OTEL_*`` environment that exports to it."""
+    port = free_port()
+    log = env.workdir / f"otlp-sink-{port}.log"
+    with managed_process([PYTHON, str(OTLP_SINK), "--port", str(port)], log) as proc:
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", proc, log)
+        yield {
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        }
+
+
+@contextlib.contextmanager
 def start_gateway(
-    pair: Pair,
-    upstream: Upstream,
-    env: PathEnv,
-    *,
-    full_pipeline: bool = False,
-    large: bool = False,
-    profile: bool = False,
+    pair: Pair, upstream: Upstream, env: PathEnv, *, variant: str = "gateway", large: bool = False
 ) -> Iterator[Endpoint]:
+    """``variant``: one of ``GATEWAY_PEERS`` (plain passthrough, with the audit, with tracing
+    exported to a local OTLP receiver, with the fast path off, or on a profile's endpoint)."""
+    full_pipeline, profile = variant == "gateway-full", variant == "gateway-profile"
     if full_pipeline and "fast_path" not in env.serve_fields:
         raise Unavailable("serve.fast_path is not a setting of this checkout yet")
-    fast_path = (not full_pipeline) if "fast_path" in env.serve_fields else None
-
-    def argv(*front: str) -> list[str]:
-        config = gateway_config(upstream, env, fast_path=fast_path, large=large, profile=profile)
-        return [PYTHON, "-m", "mcp_aggregator", "serve", "--config", str(config), "--exposure", "passthrough", *front]
-
     if profile and "profiles" not in settings_fields_known():
         raise Unavailable("profiles are not a setting of this checkout yet")
-    if pair.client == "stdio":
-        stdio = ("--transport", "stdio", "--profile", PROFILE) if profile else ("--transport", "stdio")
-        yield Endpoint(stdio_client_of(lambda: argv(*stdio), env))
-        return
-    port = free_port()
-    log = env.workdir / f"gateway-{pair}-{port}.log"
-    with managed_process(argv("--transport", "http", "--host", "127.0.0.1", "--port", str(port)), log) as proc:
-        wait_for_http(f"http://127.0.0.1:{port}/healthz", proc, log)
-        yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp" + (f"/{PROFILE}" if profile else "")))
+    if variant in ("gateway-audit", "gateway-trace") and "audit" not in settings_fields_known():
+        raise Unavailable("this checkout has no audit trail or traces yet")
+    fast_path = (not full_pipeline) if "fast_path" in env.serve_fields else None
+    audit = variant == "gateway-audit"
+
+    def argv(*front: str) -> list[str]:
+        config = gateway_config(upstream, env, fast_path=fast_path, large=large, profile=profile, audit=audit)
+        return [PYTHON, "-m", "mcp_aggregator", "serve", "--config", str(config), "--exposure", "passthrough", *front]
+
+    with contextlib.ExitStack() as stack:
+        otel = stack.enter_context(otlp_sink(env)) if variant == "gateway-trace" else {}
+        if pair.client == "stdio":
+            stdio = ("--transport", "stdio", "--profile", PROFILE) if profile else ("--transport", "stdio")
+            yield Endpoint(stdio_client_of(lambda: argv(*stdio), env, otel))
+            return
+        port = free_port()
+        log = env.workdir / f"gateway-{pair}-{port}.log"
+        command = argv("--transport", "http", "--host", "127.0.0.1", "--port", str(port))
+        with managed_process(command, log, child_env(**otel)) as proc:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz", proc, log)
+            yield Endpoint(http_client(f"http://127.0.0.1:{port}/mcp" + (f"/{PROFILE}" if profile else "")))
 
 
 @functools.cache
@@ -345,10 +387,8 @@ def start_path(peer: str, pair: Pair, upstream: Upstream, env: PathEnv) -> conte
         return start_direct(upstream, env)
     if peer == "relay":
         return start_relay(pair, upstream, env)
-    if peer in ("gateway", "gateway-full", "gateway-profile"):
-        return start_gateway(
-            pair, upstream, env, full_pipeline=peer == "gateway-full", profile=peer == "gateway-profile"
-        )
+    if peer in GATEWAY_PEERS:
+        return start_gateway(pair, upstream, env, variant=peer)
     if peer == "fastmcp":
         return start_fastmcp(pair, upstream, env)
     if peer == "mcp-proxy":

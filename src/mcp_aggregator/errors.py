@@ -30,10 +30,11 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── AggregationFailedError   -32603 all queried servers failed
     │   └── LlmAgentError            the LLM mode could not answer (never reaches a client:
     │                                the heuristic mode answers instead)
-    ├── PolicyError                  a security policy refused the request
+    ├── PolicyError                  a security policy refused the request (audited as `denied`)
     │   ├── ToolHeldError            the tool's definition changed since it was approved
     │   │                            (or it is new and held): 409 / JSON-RPC -32006
-    │   └── PolicyDeniedError        a client policy (CEL rule) refused the call: 403 /
+    │   └── AccessDeniedError        the client or its profile may not make this call
+    │       └── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
     │                                JSON-RPC -32007, the rule named
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
@@ -233,7 +234,18 @@ class ToolHeldError(PolicyError):
         )
 
 
-class PolicyDeniedError(PolicyError):
+class AccessDeniedError(PolicyError):
+    """The calling client (or the profile it came in on) may not make this call.
+
+    The base of every refusal by identity or policy (profiles, CEL policies...): the audit
+    records such a call as ``denied``. ``denied`` is True on it, so code that cannot import
+    this class can tell a denial by that attribute.
+    """
+
+    denied = True
+
+
+class PolicyDeniedError(AccessDeniedError):
     """A configured policy rule refused a call for this client."""
 
     def __init__(self, rule: str, tool: str, *, reason: str | None = None, message: str | None = None) -> None:

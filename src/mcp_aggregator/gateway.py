@@ -16,7 +16,10 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
+from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
+from mcp_aggregator.audit.audit_trail import AuditTrail
+from mcp_aggregator.audit.audit_writer import WallClock
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
@@ -51,6 +54,7 @@ from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
+from mcp_aggregator.telemetry import Tracing
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
 from mcp_aggregator.upstreams.upstream_set import DesiredServer, Reconciled, UpstreamSet
@@ -86,9 +90,13 @@ class Gateway:
         search: ToolSearch | None = None,
         health_clock: Clock | None = None,
         stages: Sequence[Stage] = (),
+        audit_clock: WallClock | None = None,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
+        # First: a wrong OTEL_* variable is refused before anything is made.
+        self.tracing = Tracing.from_env(os.environ if env is None else env, version=__version__)
+        """OpenTelemetry tracing, when the ``OTEL_*`` environment asks for it; else None."""
         self.engine = AggregatorEngine(
             settings.aggregator,
             tool_search=self._servers_fitting,
@@ -134,9 +142,17 @@ class Gateway:
             max_result_bytes=settings.serve.max_result_bytes,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
+        self.audit = self._audit_trail(audit_clock)
+        """The audit trail; None with ``audit.enabled: false``."""
+        watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         policies = policy_stages(settings.policies, lambda: self.catalog)
-        self.pipeline = CallPipeline(self, (scrub_errors(self.scrub), *policies, *stages))
+        self.pipeline = CallPipeline(
+            self,
+            (scrub_errors(self.scrub), *watching, *policies, *stages),
+            outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
+            raw_ok=self.tracing is None,
+        )
         self.sandbox = CodeSandbox(settings.code_mode)
         """Runs code-mode scripts; its worker pool starts at the first script."""
 
@@ -145,7 +161,11 @@ class Gateway:
             raise RuntimeError("a Gateway can be entered only once")
         async with AsyncExitStack() as stack:
             stack.callback(self._mirror.close)
+            if self.tracing is not None:
+                stack.push_async_callback(self.tracing.shutdown)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
+            if self.audit is not None:
+                await stack.enter_async_context(self.audit)
             if self._search is None:
                 self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
@@ -158,12 +178,16 @@ class Gateway:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
+            if self.audit is not None:
+                await self.audit.start(self._tg)
             await self._tg.start(self.sandbox.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
             await self._indexer.start(self._tg)
             await self._tg.start(self._health_monitor().run)
+            health = self.settings.health
+            await self._tg.start(self.upstreams.relist_loop, health.interval_secs, health.timeout_secs)
             self.upstreams.bind(self._tg)
             await self.reconcile()
             if self._registry.shared and self.settings.registry.change_feed:
@@ -193,6 +217,12 @@ class Gateway:
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _audit_trail(self, clock: WallClock | None) -> AuditTrail | None:
+        if not self.settings.audit.enabled:
+            return None
+        extra = {} if clock is None else {"clock": clock}
+        return AuditTrail(self.settings.audit, self.settings.registry, scrub=self.scrub, **extra)
 
     def _shared_embedding_cache(self) -> EmbeddingStore | None:
         """With a shared registry, replicas share embeddings too: a new one embeds nothing known."""
@@ -576,7 +606,11 @@ class Gateway:
         ``within``: a profile's slice (its servers, tools and pipeline); the caller's identity
         rides on every fan-out call."""
         caller = current_caller.get()
-        identity_only = Caller(identity=caller.identity) if caller is not None else NO_CALLER
+        identity_only = (
+            Caller(identity=caller.identity, request_id=caller.request_id, session_id=caller.session_id)
+            if caller is not None
+            else NO_CALLER
+        )
         request = parse_query_arguments(
             arguments,
             known_servers=set(self.upstreams.supervisors) if within is None else within.servers(),

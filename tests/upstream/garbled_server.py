@@ -2,7 +2,8 @@
 line: how the gateway meets an upstream whose output is not always JSON-RPC.
 
 Tools: ``echo`` (answers ``text``), ``whoami`` (the ``clientInfo`` its client gave at
-``initialize``, as ``name version``), ``garble`` (answers with a line cut off mid-JSON,
+``initialize``, as ``name version``), ``meta`` (the request's ``_meta`` as JSON text: what
+the gateway passed on, trace context included), ``garble`` (answers with a line cut off mid-JSON,
 under the request's own id) and ``refuse`` (answers with a JSON-RPC error: ``code`` and
 ``message`` if given, else -32602 quoting ``$GARBLED_SECRET``); a prompt ``greet`` (argument ``name``) and a resource
 ``note://hello``, for the shape of a handshake-era answer that is not a tool's. It speaks the
@@ -19,6 +20,7 @@ from typing import Any
 TOOLS = [
     {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
     {"name": "whoami", "inputSchema": {"type": "object"}},
+    {"name": "meta", "inputSchema": {"type": "object"}},
     {"name": "garble", "inputSchema": {"type": "object"}},
     {"name": "refuse", "inputSchema": {"type": "object"}},
 ]
@@ -51,6 +53,8 @@ def handle(message: dict[str, Any]) -> str | None:
     if method == "tools/call" and params.get("name") == "whoami":
         text = f"{CLIENT.get('name')} {CLIENT.get('version')}"
         return answer(ident, {"content": [{"type": "text", "text": text}]})
+    if method == "tools/call" and params.get("name") == "meta":
+        return answer(ident, {"content": [{"type": "text", "text": json.dumps(params.get("_meta") or {})}]})
     if method == "tools/call" and params.get("name") == "garble":
         return json.dumps({"jsonrpc": "2.0", "id": ident})[:-1] + ', "result": {"content": ['
     if method == "tools/call" and params.get("name") == "refuse":

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Protocol, cast
 import mcp_types as types
 from fastapi import Depends, Request
 
+from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchHit
@@ -41,6 +42,11 @@ class AdminGateway(Protocol):
 
     @property
     def supervisors(self) -> Mapping[str, ServerSupervisor]: ...
+
+    @property
+    def audit(self) -> AuditTrail | None:
+        """The audit trail; None when ``audit.enabled`` is false."""
+        ...
 
     def scrub(self, text: str) -> str:
         """``text`` with every server's secrets (literal or ``${VAR}``-expanded) as ``***``."""

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from mcp_aggregator.admin import identity_routes, metrics, query_routes, search_routes, servers_routes, state_routes
+from mcp_aggregator.admin import (
+    audit_routes,
+    identity_routes,
+    metrics,
+    query_routes,
+    search_routes,
+    servers_routes,
+    state_routes,
+)
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.auth import AdminTokenMiddleware
 from mcp_aggregator.admin.error_mapping import install_error_handlers
@@ -36,6 +44,7 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(audit_routes.router)
     app.include_router(identity_routes.router)
     app.include_router(metrics.router)
     app.include_router(build_page_router())

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
+from mcp_aggregator.admin.rest_client import as_rest_client
 from mcp_aggregator.aggregate import QUERY_TOOL_INPUT_SCHEMA, QUERY_TOOL_OUTPUT_SCHEMA
 
 _ERROR_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"detail": {}}, "required": ["detail"]}
@@ -48,4 +49,5 @@ async def query(gateway: GatewayDep, arguments: Annotated[dict[str, Any], Body()
     refusal reads the same as over MCP. Servers that failed or could not be asked are
     listed, with the reason, in ``metadata.failedServers`` / ``metadata.skippedServers``.
     """
-    return JSONResponse(await gateway.query(arguments))
+    with as_rest_client():
+        return JSONResponse(await gateway.query(arguments))

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Query, status
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.registration import server_config_from
+from mcp_aggregator.admin.rest_client import as_rest_client
 from mcp_aggregator.admin.schemas import (
     ConnectResult,
     DisconnectRequest,
@@ -158,5 +159,6 @@ async def call_server_tool(
     """
     record = await gateway.registry.get_server(server_id)
     arguments = body.arguments if body is not None else {}
-    result = await gateway.call_tool(tool_name, arguments, server=record.name)
+    with as_rest_client():
+        result = await gateway.call_tool(tool_name, arguments, server=record.name)
     return ToolCallResult.model_validate(result.model_dump(mode="json", by_alias=True, exclude_none=True))

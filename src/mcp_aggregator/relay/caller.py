@@ -40,6 +40,12 @@ class Caller:
     meta: types.RequestParamsMeta | None = None
     identity: ClientIdentity = ANONYMOUS
     """Who the client is and which profile it came in on (anonymous on internal paths)."""
+    request_id: str | int | None = None
+    """The client's JSON-RPC id of the request (for the audit and traces); None on internal paths."""
+    session_id: str | None = None
+    """The client's ``Mcp-Session-Id`` (handshake-era HTTP sessions), for traces."""
+    traceparent: str | None = None
+    """The W3C ``traceparent`` HTTP header the request came with (``_meta.traceparent`` is in ``meta``)."""
 
     @property
     def asks_back(self) -> bool:

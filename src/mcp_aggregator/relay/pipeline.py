@@ -17,7 +17,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import mcp_types as types
@@ -73,11 +73,14 @@ class Invocation:
     caller: Caller
     route: Route | None = None
     arguments: Mapping[str, Any] | None = None
-    """A ``tools/call``'s arguments as the upstream receives them (policies read them)."""
+    """The call's arguments as the client sent them (tools and prompts): policies and the
+    audit read them."""
 
 
 Next = Callable[[], Awaitable[Any]]
 Stage = Callable[[Invocation, Next], Awaitable[Any]]
+MetaHook = Callable[[types.RequestParamsMeta | None], types.RequestParamsMeta | None]
+"""Rewrites the ``_meta`` of a request on its way upstream (tracing puts ``traceparent`` there)."""
 
 
 @runtime_checkable
@@ -89,6 +92,17 @@ class ErrorStage(Protocol):
     async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
 
     def on_error(self, invocation: Invocation, exc: UpstreamError) -> None: ...
+
+
+@runtime_checkable
+class WatchStage(Protocol):
+    """A stage that only watches: it never changes a call or its outcome, and can be told of a
+    call answered by callback (``on_settled``, with the ``time.perf_counter()`` it started at)
+    as well as wrap one (``__call__``). The audit is one."""
+
+    async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
+
+    def on_settled(self, invocation: Invocation, outcome: object, started: float) -> None: ...
 
 
 @runtime_checkable
@@ -105,15 +119,30 @@ class GateStage(Protocol):
 class CallPipeline:
     """Routes and forwards every client request bound for an upstream."""
 
-    def __init__(self, routes: Routes, stages: Sequence[Stage] = ()) -> None:
+    def __init__(
+        self,
+        routes: Routes,
+        stages: Sequence[Stage] = (),
+        *,
+        outgoing_meta: MetaHook | None = None,
+        raw_ok: bool = True,
+    ) -> None:
         self._routes = routes
         self._stages = tuple(stages)
         self._gates = tuple(stage for stage in self._stages if isinstance(stage, GateStage))
         # Sorted once: a runtime protocol check per stage and call would show on the fast path.
-        self._on_error = tuple(cast(ErrorStage, stage) for stage in self._stages if not isinstance(stage, GateStage))
-        self.errors_only = all(isinstance(stage, ErrorStage | GateStage) for stage in self._stages)
-        """Whether every stage is an ``ErrorStage`` or a ``GateStage``: then ``admit`` and
-        ``settled`` may stand in for ``through``."""
+        self._on_error = tuple(stage for stage in self._stages if isinstance(stage, ErrorStage))
+        self._watchers = tuple(stage for stage in self._stages if isinstance(stage, WatchStage))
+        self.errors_only = all(isinstance(stage, ErrorStage | GateStage | WatchStage) for stage in self._stages)
+        """Whether every stage is an ``ErrorStage``, a ``GateStage`` or a ``WatchStage``: then
+        ``admit`` and ``settled`` may stand in for ``through``."""
+        self.per_call = bool(self._watchers)
+        """Whether a stage reads the call's own details (caller, arguments, start time): then
+        the fast path makes an ``Invocation`` per call instead of reusing its route's."""
+        self.raw_ok = raw_ok
+        """False when a stage needs what only the full pipeline gives (a span around the
+        upstream request, its ``_meta`` rewritten): the fast path then declines every call."""
+        self._outgoing_meta = outgoing_meta
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -124,16 +153,30 @@ class CallPipeline:
         for gate in self._gates:
             gate.admit(invocation)
 
-    def settled(self, invocation: Invocation, outcome: T | AggregatorError) -> T | AggregatorError:
+    @property
+    def meta_hook(self) -> MetaHook | None:
+        """What rewrites the ``_meta`` of requests going upstream (a pipeline over other routes shares it)."""
+        return self._outgoing_meta
+
+    def outgoing(self, meta: types.RequestParamsMeta | None) -> types.RequestParamsMeta | None:
+        """``meta`` as it goes upstream in the current context (unchanged unless a hook is set)."""
+        return meta if self._outgoing_meta is None else self._outgoing_meta(meta)
+
+    def settled(
+        self, invocation: Invocation, outcome: T | AggregatorError, started: float = 0.0
+    ) -> T | AggregatorError:
         """What ``through`` would have made of a call that ended with ``outcome``, for a call
-        answered by callback (only while ``errors_only``): counted for metrics, and an
-        ``UpstreamError`` passed through the stages' ``on_error``."""
+        answered by callback (only while ``errors_only``): counted for metrics, an
+        ``UpstreamError`` passed through the stages' ``on_error``, and every outcome shown to
+        the ``WatchStage``s (``started``: the call's ``time.perf_counter()`` at its start)."""
         if isinstance(outcome, UpstreamError):
             for stage in self._on_error:
                 stage.on_error(invocation, outcome)
             self._routes.record_call(invocation.server, failed=True, error=outcome)
         elif not isinstance(outcome, AggregatorError):
             self._routes.record_call(invocation.server, failed=False)
+        for watcher in self._watchers:
+            watcher.on_settled(invocation, outcome, started)
         return outcome
 
     async def through(self, invocation: Invocation, send: Next) -> Any:
@@ -182,7 +225,7 @@ class CallPipeline:
                 route.tool,
                 arguments,
                 progress=relay,
-                meta=meta,
+                meta=self.outgoing(meta),
                 input_responses=responses,
                 request_state=state,
                 tag=caller,
@@ -224,7 +267,7 @@ class CallPipeline:
                 uri=route.uri,
                 input_responses=responses,
                 request_state=state,
-                _meta=upstream_meta(meta, modern=conn.modern),
+                _meta=upstream_meta(self.outgoing(meta), modern=conn.modern),
             )
             return await conn.send(types.ReadResourceRequest(params=params), _READ_RESULT, tag=caller)
 
@@ -257,11 +300,11 @@ class CallPipeline:
                 arguments=arguments,
                 input_responses=responses,
                 request_state=state,
-                _meta=upstream_meta(meta, modern=conn.modern),
+                _meta=upstream_meta(self.outgoing(meta), modern=conn.modern),
             )
             return await conn.send(types.GetPromptRequest(params=params), _PROMPT_RESULT, tag=caller)
 
-        invocation = Invocation("prompts/get", route.server, route.name, caller)
+        invocation = Invocation("prompts/get", route.server, route.name, caller, None, arguments)
         result: types.GetPromptResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )

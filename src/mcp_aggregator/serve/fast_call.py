@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -205,8 +206,10 @@ class FastPlan:
     modern_version: str | None = None
     """The 2026-07-28 (or later) version of a request that carried the envelope."""
     invocation: Invocation | None = None
-    """What the policy stages see of this call (its client, its arguments); None: the
-    route's own, made once per catalogue."""
+    """What the pipeline's stages see of this call (its client, its arguments, its request
+    id); None: the route's own, made once per catalogue."""
+    started: float = 0.0
+    """``time.perf_counter()`` when the call was planned (only when a stage watches calls)."""
 
     @property
     def staged(self) -> Invocation:
@@ -236,13 +239,17 @@ class FastCalls:
     def __init__(self, gateway: ServeGateway, server_info: Mapping[str, Any], profile: Profile | None = None) -> None:
         self.gateway = gateway
         serve = gateway.settings.serve
-        self.enabled = serve.fast_path and serve.exposure is Exposure.PASSTHROUGH
+        # A stage that needs the full pipeline (tracing) makes every call take it.
+        self.enabled = serve.fast_path and serve.exposure is Exposure.PASSTHROUGH and gateway.pipeline.raw_ok
         self._profile = profile
         self._anonymous = Caller(identity=ClientIdentity(profile=profile.name if profile else DEFAULT_PROFILE))
         """The caller of a request whose transport names nobody (stdio, an open endpoint)."""
         self._gated = any(isinstance(stage, GateStage) for stage in gateway.pipeline.stages)
         """A stage decides per call from the client and the arguments: each plan gets its own
         ``Invocation``."""
+        self._watched = gateway.pipeline.per_call
+        """A stage records each call (the audit): each plan gets its own ``Invocation``, with
+        the client's request id and the time it started."""
         self._stamp = orjson.dumps(server_info)
         self._server_info = dict(server_info)
         self._catalog: Catalog | None = None
@@ -435,13 +442,19 @@ class FastCalls:
         except AggregatorError:
             return None
         modern_version = None if handshake_version is not None else meta[_VERSION_KEY]
-        invocation = None
-        if identity is not None or self._gated:
+        invocation, started = None, 0.0
+        if self._watched:
+            caller = Caller(
+                identity=self._anonymous.identity if identity is None else identity, request_id=message["id"]
+            )
+            invocation = Invocation(method, route.server, route.target, caller, None, arguments)
+            started = time.perf_counter()
+        elif identity is not None or self._gated:
             caller = self._anonymous if identity is None else Caller(identity=identity)
             staged = route.invocation
             invocation = Invocation(staged.method, staged.server, staged.target, caller, None, arguments)
         return FastPlan(
-            message["id"], route, connection, upstream, headers, handshake_version, modern_version, invocation
+            message["id"], route, connection, upstream, headers, handshake_version, modern_version, invocation, started
         )
 
     async def answer(self, plan: FastPlan, on_log: LogSink | None = None) -> bytes:
@@ -489,7 +502,7 @@ class FastCalls:
                 pipeline.admit(invocation)
             except AggregatorError as exc:
                 self.forwarded += 1
-                deliver(self._error(plan, exc))
+                deliver(self._error(plan, pipeline.settled(invocation, exc, plan.started)))
                 return SETTLED
 
         def settle(outcome: bytes | UpstreamError) -> None:
@@ -498,7 +511,7 @@ class FastCalls:
             try:
                 if isinstance(outcome, bytes):
                     outcome = self._failure(outcome, plan) or outcome
-                settled = pipeline.settled(invocation, outcome)
+                settled = pipeline.settled(invocation, outcome, plan.started)
                 if isinstance(settled, bytes):
                     shaped = self._relayed(settled, plan)
                     if shaped is None:
@@ -519,7 +532,7 @@ class FastCalls:
             call = connection.submit_raw(plan.upstream, plan.headers, what=route.what, settle=settle, on_log=on_log)
         except AggregatorError as exc:
             self.forwarded += 1
-            deliver(self._error(plan, pipeline.settled(invocation, exc)))
+            deliver(self._error(plan, pipeline.settled(invocation, exc, plan.started)))
             return SETTLED
         if call is None:
             return None  # no pooled connection free this instant: ``answer`` waits for one
@@ -652,7 +665,11 @@ class FastCalls:
                 plan.target,
                 plan.upstream["params"]["arguments"],
                 server=plan.server,
-                caller=Caller(capabilities=types.ClientCapabilities(), identity=plan.staged.caller.identity),
+                caller=Caller(
+                    capabilities=types.ClientCapabilities(),
+                    identity=plan.staged.caller.identity,
+                    request_id=plan.client_id,
+                ),
                 meta=plan.upstream["params"].get("_meta"),
             )
         except AggregatorError as exc:

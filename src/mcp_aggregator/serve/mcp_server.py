@@ -72,6 +72,13 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
 _LOG_LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
 
 
+def _header(ctx: ServerRequestContext[Any], name: str) -> str | None:
+    """An HTTP header of the request (None over stdio, or when it is missing)."""
+    headers = getattr(ctx.request, "headers", None)
+    value = headers.get(name) if headers is not None else None
+    return value if isinstance(value, str) else None
+
+
 def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
     """A 2026-07-28 embedded request made valid for a 2025-11-25 client.
 
@@ -227,6 +234,9 @@ class GatewayServer:
             progress=progress,
             relay_input_required=modern,
             meta=ctx.meta,
+            request_id=ctx.request_id,
+            session_id=_header(ctx, "mcp-session-id"),
+            traceparent=_header(ctx, "traceparent"),
             identity=self.identity(ctx),
         )
 

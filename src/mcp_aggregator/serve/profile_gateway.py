@@ -48,8 +48,8 @@ def profile_of(gateway: ServeGateway) -> Profile | None:
 class ProfilePipeline(CallPipeline):
     """The gateway's stages over a profile's routes; a tool's override shapes its arguments."""
 
-    def __init__(self, view: ProfileGateway, stages: Sequence[Any]) -> None:
-        super().__init__(view, stages)
+    def __init__(self, view: ProfileGateway, base: CallPipeline) -> None:
+        super().__init__(view, base.stages, outgoing_meta=base.meta_hook, raw_ok=base.raw_ok)
         self._view = view
 
     async def call_tool(
@@ -73,7 +73,7 @@ class ProfileGateway:
         exposure = profile.exposure or serve.exposure
         own_serve = serve.model_copy(update={"exposure": exposure})
         self.settings: Settings = base.settings.model_copy(update={"serve": own_serve})
-        self.pipeline: CallPipeline = ProfilePipeline(self, base.pipeline.stages)
+        self.pipeline: CallPipeline = ProfilePipeline(self, base.pipeline)
         self._seen_catalog: Catalog | None = None
         self._catalog = Catalog()
         self._seen_features: FeatureCatalog | None = None

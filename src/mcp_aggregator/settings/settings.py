@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.identity.config import (
     ClientSettings,
@@ -33,6 +34,7 @@ class Settings(BaseModel):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
     profiles: tuple[ProfileSettings, ...] = ()
     clients: tuple[ClientSettings, ...] = ()

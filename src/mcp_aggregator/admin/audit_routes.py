@@ -1,0 +1,123 @@
+"""``GET /api/v1/aggregator/audit``: the audit trail, newest first, paged; ``/audit/export``: JSON lines."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final
+
+import orjson
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_aggregator.admin.admin_gateway import AdminGateway, GatewayDep
+from mcp_aggregator.audit import AuditLog, AuditQuery, Outcome
+
+router = APIRouter(prefix="/api/v1/aggregator", tags=["audit"])
+
+EXPORT_PAGE: Final = 1000
+MAX_ID: Final = 2**63 - 1
+"""Ids are 64-bit: a larger ``before`` is a 422, not a database error."""
+_DISABLED: dict[int | str, dict[str, Any]] = {404: {"description": "The audit trail is off (audit.enabled: false)"}}
+
+
+class AuditItem(BaseModel):
+    """One audited call. ``arguments`` only with ``audit.include_arguments: true`` (secrets hidden)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    time: datetime
+    client: str | None
+    profile: str
+    method: str
+    server: str
+    tool: str
+    outcome: Outcome
+    duration_ms: float
+    arguments_digest: str | None
+    arguments: Any = None
+    error: str | None = None
+    request_id: str | None = None
+
+
+class AuditPageOut(BaseModel):
+    items: list[AuditItem]
+    next_before: int | None = Field(description="Pass as ``before`` for the next (older) page; null on the last")
+
+
+class _Filters(BaseModel):
+    client: str | None = Field(None, max_length=255)
+    profile: str | None = Field(None, max_length=255)
+    tool: str | None = Field(None, max_length=512)
+    server: str | None = Field(None, max_length=255)
+    outcome: Outcome | None = None
+    since: datetime | None = Field(None, description="ISO 8601; without a zone it is UTC")
+
+
+def _log(gateway: AdminGateway) -> AuditLog:
+    if gateway.audit is None:
+        raise HTTPException(404, "the audit trail is off (audit.enabled: false)")
+    return gateway.audit.log
+
+
+def _query(filters: _Filters, *, limit: int, before: int | None) -> AuditQuery:
+    since = filters.since
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    return AuditQuery(
+        client=filters.client,
+        profile=filters.profile,
+        tool=filters.tool,
+        server=filters.server,
+        outcome=filters.outcome,
+        since=since,
+        before=before,
+        limit=limit,
+    )
+
+
+@router.get("/audit", responses=_DISABLED, response_model=AuditPageOut)
+async def audit(
+    gateway: GatewayDep,
+    filters: Annotated[_Filters, Query()],
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID, description="The id to page on from (older entries)")] = None,
+) -> JSONResponse:
+    """Audited calls matching every filter given, newest first, ``limit`` per page.
+
+    Each item: time, client, profile, method, server, tool, outcome (``ok``, ``error``,
+    ``denied``), duration, the SHA-256 of the arguments (and their values, secrets hidden,
+    with ``audit.include_arguments``), the error text and the client's request id. Calls
+    made in the last second may not be written yet. A bad parameter is a 422 naming it.
+    """
+    log = _log(gateway)
+    include = gateway.settings.audit.include_arguments
+    page = await log.query(_query(filters, limit=limit, before=before))
+    # Optional keys (arguments, error, request_id) are left out rather than null.
+    items = [entry.to_json(with_arguments=include) for entry in page.items]
+    return JSONResponse({"items": items, "next_before": page.next_before})
+
+
+@router.get(
+    "/audit/export",
+    responses={**_DISABLED, 200: {"content": {"application/x-ndjson": {}}, "description": "One entry per line"}},
+    response_class=StreamingResponse,
+)
+async def export(gateway: GatewayDep, filters: Annotated[_Filters, Query()]) -> StreamingResponse:
+    """Every audited call matching the filters as JSON lines, newest first (the items of ``/audit``)."""
+    log = _log(gateway)
+    include = gateway.settings.audit.include_arguments
+
+    async def lines() -> AsyncIterator[bytes]:
+        before = None
+        while True:
+            page = await log.query(_query(filters, limit=EXPORT_PAGE, before=before))
+            if page.items:
+                yield b"".join(orjson.dumps(e.to_json(with_arguments=include)) + b"\n" for e in page.items)
+            if page.next_before is None:
+                return
+            before = page.next_before
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")

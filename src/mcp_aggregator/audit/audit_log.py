@@ -1,0 +1,168 @@
+"""``AuditLog``: the audit trail's table in the registry's database (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from types import TracebackType
+from typing import Any, Self
+
+from sqlalchemy import Select, delete, insert, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from mcp_aggregator.audit.audit_entry import AuditEntry, Outcome
+from mcp_aggregator.audit.audit_table import audit_log
+from mcp_aggregator.errors import RegistryError
+from mcp_aggregator.registry import RegistrySettings
+from mcp_aggregator.registry.engine import create_engine
+
+
+class AuditLogState(Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Which entries to read: every given filter must match; newest first, ``limit`` of them,
+    older than the entry ``before`` (an id) when paging on."""
+
+    client: str | None = None
+    profile: str | None = None
+    tool: str | None = None
+    server: str | None = None
+    outcome: Outcome | None = None
+    since: datetime | None = None
+    before: int | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    """One page of entries, newest first; ``next_before`` pages on (None on the last page)."""
+
+    items: tuple[AuditEntry, ...]
+    next_before: int | None
+
+
+class AuditLog:
+    """Reads and writes audit entries. ``async with AuditLog(settings)`` opens an engine on the
+    registry's database (whose migrations made the table); it opens once.
+
+    Raises ``RegistryError`` when the database refuses a read or a write.
+    """
+
+    def __init__(self, settings: RegistrySettings) -> None:
+        self._settings = settings
+        self._engine: AsyncEngine | None = None
+        self._state = AuditLogState.UNOPENED
+
+    async def __aenter__(self) -> Self:
+        if self._state is not AuditLogState.UNOPENED:
+            raise RuntimeError(f"an AuditLog opens once; this one is {self._state.value}")
+        self._engine = create_engine(self._settings.database_url, self._settings.pg_schema)
+        self._state = AuditLogState.OPEN
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._state = AuditLogState.CLOSED
+        if self._engine is not None:
+            await self._engine.dispose()
+        self._engine = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise RuntimeError(f"the AuditLog is {self._state.value}, not open")
+        return self._engine
+
+    async def insert(self, entries: Sequence[AuditEntry]) -> None:
+        """Store ``entries`` in one transaction."""
+        if not entries:
+            return
+        rows = [_row(entry) for entry in entries]
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(insert(audit_log), rows)
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot write {len(rows)} audit entries: {exc}") from exc
+
+    async def query(self, query: AuditQuery) -> AuditPage:
+        """One page of the entries ``query`` selects, newest first."""
+        statement = _filtered(select(audit_log), query).order_by(audit_log.c.id.desc()).limit(query.limit)
+        try:
+            async with self.engine.connect() as conn:
+                rows = (await conn.execute(statement)).mappings().all()
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot read the audit trail: {exc}") from exc
+        items = tuple(_entry(row) for row in rows)
+        full = len(items) == query.limit and items
+        return AuditPage(items, items[-1].id if full else None)
+
+    async def purge(self, older_than: datetime) -> int:
+        """Remove the entries from before ``older_than``; how many went."""
+        try:
+            async with self.engine.begin() as conn:
+                result = await conn.execute(delete(audit_log).where(audit_log.c.time < older_than))
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot purge the audit trail: {exc}") from exc
+        return int(result.rowcount or 0)
+
+
+def _filtered(statement: Select[Any], query: AuditQuery) -> Select[Any]:
+    c = audit_log.c
+    for column, value in (
+        (c.client, query.client),
+        (c.profile, query.profile),
+        (c.tool, query.tool),
+        (c.server, query.server),
+        (c.outcome, query.outcome.value if query.outcome else None),
+    ):
+        if value is not None:
+            statement = statement.where(column == value)
+    if query.since is not None:
+        statement = statement.where(c.time >= query.since)
+    if query.before is not None:
+        statement = statement.where(c.id < query.before)
+    return statement
+
+
+def _row(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "time": entry.time,
+        "client": entry.client,
+        "profile": entry.profile,
+        "method": entry.method,
+        "server": entry.server,
+        "tool": entry.tool,
+        "outcome": entry.outcome.value,
+        "duration_ms": entry.duration_ms,
+        "arguments_digest": entry.arguments_digest,
+        "arguments": entry.arguments,
+        "error": entry.error,
+        "request_id": entry.request_id,
+    }
+
+
+def _entry(row: Any) -> AuditEntry:
+    return AuditEntry(
+        id=row["id"],
+        time=row["time"],
+        client=row["client"],
+        profile=row["profile"],
+        method=row["method"],
+        server=row["server"],
+        tool=row["tool"],
+        outcome=Outcome(row["outcome"]),
+        duration_ms=row["duration_ms"],
+        arguments_digest=row["arguments_digest"],
+        arguments=row["arguments"],
+        error=row["error"],
+        request_id=row["request_id"],
+    )

@@ -1,0 +1,35 @@
+"""The ``audit_log`` table (migration 0005), in the registry's database and schema."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, CheckConstraint, Column, Float, Index, Integer, MetaData, String, Table, Text
+
+from mcp_aggregator.registry.tables import NAMING_CONVENTION, SCHEMA, Json, UtcDateTime
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+# SQLite numbers rows itself only for an INTEGER PRIMARY KEY; PostgreSQL gets a bigint identity.
+_ID = BigInteger().with_variant(Integer(), "sqlite")
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", _ID, primary_key=True, autoincrement=True),
+    Column("time", UtcDateTime(), nullable=False),
+    Column("client", String(255)),
+    Column("profile", String(255), nullable=False),
+    Column("method", String(64), nullable=False),
+    Column("server", String(255), nullable=False),
+    Column("tool", Text, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("duration_ms", Float, nullable=False),
+    Column("arguments_digest", String(64)),
+    Column("arguments", Json),
+    Column("error", Text),
+    Column("request_id", String(255)),
+    CheckConstraint("outcome IN ('ok', 'error', 'denied')", name="outcome"),
+    Index("ix_audit_log_time", "time"),
+    Index("ix_audit_log_client", "client", "id"),
+    Index("ix_audit_log_tool", "tool", "id"),
+    schema=SCHEMA,
+)
