@@ -22,6 +22,7 @@ from mcp_aggregator.errors import (
     AggregatorError,
     ServerNotFoundError,
     ServerUnavailableError,
+    ToolHeldError,
     ToolNotFoundError,
     UpstreamError,
 )
@@ -30,7 +31,7 @@ from mcp_aggregator.identity.profile import Profile
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.settings.serve_settings import ToolNames
@@ -165,7 +166,8 @@ class ProfileGateway:
 
     def resolve(self, name: str, server: str | None = None) -> Route:
         """Within the slice; the gateway's own answer only for a server of the profile that
-        is not serving now (503-style), never for a tool outside it."""
+        is not serving now (503-style) or a tool of the profile held by pinning, never for a
+        tool outside it."""
         try:
             return self.catalog.resolve_route(name, server)
         except ServerNotFoundError:
@@ -176,18 +178,22 @@ class ProfileGateway:
             except ServerUnavailableError as exc:
                 if exc.server in self.servers() or self.profile.takes_server(exc.server):
                     raise
+            except ToolHeldError as exc:
+                if self.profile.takes("tool", exc.server, exc.tool):
+                    raise  # held for review: the profile's clients are told so, as on /mcp
             except AggregatorError:
                 pass
             raise ToolNotFoundError(name) from None
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         catalog = self.catalog
         if self.profile.whole:
             return await self.base.search_tools(query, k, server=server, skill=skill)
         hits = await self.base.search_tools(query, k * _SEARCH_OVERFETCH, server=server, skill=skill)
-        return [hit for hit in hits if catalog.get(hit.key) is not None][:k]
+        kept = [hit for hit in hits if catalog.get(hit.key) is not None][:k]
+        return SearchResults(kept, pending=hits.pending)
 
     def scrub(self, text: str) -> str:
         return self.base.scrub(text)
