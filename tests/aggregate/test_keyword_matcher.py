@@ -2,8 +2,8 @@ import random
 
 import pytest
 
-from mcp_aggregator.aggregate.keyword_matcher import KeywordMatcher
-from mcp_aggregator.aggregate.stemmer import query_terms, stem, tokenize
+from mcp_aggregator.aggregate.keyword_matcher import KeywordMatcher, query_terms
+from mcp_aggregator.text import stem, words
 
 VOCABULARY = [
     "query",
@@ -25,6 +25,10 @@ VOCABULARY = [
     "runs",
     "fly",
     "flies",
+    "dying",
+    "die",
+    "ability",
+    "able",
     "happy",
     "happiness",
     "react",
@@ -48,7 +52,7 @@ VOCABULARY = [
 
 def naive_counts(terms: tuple[str, ...], text: str) -> dict[str, int]:
     counts = dict.fromkeys(terms, 0)
-    for token in tokenize(text):
+    for token in words(text):
         if stem(token) in counts:
             counts[stem(token)] += 1
     return counts

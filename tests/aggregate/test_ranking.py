@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mcp_aggregator.aggregate import AggregatorSettings, RankingWeights, ScoreBreakdown, ServerQuerySettings
+from mcp_aggregator.aggregate.keyword_matcher import query_terms
 from mcp_aggregator.aggregate.ranking import (
     combine,
     freshness,
@@ -13,7 +14,6 @@ from mcp_aggregator.aggregate.ranking import (
     rank_results,
 )
 from mcp_aggregator.aggregate.result_extraction import RawResult
-from mcp_aggregator.aggregate.stemmer import query_terms
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = 86_400.0

@@ -32,7 +32,12 @@ def _quality(result: dict[str, Any]) -> None:
 
 
 def _search(result: dict[str, Any]) -> None:
-    assert result["tasks"] > 0 and 0 < result["quality"]["hybrid (shipped)"]["recall@5"] <= 1
+    for data_set in ("livemcpbench", "mcp_devset"):
+        shipped = result["quality"][data_set]["hybrid (shipped)"]
+        assert shipped["all"]["n"] == shipped["single"]["n"] + shipped["multi"]["n"] > 0
+        assert 0 < shipped["all"]["recall@5"] <= 1
+    assert "fields (grouped CV)" in result["quality"]["livemcpbench"]
+    assert result["latency"]["catalogue"]["tools"] == 600
 
 
 def _tokens(result: dict[str, Any]) -> None:
@@ -47,7 +52,7 @@ def _code_mode(result: dict[str, Any]) -> None:
 SCRIPTS = [
     ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
     ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
-    ("search_bench.py", ["--size", "600"], "--json", _search),
+    ("search_bench.py", ["--size", "600", "--no-e5"], "--json", _search),
     ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
     ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
 ]

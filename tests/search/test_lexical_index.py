@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_aggregator.search.lexical_index import LexicalIndex, split_identifier, tokenize
+from mcp_aggregator.search.lexical_index import LexicalIndex
 from mcp_aggregator.search.row_table import IndexFilter
+from mcp_aggregator.text import search_terms as tokenize
+from mcp_aggregator.text import split_identifier
 
 
 @pytest.mark.parametrize(
@@ -68,8 +70,10 @@ def test_sole_server_of_a_term_follows_removals() -> None:
     index.upsert("wiki.get", "wiki", tokenize("get a wikipedia article"))
     index.upsert("wiki.search", "wiki", tokenize("search wikipedia"))
     index.upsert("web.fetch", "web", tokenize("fetch a page, even from wikipedia"))
-    assert index.sole_server_with("wikipedia") is None
-    assert index.sole_server_with("article") == "wiki"
+    (wikipedia,) = tokenize("wikipedia")
+    (article,) = tokenize("article")
+    assert index.sole_server_with(wikipedia) is None
+    assert index.sole_server_with(article) == "wiki"
     assert index.sole_server_with("nowhere") is None
     index.remove("web.fetch")
-    assert index.sole_server_with("wikipedia") == "wiki"
+    assert index.sole_server_with(wikipedia) == "wiki"

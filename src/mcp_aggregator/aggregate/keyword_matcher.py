@@ -8,23 +8,31 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from mcp_aggregator.aggregate.stemmer import stem
+from mcp_aggregator.text import REQUEST_WORDS, STOP_WORDS, stem, stem_prefix, words
 
 _SATURATION = 0.1
-_SHORT = 3
 _NOT_A_TERM = -1
 # Beyond this many prefixes one combined regex scans faster than one regex per prefix.
 _SEPARATE_SCANS_MAX = 16
 
 
+def query_terms(query: str) -> tuple[str, ...]:
+    """Distinct stems of the query's words, in first-seen order, without stop words and
+    words of asking ("show me", "I want").
+
+    A query made only of such words ("how do I") keeps all its words, so it still matches.
+    """
+    tokens = words(query)
+    content = [token for token in tokens if token not in STOP_WORDS and token not in REQUEST_WORDS] or tokens
+    return tuple(dict.fromkeys(stem(token) for token in content))
+
+
 class KeywordMatcher:
     """Built once per query; ``scores(texts)`` gives the keyword-match component of each.
 
-    Equivalent to stemming every token of a text (see ``stemmer.tokenize``) and counting
-    those equal to a query stem, but only tokens that could stem to a query stem are
-    stemmed. That is sound because ``stem`` only strips suffixes, except that a final "y"
-    may become "i" in stems longer than three letters: so a token's stem minus its last
-    letter (or the whole stem, for three letters or fewer) is always a prefix of the token.
+    Equivalent to stemming every word of a text (``text.words``) and counting those equal
+    to a query stem, but only words that could stem to a query stem are stemmed: those
+    starting with the stem's ``text.stem_prefix``.
 
     How it stays fast (the texts are searched, not tokenized):
     - only the shortest of those prefixes are searched for — a token starting with a
@@ -38,7 +46,7 @@ class KeywordMatcher:
 
     def __init__(self, terms: Sequence[str]) -> None:
         self.terms = tuple(dict.fromkeys(terms))
-        prefixes = {term[:-1] if len(term) > _SHORT else term for term in self.terms}
+        prefixes = {stem_prefix(term) for term in self.terms}
         shortest = sorted(p for p in prefixes if not any(q != p and p.startswith(q) for q in prefixes))
         # "_" is a word character to the regex but a separator to the tokenizer: texts are
         # searched with "_" replaced by a space, so \w means what tokenize means. The

@@ -22,7 +22,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from mcp_aggregator.aggregate.stemmer import STOP_WORDS
+from mcp_aggregator.text import REQUEST_WORDS, STOP_WORDS
 
 GENERIC_WORDS: frozenset[str] = frozenset(
     [
@@ -144,7 +144,9 @@ def _words(question: str) -> list[_Word]:
     for match in _TOKEN.finditer(question):
         text = match.group()
         lower = text.lower()
-        content = len(text) > 1 and lower not in STOP_WORDS and lower not in GENERIC_WORDS
+        content = (
+            len(text) > 1 and lower not in STOP_WORDS and lower not in REQUEST_WORDS and lower not in GENERIC_WORDS
+        )
         out.append(_Word(text, match.start(), match.end(), content))
     return out
 

@@ -23,9 +23,8 @@ from datetime import datetime
 from typing import NamedTuple
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
-from mcp_aggregator.aggregate.keyword_matcher import KeywordMatcher
+from mcp_aggregator.aggregate.keyword_matcher import KeywordMatcher, query_terms
 from mcp_aggregator.aggregate.result_extraction import RawResult
-from mcp_aggregator.aggregate.stemmer import query_terms
 
 _SCORE_DECIMALS = 4
 _SECONDS_PER_DAY = 86_400.0

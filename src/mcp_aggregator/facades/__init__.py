@@ -8,6 +8,7 @@ from mcp_aggregator.facades.envelope import Counted, Envelope, Listing, to_call_
 from mcp_aggregator.facades.files_domain import build_files_domain
 from mcp_aggregator.facades.records import (
     ScoredTool,
+    ScoredTools,
     ServerRecord,
     ServerStatus,
     ToolPage,
@@ -31,6 +32,7 @@ __all__ = [
     "QueryRunner",
     "RoundtripStore",
     "ScoredTool",
+    "ScoredTools",
     "ServerRecord",
     "ServerStatus",
     "ServerView",

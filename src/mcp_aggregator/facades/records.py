@@ -40,6 +40,15 @@ class ScoredTool:
     score: float
 
 
+class ScoredTools(list[ScoredTool]):
+    """Search hits, and how many tools the ranking could read only by their words
+    (``pending``: the search index was still computing their vectors)."""
+
+    def __init__(self, hits: Sequence[ScoredTool] = (), *, pending: int = 0) -> None:
+        super().__init__(hits)
+        self.pending = pending
+
+
 @dataclass(frozen=True, slots=True)
 class ToolPage:
     """One page of tools; ``next_cursor`` is None on the last page."""

@@ -11,9 +11,9 @@ from mcp_aggregator.errors import FacadeError
 from mcp_aggregator.facades.command import Command
 from mcp_aggregator.facades.detail import Detail, Signature, project_hit, project_tool
 from mcp_aggregator.facades.domain import Domain
-from mcp_aggregator.facades.envelope import Listing, content_text, render_call_result
+from mcp_aggregator.facades.envelope import Counted, Listing, content_text, render_call_result
 from mcp_aggregator.facades.param_schema import ParamSchema, object_schema
-from mcp_aggregator.facades.records import ScoredTool, ToolPage, ToolRecord
+from mcp_aggregator.facades.records import ScoredTool, ScoredTools, ToolPage, ToolRecord
 
 DEFAULT_K = 10
 MAX_K = 50
@@ -63,7 +63,11 @@ def build_tools_domain(
 
     async def search(params: dict[str, Any], detail: Detail) -> Any:
         hits = await view.search(params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill"))
-        return [project_hit(hit, detail, signature) for hit in hits]
+        projected = [project_hit(hit, detail, signature) for hit in hits]
+        if isinstance(hits, ScoredTools) and hits.pending:
+            note = f"search index incomplete: {hits.pending} tools not indexed yet, ranked by words only; search again"
+            return Counted({"items": projected, "incomplete": note}, len(projected))
+        return projected
 
     async def list_(params: dict[str, Any], detail: Detail) -> Any:
         page = await view.list(

@@ -42,6 +42,7 @@ class CatalogIndexer:
         self._on_indexed = on_indexed
         self._wanted: tuple[ToolDoc, ...] = ()
         self._dirty = anyio.Event()
+        self._indexed = anyio.Event()
         self.embedding: tuple[int, int] | None = None
         """(embedded, total) while new tool texts are being embedded, else None.
 
@@ -59,8 +60,19 @@ class CatalogIndexer:
         self._dirty.set()
 
     def ready(self) -> bool:
-        """True when every wanted document is in the index."""
-        return not self._dirty.is_set() and all(doc.key in self.search for doc in self._wanted)
+        """True when every wanted document is in the index, vectors included."""
+        return (
+            not self._dirty.is_set()
+            and self.search.pending == 0
+            and all(doc.key in self.search for doc in self._wanted)
+        )
+
+    async def wait_ready(self, timeout_secs: float) -> bool:
+        """Waits (up to ``timeout_secs``) until ``ready``; returns whether it is."""
+        with anyio.move_on_after(timeout_secs):
+            while not self.ready():
+                await self._indexed.wait()
+        return self.ready()
 
     def classification_counts(self) -> dict[str, int]:
         return self.queue.counts() if self.queue is not None else {}
@@ -82,6 +94,8 @@ class CatalogIndexer:
                 self.queue.forget(stale)
                 self.queue.submit(sorted(current))
             self._on_indexed()
+            self._indexed.set()
+            self._indexed = anyio.Event()
 
     def _embedding_progress(self, done: int, total: int) -> None:
         # Called from the embedding worker thread; a tuple assignment is atomic.

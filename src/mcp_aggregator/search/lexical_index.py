@@ -3,130 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
 from mcp_aggregator.search.row_table import NO_FILTER, IndexFilter, RowTable, top_k
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_STOPWORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "please",
-        "so",
-        "that",
-        "the",
-        "their",
-        "then",
-        "this",
-        "to",
-        "us",
-        "using",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "with",
-        "you",
-        "your",
-    }
-)
-
-
-def split_identifier(name: str) -> list[str]:
-    """Words of a tool name: snake_case, kebab-case, camelCase and dotted.names, lowercased.
-
-    >>> split_identifier("getHTTPResponse_v2.fetch-all")
-    ['get', 'http', 'response', 'v2', 'fetch', 'all']
-    """
-    words: list[str] = []
-    for part in _WORD.findall(name):
-        words.extend(_split_part(part))
-    return words
-
-
-def _split_part(part: str) -> list[str]:
-    if part.islower() or part.isdigit():  # most words: no camel humps to find
-        return [part]
-    return [w.lower() for w in _CAMEL.split(part) if w]
-
-
-def _stem(word: str) -> str:
-    # Deliberately tiny: plural and -ing/-ed forms are most of the query/tool mismatch.
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed"):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def tokenize(text: str) -> list[str]:
-    """Search terms of free text: identifier splitting, stop words dropped, light stemming.
-
-    Han, kana and hangul characters become one term each, as they have no spaces.
-    """
-    # Split on whitespace first (no match of _WORD spans it) and keep each chunk's terms:
-    # chunks repeat across a catalogue's descriptions, and one regex pass over the whole
-    # text of 10,000 tools cost more than all the rest of their lexical indexing. map and
-    # chain keep the loop over chunks in C.
-    return list(chain.from_iterable(map(_chunk_terms, text.split())))
-
-
-@lru_cache(maxsize=131_072)
-def _chunk_terms(chunk: str) -> tuple[str, ...]:
-    if len(parts := _WORD.findall(chunk)) == 1:
-        return _part_terms(parts[0])
-    return tuple(term for part in parts for term in _part_terms(part))
-
-
-@lru_cache(maxsize=131_072)
-def _part_terms(part: str) -> tuple[str, ...]:
-    terms: list[str] = []
-    for word in _split_part(part):
-        if not word.isascii() and _CJK.search(word):
-            terms.extend(ch for ch in word if not ch.isspace())
-        elif word not in _STOPWORDS:
-            terms.append(_stem(word))
-    return tuple(terms)
-
+from mcp_aggregator.text import search_terms
 
 Scores = npt.NDArray[np.float32]
 
@@ -232,7 +115,7 @@ class LexicalIndex:
         if n == 0 or k <= 0:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
         scores = np.zeros(n, dtype=np.float32)
-        for term in set(tokenize(query)):
+        for term in set(search_terms(query)):
             posting = self._posting(term)
             if posting is not None:
                 scores[posting[0]] += posting[1]

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_aggregator.search.implicit_needs import PATH_PATTERN, URL_PATTERN
-from mcp_aggregator.search.lexical_index import split_identifier
+from mcp_aggregator.text import split_identifier
 
 RRF_K = 60
 SUB_QUERY_WEIGHT = 0.5

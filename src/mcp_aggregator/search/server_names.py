@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from mcp_aggregator.search.implicit_needs import PATH_PATTERN
-from mcp_aggregator.search.lexical_index import tokenize
 from mcp_aggregator.search.ranking import normalise_query
+from mcp_aggregator.text import search_terms
 
 # Words too common in server names to name one; short words are left out too ("ui", "gg").
 _GENERIC = frozenset(
@@ -28,13 +28,13 @@ _PATH = re.compile(PATH_PATTERN)
 @lru_cache(maxsize=16384)  # server names outlive catalogue changes; rebuilding stays cheap
 def name_words(server: str) -> frozenset[str]:
     """Search terms of a server's name that could name it (stemmed like queries are)."""
-    return frozenset(w for w in tokenize(server) if len(w) >= _MIN_WORD and w not in _GENERIC)
+    return frozenset(w for w in search_terms(server) if len(w) >= _MIN_WORD and w not in _GENERIC)
 
 
 def mention_terms(query: str) -> set[str]:
     """Terms of ``query`` outside file paths (``/root/music/a.wav`` names no music server);
     a URL contributes its host's words (``youtube``)."""
-    return set(tokenize(normalise_query(_PATH.sub(" ", query))))
+    return set(search_terms(normalise_query(_PATH.sub(" ", query))))
 
 
 class ServerNames:

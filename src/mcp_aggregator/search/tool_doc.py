@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from mcp_aggregator.search.lexical_index import split_identifier
+from mcp_aggregator.text import split_identifier
 
 EXCERPT_CHARS = 200
 _LATIN_SHARE = 0.8
@@ -81,6 +82,22 @@ class SearchHit:
     description: str
     score: float
     skill_ids: tuple[str, ...] = ()
+
+
+class SearchResults(list[SearchHit]):
+    """Hits best first, and how many tools were still waiting for their vectors.
+
+    ``pending > 0`` means the dense index was incomplete and every tool was ranked by its
+    words alone: callers tell the user the ranking is provisional.
+    """
+
+    def __init__(self, hits: Iterable[SearchHit] = (), *, pending: int = 0) -> None:
+        super().__init__(hits)
+        self.pending = pending
+
+    @property
+    def complete(self) -> bool:
+        return self.pending == 0
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

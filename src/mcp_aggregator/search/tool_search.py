@@ -14,7 +14,7 @@ from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, EmbeddingStore, ProgressCallback, embed_cached
 from mcp_aggregator.search.hit_order import HEAD, after_best, with_alternatives
 from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
-from mcp_aggregator.search.lexical_index import LexicalIndex, tokenize
+from mcp_aggregator.search.lexical_index import LexicalIndex
 from mcp_aggregator.search.ranking import (
     Rows,
     Scores,
@@ -28,9 +28,10 @@ from mcp_aggregator.search.ranking import (
 from mcp_aggregator.search.row_table import IndexFilter
 from mcp_aggregator.search.server_index import ServerIndex
 from mcp_aggregator.search.server_names import ServerNames
-from mcp_aggregator.search.tool_doc import SearchHit, ToolDoc, excerpt
+from mcp_aggregator.search.tool_doc import SearchHit, SearchResults, ToolDoc, excerpt
 from mcp_aggregator.search.tool_table import ToolTable
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
+from mcp_aggregator.text import search_terms
 
 _CANDIDATES = 250
 _QUERY_CACHE_SIZE = 512
@@ -78,6 +79,7 @@ class ToolSearch:
         self._need_tools: dict[tuple[str, IndexFilter], str | None] = {}
         self._need_tools_version = -1
         self._server_names: ServerNames | None = None
+        self._unembedded: dict[str, ToolDoc] = {}
         self.version = 0
         """Incremented on every change of the catalogue or of a tool's skills."""
 
@@ -103,28 +105,16 @@ class ToolSearch:
     async def upsert(self, docs: Sequence[ToolDoc], *, progress: ProgressCallback | None = None) -> int:
         """Adds or replaces ``docs``; returns how many tool texts had to be embedded (cache misses).
 
+        In two steps: the docs enter the lexical index at once, then their vectors once
+        embedded. In between ``pending`` counts them and a search ranks by words alone
+        (``SearchResults.complete`` is False), never by vectors that miss some tools.
         Server description texts are embedded too (through the same cache) but not counted.
 
         Skill ids already set on a stored tool are kept when the new doc carries none.
         """
         docs = [self._keep_skills(d) for d in docs]
-        embedded = 0
-        vectors = described = None
-        if self._dense and docs:
-            texts = [d.dense_text() for d in docs]
-            vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
-            todo = self._undescribed(docs)
-            described = await anyio.to_thread.run_sync(lambda: self._server_vectors(todo))
         terms = await anyio.to_thread.run_sync(lambda: _lexical_terms(docs))
-        keys, servers = [d.key for d in docs], [d.server for d in docs]
         with self._lock:
-            if vectors is not None:
-                self._vectors.upsert(keys, servers, vectors, [d.skill_ids for d in docs])
-            for server, (text, vector) in (described or {}).items():
-                self._servers.set_description(server, vector)
-                self._server_texts[server] = text
-            if vectors is not None:
-                self._servers.upsert(keys, servers)
             for doc, doc_terms in zip(docs, terms, strict=True):
                 old = self._docs.get(doc.key)
                 if old is not None and old.name != doc.name:
@@ -132,11 +122,44 @@ class ToolSearch:
                 self._docs[doc.key] = doc
                 self._keys_by_name.setdefault(doc.name, {})[doc.key] = None
                 self._lexical.upsert(doc.key, doc.server, doc_terms, doc.skill_ids)
+                if self._dense:
+                    self._unembedded[doc.key] = doc
             self._lexical.refresh()
-            self._table = None
-            self._server_names = None
-            self.version += 1
+            self._changed()
+        if not self._dense or not docs:
+            return 0
+        texts = [d.dense_text() for d in docs]
+        try:
+            vectors, embedded = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts, progress=progress))
+            todo = self._undescribed(docs)
+            described = await anyio.to_thread.run_sync(lambda: self._server_vectors(todo))
+        except BaseException:
+            with self._lock:  # the docs stay searchable by words; a later upsert embeds them
+                self._changed()
+            raise
+        with self._lock:
+            # A doc removed or replaced while it was embedded keeps what happened since.
+            live = [i for i, d in enumerate(docs) if self._unembedded.get(d.key) is d]
+            keys, servers = [docs[i].key for i in live], [docs[i].server for i in live]
+            self._vectors.upsert(keys, servers, vectors[live], [docs[i].skill_ids for i in live])
+            for server, (text, vector) in described.items():
+                self._servers.set_description(server, vector)
+                self._server_texts[server] = text
+            self._servers.upsert(keys, servers)
+            for key in keys:
+                del self._unembedded[key]
+            self._changed()
         return embedded
+
+    @property
+    def pending(self) -> int:
+        """Tools searchable by words only: their vectors are still being computed."""
+        return len(self._unembedded)
+
+    def _changed(self) -> None:
+        self._table = None
+        self._server_names = None
+        self.version += 1
 
     def _undescribed(self, docs: Sequence[ToolDoc]) -> dict[str, str]:
         """Server description texts of ``docs`` not yet embedded as they are now."""
@@ -180,6 +203,7 @@ class ToolSearch:
             gone = [d.key for d in removed]
             for doc in removed:
                 self._forget_name(doc)
+                self._unembedded.pop(doc.key, None)
             if self._dense:
                 self._vectors.remove(gone)
                 self._servers.remove(gone, [d.server for d in removed])
@@ -187,9 +211,7 @@ class ToolSearch:
                 self._lexical.remove(key)
             self._lexical.refresh()
             if removed:
-                self._table = None
-                self._server_names = None
-                self.version += 1
+                self._changed()
         return removed
 
     def remove_server(self, server: str) -> list[ToolDoc]:
@@ -231,29 +253,34 @@ class ToolSearch:
         server: str | None = None,
         skill: str | None = None,
         allowed_servers: Collection[str] | None = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """The ``k`` best tools for ``query``, best first.
 
         ``server`` and ``skill`` restrict to one server / skill; ``allowed_servers`` (the
         CONNECTED and DEGRADED servers) restricts to those. An empty query returns [].
+        While some tools wait for their vectors (``pending``) every tool is ranked by words
+        alone and the results say so (``complete`` False, ``pending`` set).
         Blocking (it embeds the query): call it from a worker thread on an event loop.
         """
         if not query.strip() or k <= 0 or not self._docs:
-            return []
+            return SearchResults()
         flt = _filter(server, skill, allowed_servers)
         if flt.servers is not None and not flt.servers:
-            return []
+            return SearchResults()
         vectors = None
         need_vectors: dict[str, Vectors] = {}
-        if self._dense:  # outside the lock: a write waits for ranking only, never for the model
+        if self._dense and not self._unembedded:  # outside the lock: a write waits for ranking, never the model
             text = normalise_query(query)
             vectors = self._query_embeddings([text, *sub_queries(text)])
             if needs := self._needs.needs_of(query):
                 need_vectors = dict(zip(needs, self._query_embeddings(needs), strict=True))
         with self._lock:
             if not self._docs:
-                return []
-            return self._ranked(query, k, flt, vectors, need_vectors)
+                return SearchResults()
+            pending = len(self._unembedded)
+            if pending and vectors is not None:  # tools arrived while the query was embedded
+                vectors, need_vectors = None, {}
+            return SearchResults(self._ranked(query, k, flt, vectors, need_vectors), pending=pending)
 
     def _ranked(
         self, query: str, k: int, flt: IndexFilter, vectors: Vectors | None, need_vectors: dict[str, Vectors]
@@ -387,8 +414,8 @@ def _lexical_terms(docs: Sequence[ToolDoc]) -> list[list[str]]:
     for doc in docs:
         server_text = doc.server_lexical_text()
         if (shared := server_terms.get(server_text)) is None:
-            shared = server_terms[server_text] = tokenize(server_text)
-        out.append(tokenize(doc.own_lexical_text()) + shared)
+            shared = server_terms[server_text] = search_terms(server_text)
+        out.append(search_terms(doc.own_lexical_text()) + shared)
     return out
 
 

@@ -14,7 +14,7 @@ import mcp_types as types
 
 from mcp_aggregator.catalog import CatalogEntry
 from mcp_aggregator.errors import ToolNotFoundError
-from mcp_aggregator.facades import ScoredTool, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
+from mcp_aggregator.facades import ScoredTool, ScoredTools, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
 from mcp_aggregator.relay import NO_CALLER, current_caller
 from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.serve_gateway import ServeGateway
@@ -60,15 +60,16 @@ class GatewayToolCatalog:
     async def search(self, query: str, k: int, server: str | None, skill: str | None) -> Sequence[ScoredTool]:
         if server is not None:
             self.gateway.supervisor(server)
+        found = await self.gateway.search_tools(query, k, server=server, skill=skill)
         catalog = self.gateway.catalog
         hits = []
-        for hit in await self.gateway.search_tools(query, k, server=server, skill=skill):
+        for hit in found:
             entry = catalog.get(hit.key)
             # The index may still hold a tool the catalog just dropped.
             if entry is not None and not self._hidden(entry):
                 skill_id = hit.skill_ids[0] if hit.skill_ids else None
                 hits.append(ScoredTool(tool_record(entry, skill_id), hit.score))
-        return hits
+        return ScoredTools(hits, pending=found.pending)
 
     async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
         """Catalog order: servers by name, each server's tools in the order it lists them."""

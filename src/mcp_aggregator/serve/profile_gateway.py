@@ -31,7 +31,7 @@ from mcp_aggregator.identity.profile import Profile
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.settings.serve_settings import ToolNames
@@ -187,12 +187,13 @@ class ProfileGateway:
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         catalog = self.catalog
         if self.profile.whole:
             return await self.base.search_tools(query, k, server=server, skill=skill)
         hits = await self.base.search_tools(query, k * _SEARCH_OVERFETCH, server=server, skill=skill)
-        return [hit for hit in hits if catalog.get(hit.key) is not None][:k]
+        kept = [hit for hit in hits if catalog.get(hit.key) is not None][:k]
+        return SearchResults(kept, pending=hits.pending)
 
     def scrub(self, text: str) -> str:
         return self.base.scrub(text)

@@ -18,7 +18,7 @@ from mcp_aggregator.errors import UpstreamError
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import CallPipeline
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchHit, ToolSearch
+from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
@@ -63,7 +63,7 @@ class ServeGateway(Protocol):
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None
-    ) -> list[SearchHit]: ...
+    ) -> SearchResults: ...
 
     def scrub(self, text: str) -> str: ...
 
