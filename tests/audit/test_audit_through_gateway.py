@@ -78,6 +78,8 @@ async def test_every_way_a_call_comes_lands_in_the_audit(database: Database) -> 
                 f"{API}/servers/{server['id']}/tools/echo/call", json={"arguments": {"text": "rest"}}
             )
             assert called.status_code == 200, called.text
+            named = await http.post(f"{API}/tools/call", json={"name": "alpha.echo", "arguments": {"text": "named"}})
+            assert named.status_code == 200, named.text
             queried = await http.post(f"{API}/query", json={"query": "hello", "servers": ["alpha"]})
             assert queried.status_code == 200, queried.text
         with anyio.fail_after(DEADLINE):
@@ -85,7 +87,7 @@ async def test_every_way_a_call_comes_lands_in_the_audit(database: Database) -> 
         items = (await audit_items(served.base, limit=50))["items"]
 
     assert all(item["method"] == "tools/call" and item["server"] == "alpha" for item in items)
-    fast_ok, fast_error, full, rest = items[-1], items[-2], items[-3], items[-4]
+    fast_ok, fast_error, full, rest, named = items[-1], items[-2], items[-3], items[-4], items[-5]
     assert (fast_ok["tool"], fast_ok["outcome"], fast_ok["client"], fast_ok["profile"]) == (
         "echo",
         "ok",
@@ -103,7 +105,8 @@ async def test_every_way_a_call_comes_lands_in_the_audit(database: Database) -> 
         "ok",
         {"text": "rest"},
     )
-    fan_out = items[:-4]
+    assert (named["tool"], named["client"], named["arguments"]) == ("echo", "admin-api", {"text": "named"})
+    fan_out = items[:-5]
     assert fan_out and all(item["client"] == "admin-api" for item in fan_out)
     assert {item["tool"] for item in fan_out} <= {"search", "echo"}
 

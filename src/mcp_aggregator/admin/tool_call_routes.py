@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
+from mcp_aggregator.admin.rest_client import as_rest_client
 from mcp_aggregator.admin.schemas import ToolCallResult
 
 router = APIRouter(prefix="/api/v1/aggregator", tags=["tools"])
@@ -33,5 +34,6 @@ class NamedToolCall(BaseModel):
 async def call_tool(gateway: GatewayDep, body: NamedToolCall) -> ToolCallResult:
     """Route ``name`` as a client's call is routed and run it through the same pipeline (its
     policy stages see it); a tool error is a 200 with ``isError``."""
-    result = await gateway.call_tool(body.name, body.arguments)
+    with as_rest_client():
+        result = await gateway.call_tool(body.name, body.arguments)
     return ToolCallResult.model_validate(result.model_dump(mode="json", by_alias=True, exclude_none=True))
