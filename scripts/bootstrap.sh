@@ -40,3 +40,17 @@ if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ]; then
         echo "bootstrap: haproxy is not installed (apt-get install haproxy as root); the balancer tests skip" >&2
     fi
 fi
+
+# Chromium: the browser the web page's tests drive (Playwright, tests/admin/test_page_browser.py).
+# Installed when missing and we may (root with apt, as on CI); otherwise those tests skip, outside CI.
+if ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "bootstrap: installing chromium" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq chromium >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null; } \
+            || echo "bootstrap: could not install chromium; the web page's browser tests will skip" >&2
+    else
+        echo "bootstrap: chromium is not installed (apt-get install chromium as root); the browser tests skip" >&2
+    fi
+fi

@@ -39,8 +39,11 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
-    └── SandboxError                 code mode cannot run scripts (sandbox not running or
-                                     could not start); a script's own failure is a result
+    ├── SandboxError                 code mode cannot run scripts (sandbox not running or
+    │                                could not start); a script's own failure is a result
+    └── AdminClientError             the CLI's request to a running gateway failed: none
+                                     answers, the token is refused, or the API said no
+                                     (its message, naming the field)
 """
 
 from __future__ import annotations
@@ -276,3 +279,7 @@ class SandboxError(AggregatorError):
     """The code sandbox cannot run scripts at all (not started, or its workers cannot start).
 
     A failing script is not this: it comes back as an error result the model can act on."""
+
+
+class AdminClientError(AggregatorError):
+    """A request of the CLI to a running gateway's REST API failed; ``str(err)`` is for the user."""

@@ -33,6 +33,7 @@ from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer,
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
+from mcp_aggregator.logs import call_context
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -186,6 +187,8 @@ class Gateway:
             )
             await self._indexer.start(self._tg)
             await self._tg.start(self._health_monitor().run)
+            health = self.settings.health
+            await self._tg.start(self.upstreams.relist_loop, health.interval_secs, health.timeout_secs)
             self.upstreams.bind(self._tg)
             await self.reconcile()
             if self._registry.shared and self.settings.registry.change_feed:
@@ -468,9 +471,10 @@ class Gateway:
         the one its handler set, so sampling or elicitation during the call reaches it.
         """
         caller = current_caller.get() or NO_CALLER
-        return await self.pipeline.call_tool_result(
-            name, arguments, server=server, caller=caller, progress=progress, meta=meta
-        )
+        with call_context(server, name):
+            return await self.pipeline.call_tool_result(
+                name, arguments, server=server, caller=caller, progress=progress, meta=meta
+            )
 
     # -- admin operations ------------------------------------------------------------
 
@@ -614,7 +618,12 @@ class Gateway:
         rides on every fan-out call."""
         caller = current_caller.get()
         identity_only = (
-            Caller(identity=caller.identity, request_id=caller.request_id, session_id=caller.session_id)
+            Caller(
+                identity=caller.identity,
+                request_id=caller.request_id,
+                session_id=caller.session_id,
+                origin=caller.origin,
+            )
             if caller is not None
             else NO_CALLER
         )

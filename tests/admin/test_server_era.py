@@ -37,7 +37,7 @@ async def test_the_server_detail_shows_the_era_and_the_side_session_once_it_open
         assert era["protocol_version"] == "2026-07-28"
         assert "2025-11-25 side session" in era["reason"]
         assert era["side_session"] == {"state": "not opened yet"}
-        assert era["relisted_every_health_check"] is True
+        assert era["relisting"] == "each health check lists tools, prompts and resources"
 
         caller = Caller(capabilities=ROOTS_CLIENT, ask=answer_roots)
         answered = await admin.gateway.pipeline.call_tool_result("dual.ask_roots", {}, caller=caller)

@@ -8,10 +8,13 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import mcp_types as types
 import orjson
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from starlette.routing import Route
 
 from mcp_aggregator.audit import AuditQuery, Outcome
@@ -40,7 +43,8 @@ def audited_settings(database: Database | None = None, **sections: Any) -> Setti
 
 def fast_path_of(app: Any) -> FastPath:
     [fast] = [r.endpoint for r in app.routes if isinstance(r, Route) and r.path == "/mcp"]
-    assert isinstance(fast, FastPath)
+    while not isinstance(fast, FastPath):
+        fast = fast.app  # behind the client authentication of the HTTP face
     return fast
 
 
@@ -205,3 +209,33 @@ async def test_with_the_audit_off_nothing_is_installed_and_the_api_says_so() -> 
             answer = await http.get(f"{API}/audit")
         assert answer.status_code == 404
         assert "audit.enabled" in answer.json()["detail"]
+
+
+CI_TOKEN = "ci-client-token-0123456789abcdef"
+
+
+async def test_a_named_clients_calls_on_its_profile_are_audited_with_both_and_a_policy_refusal_as_denied() -> None:
+    settings = audited_settings(
+        clients=[{"name": "ci", "token": CI_TOKEN, "profiles": ["ops"]}],
+        profiles=[{"name": "ops", "servers": ["alpha"], "exposure": "passthrough"}],
+        policies=[{"name": "no-fail-for-ci", "deny": 'tool.original_name == "fail" && client.name == "ci"'}],
+    )
+    async with served_over_http(settings, admin_token=TOKEN) as served:
+        gateway = served.gateway
+        assert gateway.audit is not None
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {CI_TOKEN}"})
+        async with (
+            http,
+            Client(streamable_http_client(f"{served.mcp_url}/ops", http_client=http), cache=None) as client,
+        ):
+            await client.call_tool("alpha__echo", {"text": "fast"})
+            with pytest.raises(MCPError):
+                await client.call_tool("alpha__fail", {"message": "x"})
+            with pytest.raises(MCPError):
+                await client.call_tool("alpha__fail", {"message": "y"}, progress_callback=progress)
+        with anyio.fail_after(DEADLINE):
+            await gateway.audit.flush()
+        items = (await audit_items(served.base, client="ci", profile="ops"))["items"]
+    assert [(i["tool"], i["outcome"]) for i in items] == [("fail", "denied"), ("fail", "denied"), ("echo", "ok")]
+    assert all(i["client"] == "ci" and i["profile"] == "ops" for i in items)
+    assert "no-fail-for-ci" in items[0]["error"]

@@ -235,3 +235,11 @@ def test_a_profile_with_a_policy_is_a_path_beside_plain_passthrough(tmp_path: Pa
     assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
         (pair, peer, None, 0, 6) for pair in ("http-http", "stdio-stdio") for peer in ("gateway", "gateway-profile")
     ]
+
+
+def test_the_audit_and_tracing_are_paths_beside_plain_passthrough(tmp_path: Path) -> None:
+    argv = "--only stdio-stdio --side-peers gateway,gateway-audit,gateway-trace --side-calls 6 --warmup 1"
+    rows = side_rows(tmp_path, f"{argv} --stdio-sessions 1")
+    assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
+        ("stdio-stdio", peer, None, 0, 6) for peer in ("gateway", "gateway-audit", "gateway-trace")
+    ]

@@ -159,3 +159,19 @@ async def test_a_silent_rug_pull_is_held_by_the_next_health_check(transport: str
             assert held == ["weather"]
             for supervisor in list(gateway.supervisors.values()):
                 await supervisor.stop()
+
+
+async def test_an_upstream_checked_by_its_health_url_is_re_listed_beside_that_check() -> None:
+    health = HealthSettings(interval_secs=3600, timeout_secs=10)
+    with dual_era_config("stdio") as config:
+        checked = config.model_copy(update={"health_check_url": "http://127.0.0.1:9/health"})
+        settings = settings_for(checked).model_copy(update={"health": health})
+        async with Gateway(settings) as gateway:
+            await gateway.wait_settled(SETTLE)
+            assert "beside the health_check_url check" in gateway.connection("dual").era.relisting
+            assert await gateway.upstreams.relist_url_checked(10) == []
+            await gateway.call_tool("dual.rewrite_silently", {"description": EVIL})
+            assert await gateway.upstreams.relist_url_checked(10) == ["dual"]
+            await gateway.wait_until(lambda: gateway.catalog.get("dual.weather") is None, timeout_secs=SETTLE)
+            for supervisor in list(gateway.supervisors.values()):
+                await supervisor.stop()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -175,6 +176,21 @@ async def test_a_tool_with_no_confident_skill_is_classified_into_none(fake_embed
     assert queue.next_due() is None
     doc = search.get("git.git_log")
     assert doc is not None and doc.skill_ids == ()
+
+
+async def test_tools_that_fit_no_skill_are_listed_at_debug_and_summed_up_in_one_info_line(
+    fake_embedder: FakeEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp_aggregator.search.classification_queue")
+    search = await _search(fake_embedder)
+    weak = [SkillAssignment("vcs", 0.3)]
+    queue = ClassificationQueue(FlakyClassifier({d.key: weak for d in DOCS}), search)
+    queue.submit([d.key for d in DOCS])
+    await queue.process_due()
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert info == ["classified 3 tools: 3 fit no skill above confidence 0.50"]
+    assert sorted(debug) == sorted(f"{d.key} fits no skill above confidence 0.50" for d in DOCS)
 
 
 async def test_background_loop_classifies_with_bounded_concurrency(fake_embedder: FakeEmbedder) -> None:

@@ -50,10 +50,10 @@ def test_an_open_side_session_shows_its_version_and_a_failed_one_its_error() -> 
     assert open_side["side_session"] == {"state": "open", "protocol_version": HANDSHAKE}
     assert open_side["announces_changes"] is True
     failed = era_of(
-        MODERN, mode="auto", side=SideState.UNAVAILABLE, side_error="boom", capabilities=None, relisted=False
+        MODERN, mode="auto", side=SideState.UNAVAILABLE, side_error="boom", capabilities=None, url_checked=True
     )
     assert failed.to_json()["side_session"] == {"state": "unavailable", "error": "boom"}
-    assert failed.announces_changes is False and failed.relisted_every_health_check is False
+    assert failed.announces_changes is False and "health_check_url" in failed.relisting
 
 
 def tool(name: str, description: str) -> types.Tool:

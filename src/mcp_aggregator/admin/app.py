@@ -12,6 +12,7 @@ from mcp_aggregator.admin import (
     search_routes,
     servers_routes,
     state_routes,
+    tool_call_routes,
 )
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.auth import AdminTokenMiddleware
@@ -44,6 +45,7 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(tool_call_routes.router)
     app.include_router(audit_routes.router)
     app.include_router(identity_routes.router)
     app.include_router(metrics.router)

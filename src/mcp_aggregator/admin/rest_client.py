@@ -1,7 +1,7 @@
 """The client a call made through the admin REST API is made for, as the relay sees it.
 
-A REST call has no MCP session behind it: it cannot be asked anything back, but the audit
-(and policies) must see that it came through the admin API, holding the admin token.
+A REST call has no MCP session behind it: it cannot be asked anything back, and it names no
+client, but the audit and traces must show that it came through the admin API.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from mcp_aggregator.identity import ClientIdentity
 from mcp_aggregator.relay import Caller, current_caller
 
-REST_CLIENT: Final = ClientIdentity(name="admin-api")
-"""The identity of calls made through the admin REST API."""
+REST_ORIGIN: Final = "admin-api"
+"""What the audit and traces name as the client of calls made through the admin REST API."""
 
 
 @contextmanager
 def as_rest_client() -> Iterator[None]:
-    """Calls made in this block are the admin API's (``REST_CLIENT``)."""
-    token = current_caller.set(Caller(identity=REST_CLIENT))
+    """Calls made in this block come from the admin API (``REST_ORIGIN``); no client is named
+    to policies (``client.name`` is null for them)."""
+    token = current_caller.set(Caller(origin=REST_ORIGIN))
     try:
         yield
     finally:

@@ -162,7 +162,7 @@ class AuditWriter:
         request_id = invocation.caller.request_id
         return AuditEntry(
             time=_utc(at),
-            client=identity.name,
+            client=identity.name if identity.name is not None else invocation.caller.origin,
             profile=identity.profile,
             method=invocation.method,
             server=invocation.server,

@@ -46,6 +46,9 @@ class Caller:
     """The client's ``Mcp-Session-Id`` (handshake-era HTTP sessions), for traces."""
     traceparent: str | None = None
     """The W3C ``traceparent`` HTTP header the request came with (``_meta.traceparent`` is in ``meta``)."""
+    origin: str | None = None
+    """Where a call no named client makes comes from (``"admin-api"``): the audit and traces
+    name it; policies still see no client."""
 
     @property
     def asks_back(self) -> bool:

@@ -148,13 +148,23 @@ class ClassificationQueue:
         """Classifies every tool due now; returns how many were attempted."""
         now = self._clock()
         due = [k for k, e in self._entries.items() if _waiting(e) and e.due <= now]
+        unfit: list[str] = []
         async with anyio.create_task_group() as tg:
             for key in due:
                 self._entries[key].state = ClassificationState.CLASSIFYING
-                tg.start_soon(self._classify_one, key)
+                tg.start_soon(self._classify_one, key, unfit)
+        if unfit:
+            # One line per round at INFO; the tools themselves at DEBUG (a start with
+            # thousands of tools would otherwise write thousands of lines).
+            log.info(
+                "classified %d tools: %d fit no skill above confidence %.2f",
+                len(due),
+                len(unfit),
+                self._min_confidence,
+            )
         return len(due)
 
-    async def _classify_one(self, key: str) -> None:
+    async def _classify_one(self, key: str, unfit: list[str]) -> None:
         entry = self._entries.get(key)
         doc = self._search.get(key)
         if entry is None or doc is None:
@@ -169,7 +179,8 @@ class ClassificationQueue:
         if not kept:
             # A tool that fits no skill well enough is an answer, not a failure: retrying
             # would only ask the same question again.
-            log.info("%s fits no skill above confidence %.2f", key, self._min_confidence)
+            log.debug("%s fits no skill above confidence %.2f", key, self._min_confidence)
+            unfit.append(key)
         entry.state = ClassificationState.CLASSIFIED
         entry.assignments = tuple(kept)
         entry.error = None

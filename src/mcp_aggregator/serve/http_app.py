@@ -41,6 +41,7 @@ from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.rate_limit import RateLimit
+from mcp_aggregator.serve.request_ids import RequestIds
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
@@ -63,7 +64,7 @@ def security_middleware(serve: ServeSettings, *, host: str | None = None) -> lis
             return serve.mcp_max_body_bytes, "serve.mcp_max_body_bytes"
         return serve.max_body_bytes, "serve.max_body_bytes"
 
-    middleware = [Middleware(HostOriginGuard, policy=policy)]
+    middleware = [Middleware(RequestIds), Middleware(HostOriginGuard, policy=policy)]
     if serve.rate_limit is not None:
         middleware.append(Middleware(RateLimit, settings=serve.rate_limit))
     middleware.append(Middleware(BodyLimit, limit_for=limit_for))

@@ -22,6 +22,7 @@ from mcp_aggregator.errors import (
     AggregatorError,
     ServerNotFoundError,
     ServerUnavailableError,
+    ToolHeldError,
     ToolNotFoundError,
     UpstreamError,
 )
@@ -165,7 +166,8 @@ class ProfileGateway:
 
     def resolve(self, name: str, server: str | None = None) -> Route:
         """Within the slice; the gateway's own answer only for a server of the profile that
-        is not serving now (503-style), never for a tool outside it."""
+        is not serving now (503-style) or a tool of the profile held by pinning, never for a
+        tool outside it."""
         try:
             return self.catalog.resolve_route(name, server)
         except ServerNotFoundError:
@@ -176,6 +178,9 @@ class ProfileGateway:
             except ServerUnavailableError as exc:
                 if exc.server in self.servers() or self.profile.takes_server(exc.server):
                     raise
+            except ToolHeldError as exc:
+                if self.profile.takes("tool", exc.server, exc.tool):
+                    raise  # held for review: the profile's clients are told so, as on /mcp
             except AggregatorError:
                 pass
             raise ToolNotFoundError(name) from None

@@ -93,7 +93,8 @@ async def serve_http(
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
             )
-            config = uvicorn_config(app, log_level="warning", lifespan="on")
+            # ``log_config=None``: uvicorn's lines go through the gateway's handler (format, scrubbing).
+            config = uvicorn_config(app, log_level="warning", lifespan="on", log_config=None)
             server = uvicorn.Server(config)
             port = sock.getsockname()[1]
             base = f"http://{local_name(serve.host)}:{port}"

@@ -64,8 +64,9 @@ def request_attributes(invocation: Invocation) -> dict[str, str]:
         attributes["jsonrpc.request.id"] = str(caller.request_id)
     attributes["mcp_aggregator.server"] = invocation.server
     attributes["mcp_aggregator.profile"] = caller.identity.profile
-    if caller.identity.name is not None:
-        attributes["mcp_aggregator.client"] = caller.identity.name
+    client = caller.identity.name if caller.identity.name is not None else caller.origin
+    if client is not None:
+        attributes["mcp_aggregator.client"] = client
     return attributes
 
 

@@ -173,7 +173,7 @@ class UpstreamConnection:
             side=side.state if side is not None else SideState.NONE,
             side_error=side.error if side is not None else None,
             capabilities=self.capabilities,
-            relisted=self.config.health_check_url is None,
+            url_checked=self.config.health_check_url is not None,
         )
 
     @property

@@ -28,6 +28,10 @@ INVALID_RESULT: Final = "Handler returned an invalid result"
 """How the SDK's server refuses, at 2025-11-25, a handler that answered ``InputRequiredResult``."""
 
 
+_BY_CHECK: Final = "each health check lists tools, prompts and resources"
+_BESIDE_URL: Final = "once per health interval, beside the health_check_url check"
+
+
 class SideState(StrEnum):
     """Where a connection's 2025-11-25 side session stands."""
 
@@ -51,7 +55,7 @@ class Era:
     side_error: str | None = None
     announces_changes: bool = False
     """Whether the upstream says it announces tool list changes in the era spoken."""
-    relisted_every_health_check: bool = True
+    relisting: str = _BY_CHECK
 
     def to_json(self) -> dict[str, Any]:
         side: dict[str, Any] = {"state": self.side_session.value}
@@ -64,7 +68,7 @@ class Era:
             "reason": self.reason,
             "side_session": side,
             "announces_changes": self.announces_changes,
-            "relisted_every_health_check": self.relisted_every_health_check,
+            "relisting": self.relisting,
         }
 
 
@@ -88,23 +92,24 @@ def era_of(
     side: SideState,
     side_error: str | None,
     capabilities: types.ServerCapabilities | None,
-    relisted: bool = True,
+    url_checked: bool = False,
 ) -> Era:
-    """The era record of one connection (see ``Era``); ``relisted``: its health check lists
-    what it offers (it has no ``health_check_url``)."""
+    """The era record of one connection (see ``Era``); ``url_checked``: its health check is a
+    ``health_check_url``, which lists nothing, so the gateway re-lists beside it."""
     announces = bool(capabilities and capabilities.tools and capabilities.tools.list_changed)
+    relisting = _BESIDE_URL if url_checked else _BY_CHECK
     if version is None:
-        return Era(None, "not connected", SideState.NONE, relisted_every_health_check=relisted)
+        return Era(None, "not connected", SideState.NONE, relisting=relisting)
     if not is_modern(version):
         reason = (
             "configured protocol: legacy"
             if mode == "legacy"
             else "the upstream offers only the handshake era (it does not answer server/discover)"
         )
-        return Era(version, reason, SideState.NONE, announces_changes=announces, relisted_every_health_check=relisted)
+        return Era(version, reason, SideState.NONE, announces_changes=announces, relisting=relisting)
     if side is SideState.NONE:
         reason = "2026-07-28 (no side session for this transport)"
-        return Era(version, reason, side, announces_changes=announces, relisted_every_health_check=relisted)
+        return Era(version, reason, side, announces_changes=announces, relisting=relisting)
     reason = (
         "2026-07-28 for plain calls (stateless, the raw fast path, multi-round-trip input); "
         "calls from clients that can be asked back go to a 2025-11-25 side session, where the "
@@ -120,7 +125,7 @@ def era_of(
         side_version,
         side_error,
         announces_changes=announces,
-        relisted_every_health_check=relisted,
+        relisting=relisting,
     )
 
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
-from mcp_aggregator.errors import ServerNotFoundError, StateError
+from mcp_aggregator.errors import ServerNotFoundError, StateError, UpstreamError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
@@ -199,6 +199,37 @@ class UpstreamSet:
         return sorted(
             name for name, sup in self.supervisors.items() if is_exposed(sup.status) and sup.connection is not None
         )
+
+    async def relist_url_checked(self, timeout_secs: float) -> list[str]:
+        """Re-list every serving upstream whose health check is its ``health_check_url`` (that
+        check lists nothing); the ones that changed. The session health check re-lists the rest."""
+        changed: list[str] = []
+
+        async def one(name: str, sup: ServerSupervisor) -> None:
+            connection = sup.connection
+            if connection is None:
+                return
+            try:
+                if await connection.relist(timeout_secs):
+                    changed.append(name)
+            except UpstreamError as exc:
+                logger.info("re-listing %s failed: %s", name, exc)
+
+        async with anyio.create_task_group() as tg:
+            for name in self.serving():
+                sup = self.supervisors[name]
+                if sup.config.health_check_url is not None:
+                    tg.start_soon(one, name, sup)
+        return sorted(changed)
+
+    async def relist_loop(
+        self, interval_secs: float, timeout_secs: float, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """``relist_url_checked`` once per health interval, until cancelled."""
+        task_status.started()
+        while True:
+            await self._sleep(interval_secs)
+            await self.relist_url_checked(timeout_secs)
 
     async def wait_settled(self, timeout_secs: float) -> None:
         """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""

@@ -1,0 +1,65 @@
+"""How the CLI prints: tables and spinners for people (rich), JSON for scripts, errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from mcp_aggregator.errors import AdminClientError
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def console() -> Console:
+    """A console on the current stdout; wide when it is not a terminal, so pipes get whole lines."""
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+    return Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False)
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    console().print(table)
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """Print ``message`` as the CLI's error and exit with ``code``."""
+    typer.echo(f"mcp-aggregator: error: {message}", err=True)
+    raise typer.Exit(code=code)
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn an ``AdminClientError`` into its message on stderr and exit code 1."""
+    try:
+        yield
+    except AdminClientError as exc:
+        fail(str(exc))
+
+
+@contextmanager
+def spinner(message: str) -> Iterator[None]:
+    """A spinner on stderr while waiting (only on a terminal; silent in pipes)."""
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        yield
+        return
+    with err.status(message):
+        yield

@@ -1,0 +1,243 @@
+"""``mcp-aggregator servers ...``: list, show, add, remove, connect, disconnect, sign in."""
+
+from __future__ import annotations
+
+import time
+import webbrowser
+from typing import Annotated, Any
+
+import typer
+
+from mcp_aggregator.cli.gateway_client import GatewayClient
+from mcp_aggregator.cli.local_commands import report_servers_once
+from mcp_aggregator.cli.options import (
+    ConfigOption,
+    GatewayOption,
+    JsonOption,
+    TokenOption,
+    gateway_client,
+    key_values,
+)
+from mcp_aggregator.cli.output import fail, print_json, print_table, reported, spinner
+from mcp_aggregator.errors import AdminClientError
+
+POLL_SECS = 0.2
+SETTLED = {"CONNECTED", "DEGRADED"}
+SIGN_IN_NEEDED = {"sign_in_required", "refresh_failed"}
+
+servers_app = typer.Typer(
+    help="The servers of a running gateway (with no command: connect once to the configured servers and report).",
+    invoke_without_command=True,
+)
+
+WaitOption = Annotated[float, typer.Option("--wait", help="Seconds to wait for CONNECTED.")]
+
+
+@servers_app.callback()
+def servers_report(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the servers to settle.")] = 30.0,
+) -> None:
+    """Without a command: start the configured servers once, report status and tool counts, stop."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if config is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(code=0)
+    report_servers_once(config, timeout)
+
+
+@servers_app.command("list")
+def servers_list(
+    config: ConfigOption = None, gateway: GatewayOption = None, token: TokenOption = None, json: JsonOption = False
+) -> None:
+    """Every registered server with its live status."""
+    with reported(), gateway_client(config, gateway, token) as client:
+        servers = client.get("/servers")
+    if json:
+        print_json(servers)
+        return
+    rows = [
+        (s["name"], s["status"], s["transport_type"], s["tool_count"], s.get("error_message") or "") for s in servers
+    ]
+    print_table(None, ["name", "status", "transport", "tools", "error"], rows)
+
+
+@servers_app.command("show")
+def servers_show(
+    name: str,
+    config: ConfigOption = None,
+    gateway: GatewayOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """One server: configuration (secrets redacted), status, health, last error, tools."""
+    with reported(), gateway_client(config, gateway, token) as client:
+        detail = client.get(f"/servers/{client.server(name)['id']}")
+        tools = client.get(f"/servers/{detail['id']}/tools")
+    if json:
+        print_json({**detail, "tools": tools})
+        return
+    fields = [
+        "name", "status", "auth_status", "transport_type", "description", "connection_config", "health_check_url",
+        "registered_at", "connected_at", "last_health_check", "response_time_ms", "consecutive_failures",
+        "last_error", "source",
+    ]  # fmt: skip
+    print_table(None, ["field", "value"], [(f, detail[f]) for f in fields if detail.get(f) not in (None, "")])
+    print_table(f"{len(tools)} tools", ["tool", "pin", "description"], _tool_rows(tools))
+
+
+def _tool_rows(tools: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(t["name"], t.get("pin_status") or "", (t.get("description") or "")[:100]) for t in tools]
+
+
+@servers_app.command("add")
+def servers_add(
+    name: str,
+    command: Annotated[str | None, typer.Option("--command", help="A stdio server's command.")] = None,
+    arg: Annotated[list[str] | None, typer.Option("--arg", help="An argument of --command (repeat).")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", help="K=V for --command (repeat).")] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of --command.")] = None,
+    http: Annotated[str | None, typer.Option("--http", help="A streamable HTTP server's URL.")] = None,
+    sse: Annotated[str | None, typer.Option("--sse", help="An SSE server's URL.")] = None,
+    header: Annotated[list[str] | None, typer.Option("--header", help="K=V sent to --http/--sse.")] = None,
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    health_check_url: Annotated[str | None, typer.Option("--health-check-url")] = None,
+    no_connect: Annotated[bool, typer.Option("--no-connect", help="Register without connecting.")] = False,
+    wait: WaitOption = 60.0,
+    config: ConfigOption = None,
+    gateway: GatewayOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Register a server (exactly one of --command, --http, --sse) and wait until it is CONNECTED."""
+    chosen = [flag for flag, value in (("--command", command), ("--http", http), ("--sse", sse)) if value]
+    if len(chosen) != 1:
+        fail("give exactly one of --command, --http, --sse" + (f" (got {', '.join(chosen)})" if chosen else ""), 2)
+    connection: dict[str, Any]
+    if command:
+        connection = {"command": command, "args": arg or [], "env": key_values(env, "--env"), "cwd": cwd}
+        transport = "STDIO"
+    else:
+        connection = {"url": sse} if sse else {"base_url": http}
+        transport = "SSE" if sse else "HTTP"
+    if header:
+        connection["headers"] = key_values(header, "--header")
+    body = {
+        "name": name,
+        "transport_type": transport,
+        "description": description,
+        "health_check_url": health_check_url,
+        "connection_config": {k: v for k, v in connection.items() if v is not None},
+        "auto_connect": not no_connect,
+    }
+    with reported(), gateway_client(config, gateway, token) as client:
+        created = client.post("/servers", body)
+        final = created if no_connect else _wait_connected(client, created["id"], name, wait)
+    _report_connected(final, json)
+
+
+@servers_app.command("remove")
+def servers_remove(
+    name: str, config: ConfigOption = None, gateway: GatewayOption = None, token: TokenOption = None
+) -> None:
+    """Remove a server and its tools (a live session is closed first)."""
+    with reported(), gateway_client(config, gateway, token) as client:
+        client.delete(f"/servers/{client.server(name)['id']}")
+    typer.echo(f"removed {name}")
+
+
+@servers_app.command("connect")
+def servers_connect(
+    name: str,
+    wait: WaitOption = 60.0,
+    config: ConfigOption = None,
+    gateway: GatewayOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Connect a server and wait until it is CONNECTED (or say why not)."""
+    with reported(), gateway_client(config, gateway, token) as client:
+        server_id = client.server(name)["id"]
+        client.post(f"/servers/{server_id}/connect")
+        final = _wait_connected(client, server_id, name, wait)
+    _report_connected(final, json)
+
+
+@servers_app.command("disconnect")
+def servers_disconnect(
+    name: str,
+    force: Annotated[bool, typer.Option("--force", help="Cancel running calls instead of draining them.")] = False,
+    config: ConfigOption = None,
+    gateway: GatewayOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Disconnect a server after its running calls finish (or cancel them with --force)."""
+    with reported(), gateway_client(config, gateway, token) as client:
+        answer = client.post(f"/servers/{client.server(name)['id']}/disconnect", {"force": force})
+    if json:
+        print_json(answer)
+    else:
+        typer.echo(f"{name}: {answer['status']} ({answer['pending_requests']} running calls waited for)")
+
+
+@servers_app.command("login")
+def servers_login(
+    name: str,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the link only.")] = False,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the sign-in; 0: do not wait.")] = 300.0,
+    config: ConfigOption = None,
+    gateway: GatewayOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Sign the gateway in to an upstream that wants OAuth: open the authorization link, wait for it."""
+    with reported(), gateway_client(config, gateway, token) as client:
+        server_id = client.server(name)["id"]
+        url = client.post(f"/servers/{server_id}/oauth/start")["authorization_url"]
+        if json:
+            print_json({"authorization_url": url})
+        else:
+            typer.echo(f"Open this link to sign in to {name}:\n  {url}")
+        if not no_browser:
+            webbrowser.open(url)
+        if wait > 0:
+            _wait_signed_in(client, server_id, name, wait)
+            typer.echo(f"{name}: signed in", err=json)
+
+
+def _wait_connected(client: GatewayClient, server_id: str, name: str, wait: float) -> dict[str, Any]:
+    """The server's detail once CONNECTED; an ``AdminClientError`` saying why when it will not be."""
+    deadline = time.monotonic() + wait
+    with spinner(f"connecting {name}..."):
+        while True:
+            detail: dict[str, Any] = client.get(f"/servers/{server_id}")
+            status = detail["status"]
+            if status in SETTLED:
+                return detail
+            why = detail.get("last_error") or detail.get("error_message")
+            if detail.get("auth_status") in SIGN_IN_NEEDED:
+                raise AdminClientError(f"{name} wants a sign-in: run `mcp-aggregator servers login {name}`")
+            if status in ("ERROR", "DISCONNECTED") and why:
+                raise AdminClientError(f"{name} did not connect: {status}: {why}")
+            if time.monotonic() >= deadline:
+                raise AdminClientError(f"{name} is still {status} after {wait:g} s" + (f": {why}" if why else ""))
+            time.sleep(POLL_SECS)
+
+
+def _wait_signed_in(client: GatewayClient, server_id: str, name: str, wait: float) -> None:
+    deadline = time.monotonic() + wait
+    with spinner(f"waiting for the sign-in to {name}..."):
+        while client.get(f"/servers/{server_id}").get("auth_status") != "signed_in":
+            if time.monotonic() >= deadline:
+                raise AdminClientError(f"{name}: no sign-in within {wait:g} s")
+            time.sleep(POLL_SECS)
+
+
+def _report_connected(detail: dict[str, Any], json: bool) -> None:
+    if json:
+        print_json(detail)
+    else:
+        typer.echo(f"{detail['name']}: {detail['status']}, {detail['tool_count']} tools")
