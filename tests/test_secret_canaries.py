@@ -16,10 +16,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from mcp_aggregator.credentials import UpstreamOAuth
 from mcp_aggregator.settings import ServerConfig, Transport
 from tests.admin.conftest import served_app
 from tests.conftest import REPO
 from tests.serve.http_face import API, face_settings, http_face
+from tests.upstream.oauth_servers import browser_sign_in, oauth_world
 
 ENV_CANARY = "canary-env-5f1e9a7c31d4"
 EXPANDED_CANARY = "canary-expanded-0b9e8d7c"
@@ -98,3 +100,44 @@ async def test_secret_canaries_leave_through_no_answer_log_line_or_mcp_response(
     for canary in CANARIES:
         assert not [t for t in texts if canary in t], canary
         assert not [line for line in logged if canary in line], canary
+
+
+async def test_upstream_oauth_tokens_leave_through_no_answer_log_line_mcp_response_or_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    async with oauth_world() as world:
+        config = ServerConfig(name="protected", transport=Transport.HTTP, base_url=world.mcp_url, auth=UpstreamOAuth())
+        async with http_face(face_settings(tmp_path / "data", config)) as face:
+            await face.gateway.wait_settled(30)
+            async with face.admin() as http:
+                sid = (await http.get(f"{API}/servers")).json()[0]["id"]
+                start = await http.post(f"{API}/servers/{sid}/oauth/start")
+                page = await browser_sign_in(start.json()["authorization_url"])
+                texts += [start.text, page.text]
+                world.provider.expire_access_tokens()  # the next call refreshes (rotating the refresh token)
+                async with Client(face.mcp_url, cache=None) as client:
+                    texts.append((await client.list_tools()).model_dump_json())
+                    texts.append((await client.call_tool("protected__echo", {"text": "hi"})).model_dump_json())
+                    world.provider.expire_access_tokens()
+                    world.provider.revoke_refresh_tokens()
+                    with pytest.raises(MCPError) as refused:
+                        await client.call_tool("protected__echo", {"text": "again"})
+                    texts.append(refused.value.error.model_dump_json())
+                for path in [f"{API}/servers", f"{API}/servers/{sid}", f"{API}/servers/{sid}/tools", "/metrics"]:
+                    texts.append((await http.get(path)).text)
+        # Every token the authorization server ever issued, and the client secret it minted.
+        secrets_issued = [*world.provider.issued_tokens, *(c.client_secret for c in world.provider.clients.values())]
+    secrets_issued = [s for s in secrets_issued if s]
+    assert len(secrets_issued) >= 6
+    logged = [record.getMessage() + (record.exc_text or "") for record in caplog.records]
+    files = [p.read_bytes() for p in (tmp_path / "data").rglob("*") if p.is_file()]
+    database = Path(face.gateway.settings.registry.database_url.split("///", 1)[1])
+    registry_files = [p.read_bytes() for p in database.parent.glob(database.name + "*")]
+    assert any(b"gAAAAA" in f for f in registry_files), "the tokens are stored, sealed (Fernet)"
+    files += registry_files
+    for secret in secrets_issued:
+        assert not [t for t in texts if secret in t]
+        assert not [line for line in logged if secret in line]
+        assert not [f for f in files if secret.encode() in f]

@@ -24,7 +24,11 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── UpstreamConnectError     could not connect / handshake
     │   ├── UpstreamClosedError      the session died (503-style, says what was running)
     │   ├── UpstreamTimeoutError     a call ran past its timeout
-    │   └── UpstreamCallError        the upstream answered with a JSON-RPC error
+    │   ├── UpstreamCallError        the upstream answered with a JSON-RPC error
+    │   ├── SignInRequiredError      the upstream wants OAuth tokens the gateway does not have
+    │   │                            (none yet, or refresh failed): parked, not retried
+    │   └── SignInFailedError        discovery, registration or a token request was refused
+    │       └── SignInStateError     a callback whose state is unknown, forged or expired
     ├── QueryError
     │   ├── InvalidQueryError        -32602 "Invalid query parameters" {field, reason}
     │   ├── AggregationFailedError   -32603 all queried servers failed
@@ -186,6 +190,36 @@ class UpstreamCallError(UpstreamError):
         self.code = code
         self.data = data
         super().__init__(server, message)
+
+
+class SignInRequiredError(UpstreamError):
+    """The upstream needs a (new) sign-in: no tokens yet, or they could not be refreshed.
+
+    Retrying cannot fix it; the server waits until someone signs in. ``auth_status`` is
+    ``sign_in_required`` or ``refresh_failed``.
+    """
+
+    def __init__(self, server: str, auth_status: str, detail: str | None = None, *, url: str | None = None) -> None:
+        self.auth_status = auth_status
+        self.url = url
+        """Per user: the caller's own sign-in URL."""
+        what = "its tokens could not be refreshed" if auth_status == "refresh_failed" else "no one has signed in yet"
+        message = (
+            f"sign-in required ({what}{': ' + detail if detail else ''}); sign in with "
+            f"`mcp-aggregator servers login {server}` or POST /api/v1/aggregator/servers/<id>/oauth/start"
+        )
+        super().__init__(server, message)
+
+
+class SignInFailedError(UpstreamError):
+    """An authorization server refused a step of the sign-in (discovery, registration, token)."""
+
+
+class SignInStateError(SignInFailedError):
+    """A callback whose ``state`` the gateway did not issue, already used, or expired."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("oauth", f"sign-in callback refused: {reason}")
 
 
 class QueryError(AggregatorError):

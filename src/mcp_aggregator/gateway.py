@@ -26,6 +26,9 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
+from mcp_aggregator.credentials import AuthStatus
+from mcp_aggregator.credentials.credential_book import Credentials
+from mcp_aggregator.credentials.per_user import PerUserTokens
 from mcp_aggregator.errors import StateError, UpstreamError
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
@@ -128,6 +131,9 @@ class Gateway:
         )
         self._env = dict(os.environ) if env is None else dict(env)
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
+        self.credentials = Credentials(
+            settings.credentials, data_dir=settings.serve.data_dir, env=self._env, on_status=self._auth_changed
+        )
         self.upstreams = UpstreamSet(
             env=self._env,
             retry=RetryPolicy(
@@ -141,6 +147,7 @@ class Gateway:
             on_change=self._supervisor_changed,
             on_activity=self._poke,
             max_result_bytes=settings.serve.max_result_bytes,
+            auth_for=self.credentials.auth_for,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)
@@ -148,9 +155,11 @@ class Gateway:
         watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         policies = policy_stages(settings.policies, lambda: self.catalog)
+        # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
+        per_user = PerUserTokens(self.credentials)
         self.pipeline = CallPipeline(
             self,
-            (scrub_errors(self.scrub), *watching, *policies, *stages),
+            (scrub_errors(self.scrub), *watching, *policies, per_user, *stages),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
             raw_ok=self.tracing is None,
         )
@@ -165,6 +174,7 @@ class Gateway:
             if self.tracing is not None:
                 stack.push_async_callback(self.tracing.shutdown)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
+            await stack.enter_async_context(self.credentials.open(self._registry))
             if self.audit is not None:
                 await stack.enter_async_context(self.audit)
             if self._search is None:
@@ -315,6 +325,7 @@ class Gateway:
         result = await self.upstreams.reconcile(desired, drain_timeout=self.settings.serve.drain_timeout_secs)
         for name in gone:
             self._forget(name)
+        await self._wake_signed_in()
         if self.registry.shared and self.catalogue.pins is not None:
             await self._reload_pins()
         self._invalidate()
@@ -356,6 +367,19 @@ class Gateway:
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()
+
+    async def _wake_signed_in(self) -> None:
+        """Connect servers parked for a sign-in that has since happened (on another replica)."""
+        for name, sup in list(self.upstreams.supervisors.items()):
+            if sup.status is ServerStatus.ERROR and await self.credentials.signed_in_elsewhere(self.ids[name]):
+                sup.request_connect()
+
+    def _auth_changed(self, server_id: str, status: AuthStatus) -> None:
+        """Tokens that died drop the server's session; it then parks until someone signs in."""
+        sup = self.upstreams.supervisors.get(next((n for n, i in self.ids.items() if i == server_id), ""))
+        if sup is not None and sup.connection is not None and status is not AuthStatus.SIGNED_IN:
+            sup.connection.abandon(f"sign-in required ({status.value})")
+        self._poke()
 
     def _store_tools(self, name: str, server_id: str, tools: tuple[types.Tool, ...]) -> None:
         specs = [

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, async_playwright, expect
+from playwright.async_api import Page, Route, async_playwright, expect
 
 from mcp_aggregator.settings import ServerConfig, Transport
 from tests.conftest import REPO, stdio_fixture
@@ -146,3 +146,31 @@ async def test_the_audit_view_says_when_the_gateway_keeps_no_audit_trail(page: P
     async with http_face(face_settings(tmp_path, sections={"audit": {"enabled": False}})) as face:
         await sign_in(page, face)
         await expect(page.locator("#audit-note")).to_contain_text("the audit trail is off")
+
+
+async def test_a_server_that_wants_a_sign_in_gets_a_button_that_opens_the_authorization_link(
+    page: Page, tmp_path: Path
+) -> None:
+    oauth_servers = pytest.importorskip("tests.upstream.oauth_servers", reason="upstream sign-in is not in this build")
+    async with oauth_servers.oauth_world() as world:
+        server = ServerConfig.model_validate(
+            {"name": "protected", "transport": "http", "base_url": world.mcp_url, "auth": "oauth"}
+        )
+        async with http_face(face_settings(tmp_path, server)) as face:
+            await face.gateway.wait_settled(30)
+            opened: list[str] = []
+
+            async def authorize(route: Route) -> None:
+                opened.append(route.request.url)
+                await route.fulfill(status=200, content_type="text/html", body="<p>sign in here</p>")
+
+            await page.context.route(f"{world.issuer}/authorize**", authorize)
+            await sign_in(page, face)
+            row = page.locator("tr[data-server=protected]")
+            await expect(row).to_contain_text("sign_in_required")
+            async with page.expect_popup() as popup_info:
+                await row.get_by_role("button", name="Sign in").click()
+            popup = await popup_info.value
+            await expect(popup.locator("p")).to_have_text("sign in here")
+            assert opened and opened[0].startswith(f"{world.issuer}/authorize?")
+            await expect(page.locator("#message")).to_contain_text("sign in to protected in the new tab")

@@ -104,12 +104,11 @@ async def test_the_gateway_and_token_come_from_the_configuration_file(tmp_path: 
         assert "refused the admin token (401)" in by_env.stderr
 
 
-async def test_login_on_a_gateway_without_upstream_sign_in_names_the_missing_endpoint(tmp_path: Path) -> None:
+async def test_login_on_a_server_without_auth_says_there_is_nothing_to_sign_in_to(tmp_path: Path) -> None:
     async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face:
         result = await Cli(face)("servers", "login", "alpha", "--no-browser")
         assert result.exit_code == 1
-        assert f"the gateway at {face.base_url} has no POST /api/v1/aggregator/servers/" in result.stderr
-        assert "/oauth/start (it runs without this feature)" in result.stderr
+        assert "Server alpha has no auth: oauth; there is nothing to sign in to" in result.stderr
 
 
 async def test_http_and_sse_servers_are_added_with_their_headers(

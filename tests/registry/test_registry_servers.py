@@ -316,6 +316,13 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 text("SELECT table_name FROM information_schema.tables WHERE table_schema = :s ORDER BY 1"),
                 {"s": database.pg_schema},
             )
-            assert [r[0] for r in rows] == ["alembic_version", "audit_log", "external_servers", "tool_pins", "tools"]
+            assert [r[0] for r in rows] == [
+                "alembic_version",
+                "audit_log",
+                "external_servers",
+                "tool_pins",
+                "tools",
+                "upstream_credentials",
+            ]
     finally:
         await engine.dispose()

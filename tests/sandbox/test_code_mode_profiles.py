@@ -1,5 +1,6 @@
 """Code mode as a profile's exposure, over real HTTP: a script's calls keep to the profile's
-slice and meet its policies exactly as the same client's calls outside a script."""
+slice, meet its policies exactly as the same client's calls outside a script, and are
+audited as that client's calls."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
@@ -15,6 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from mcp_aggregator.audit import AuditQuery
 from mcp_aggregator.serve.error_mapping import POLICY_DENIED
 from mcp_aggregator.settings import Settings
 from tests.conftest import settings_for, stdio_fixture
@@ -81,6 +84,18 @@ async def test_a_profile_in_code_mode_refuses_inside_a_script_what_it_refuses_ou
                 await plain.call_tool("alpha__pid", {})
         async with client_of(f"{served.mcp_url}/coders", OPS) as ops:
             allowed = answer(await ops.call_tool("run_code", {"code": SCRIPT}))
+        audit = served.gateway.audit
+        assert audit is not None
+        with anyio.fail_after(30):
+            await audit.flush()
+        entries = (await audit.log.query(AuditQuery(profile="coders"))).items
+    audited = sorted((e.client, e.tool, e.outcome.value) for e in entries)
+    assert audited == [
+        ("bob", "add", "denied"),
+        ("bob", "echo", "ok"),
+        ("ops", "add", "ok"),
+        ("ops", "echo", "ok"),
+    ], "a script's calls are audited as its client's, in its profile"
     assert listed == ["mcp__proxy__aggregator__query", "tools", "run_code"]
     assert denied.value.error.code == POLICY_DENIED
     result = inside["result"]

@@ -6,13 +6,14 @@ the rest of the composition root; ``mcp_aggregator.gateway.Gateway`` satisfies i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Protocol, cast
 
 import mcp_types as types
 from fastapi import Depends, Request
 
 from mcp_aggregator.audit.audit_trail import AuditTrail
+from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchHit
@@ -42,6 +43,14 @@ class AdminGateway(Protocol):
 
     @property
     def supervisors(self) -> Mapping[str, ServerSupervisor]: ...
+
+    @property
+    def credentials(self) -> Credentials:
+        """Upstream sign-ins (``auth: oauth`` servers)."""
+        ...
+
+    async def wait_until(self, predicate: Callable[[], bool], *, timeout_secs: float) -> None:
+        """Wait for ``predicate`` to hold, re-checking on every state change (``TimeoutError``)."""
 
     @property
     def audit(self) -> AuditTrail | None:

@@ -8,6 +8,7 @@ from mcp_aggregator.admin import (
     audit_routes,
     identity_routes,
     metrics,
+    oauth_routes,
     query_routes,
     search_routes,
     servers_routes,
@@ -42,6 +43,8 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.state.gateway = gateway
     install_error_handlers(app)
     app.include_router(servers_routes.router)
+    app.include_router(oauth_routes.api_router)
+    app.include_router(oauth_routes.callback_router)
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)

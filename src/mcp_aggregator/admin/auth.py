@@ -11,9 +11,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
-PUBLIC_PATHS = frozenset({"/"})
+PUBLIC_PATHS = frozenset({"/", "/oauth/callback"})
 """The web page itself carries no data, and a browser cannot attach a bearer header when it
-navigates to it; the page then sends the token (from its sign-in link) on every API call."""
+navigates to it; the page then sends the token (from its sign-in link) on every API call.
+An upstream's authorization server redirects the browser to ``/oauth/callback``: that
+request is vouched for by its sealed ``state``, not by the admin token."""
 
 _UNAUTHORIZED = json.dumps({"detail": "Missing or invalid admin token"}).encode()
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.server_views import ServerSample, collect_samples
+from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -29,8 +30,14 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def render_metrics(servers: Sequence[ServerSample], total_tools: int) -> str:
-    """Pure: the exposition text. Every status appears, zero included, so dashboards see 0s."""
+def render_metrics(
+    servers: Sequence[ServerSample], total_tools: int, auth: Mapping[str, tuple[AuthStatus, int]] | None = None
+) -> str:
+    """Pure: the exposition text. Every status appears, zero included, so dashboards see 0s.
+
+    ``auth`` is, by server name, each OAuth upstream's sign-in status and failed refreshes.
+    """
+    signed = sorted((auth or {}).items())
     by_status = Counter(server.status for server in servers)
     per_server = [(f'{{server="{escape_label(s.record.name)}"}}', s) for s in servers]
     lines = [
@@ -77,6 +84,22 @@ def render_metrics(servers: Sequence[ServerSample], total_tools: int) -> str:
             "Latency of the last successful health check.",
             [(labels, s.record.response_time_ms) for labels, s in per_server if s.record.response_time_ms is not None],
         ),
+        *_family(
+            "mcp_aggregator_upstream_auth_refresh_failed",
+            "1 if the OAuth upstream's tokens could not be refreshed (an admin must sign in again).",
+            [(f'{{server="{escape_label(name)}"}}', int(st is AuthStatus.REFRESH_FAILED)) for name, (st, _) in signed],
+        ),
+        *_family(
+            "mcp_aggregator_upstream_auth_signed_in",
+            "1 if the gateway holds usable tokens for the OAuth upstream.",
+            [(f'{{server="{escape_label(name)}"}}', int(st is AuthStatus.SIGNED_IN)) for name, (st, _) in signed],
+        ),
+        *_family(
+            "mcp_aggregator_upstream_auth_refresh_failures_total",
+            "Token refreshes the OAuth upstream's authorization server refused since start.",
+            [(f'{{server="{escape_label(name)}"}}', failures) for name, (_, failures) in signed],
+            kind="counter",
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -89,4 +112,5 @@ async def metrics(gateway: GatewayDep) -> PlainTextResponse:
     """Prometheus gauges of servers, tools, in-flight calls and health."""
     samples = await collect_samples(gateway)
     total_tools = len(await gateway.registry.list_tools())
-    return PlainTextResponse(render_metrics(samples, total_tools), media_type=CONTENT_TYPE)
+    auth = gateway.credentials.refresh_failures()
+    return PlainTextResponse(render_metrics(samples, total_tools, auth), media_type=CONTENT_TYPE)

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import TransportType
 from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN
@@ -25,6 +26,10 @@ class ConnectionConfig(BaseModel):
     url: str | None = None
     base_url: str | None = None
     headers: dict[str, str] | None = None
+    auth: str | dict[str, Any] | None = Field(
+        default=None,
+        description="HTTP/SSE only: 'oauth', or {type: oauth, client_id, client_secret, scopes, grant}",
+    )
 
 
 class ServerCreate(BaseModel):
@@ -99,6 +104,10 @@ class ServerPublic(BaseModel):
     consecutive_failures: int
     response_time_ms: float | None
     error_message: str | None
+    auth_status: AuthStatus = Field(
+        default=AuthStatus.NOT_REQUIRED,
+        description="not_required (no auth: oauth), sign_in_required, signed_in or refresh_failed",
+    )
     tools: list[ToolPublic] | None = Field(default=None, description="Only with include_tools=true")
 
 
@@ -188,3 +197,9 @@ class SkillPublic(BaseModel):
     id: str
     name: str
     description: str
+
+
+class SignInStart(BaseModel):
+    authorization_url: str = Field(
+        description="Open it in a browser; the authorization server sends it back to /oauth/callback"
+    )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.schemas import ServerDetail, ServerPublic, ToolPublic
+from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import ServerRecord, ToolPinRecord, ToolRecord, redact_connection_config, redact_url
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
@@ -73,6 +74,7 @@ def server_public(
     tools: Sequence[ToolRecord] | None = None,
     *,
     scrub: Scrub = str,
+    auth_status: AuthStatus = AuthStatus.NOT_REQUIRED,
 ) -> ServerPublic:
     """The record, with status and error taken from the supervisor when this process runs one
     (the registry receives them write-behind, so they can trail by a moment).
@@ -91,12 +93,19 @@ def server_public(
         consecutive_failures=supervisor.consecutive_failures if supervisor else record.consecutive_failures,
         response_time_ms=record.response_time_ms,
         error_message=scrub(error) if error else None,
+        auth_status=auth_status,
         tools=None if tools is None else [tool_public(tool) for tool in tools],
     )
 
 
-def server_detail(record: ServerRecord, supervisor: ServerSupervisor | None, *, scrub: Scrub = str) -> ServerDetail:
-    public = server_public(record, supervisor, scrub=scrub)
+def server_detail(
+    record: ServerRecord,
+    supervisor: ServerSupervisor | None,
+    *,
+    scrub: Scrub = str,
+    auth_status: AuthStatus = AuthStatus.NOT_REQUIRED,
+) -> ServerDetail:
+    public = server_public(record, supervisor, scrub=scrub, auth_status=auth_status)
     connection = supervisor.connection if supervisor else None
     last_error = (supervisor.last_error if supervisor else None) or record.last_error
     return ServerDetail(

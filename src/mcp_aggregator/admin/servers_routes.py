@@ -49,7 +49,8 @@ async def register_server(gateway: GatewayDep, body: ServerCreate) -> ServerPubl
         # Lets the supervisor take up the request, so the answer says CONNECTING as
         # the contract shows, not the DISCONNECTED of the moment before.
         await gateway.connect_server(record.id)
-    return server_public(record, gateway.supervisors.get(record.name), scrub=gateway.scrub)
+    auth_status = await gateway.credentials.status(record.id)
+    return server_public(record, gateway.supervisors.get(record.name), scrub=gateway.scrub, auth_status=auth_status)
 
 
 @router.get("")
@@ -66,7 +67,13 @@ async def list_servers(
         for tool in await gateway.registry.list_tools():
             tools[tool.source_server_id].append(tool)
     servers = [
-        server_public(r, gateway.supervisors.get(r.name), tools[r.id] if include_tools else None, scrub=gateway.scrub)
+        server_public(
+            r,
+            gateway.supervisors.get(r.name),
+            tools[r.id] if include_tools else None,
+            scrub=gateway.scrub,
+            auth_status=await gateway.credentials.status(r.id),
+        )
         for r in records
     ]
     return [s for s in servers if status_filter is None or s.status is status_filter]
@@ -76,7 +83,8 @@ async def list_servers(
 async def get_server(gateway: GatewayDep, server_id: str) -> ServerDetail:
     await gateway.flush()
     record = await gateway.registry.get_server(server_id)
-    return server_detail(record, gateway.supervisors.get(record.name), scrub=gateway.scrub)
+    auth_status = await gateway.credentials.status(record.id)
+    return server_detail(record, gateway.supervisors.get(record.name), scrub=gateway.scrub, auth_status=auth_status)
 
 
 @router.delete("/{server_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)

@@ -91,7 +91,7 @@ def url_secrets(url: str) -> set[str]:
 def redact_connection_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Return a copy of ``cfg`` that is safe to show or log.
 
-    The values of ``headers`` and ``env`` become ``"***"`` (keys kept, so an admin sees
+    The values of ``headers`` and ``env`` (and an OAuth ``client_secret``) become ``"***"`` (keys kept, so an admin sees
     *which* headers are set), ``args`` keep only their flags (``redact_args``); every
     string that is a URL, at any depth, goes through ``redact_url``. ``cfg`` itself is not
     changed.
@@ -102,6 +102,8 @@ def redact_connection_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = dict.fromkeys(value, REDACTED)
         elif key == "args" and isinstance(value, list | tuple):
             out[key] = redact_args(value)
+        elif key == "client_secret" and value is not None:
+            out[key] = REDACTED
         else:
             out[key] = _redact_value(value)
     return out

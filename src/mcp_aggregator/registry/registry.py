@@ -124,6 +124,12 @@ class Registry:
                 )
             yield session
 
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """One transaction, for a part that keeps its own table here (``credentials/``)."""
+        async with self._transaction() as session:
+            yield session
+
     # servers
 
     async def register_server(

@@ -99,6 +99,7 @@ async def serve_http(
             port = sock.getsockname()[1]
             base = f"http://{local_name(serve.host)}:{port}"
             url, link = f"{base}/mcp", sign_in_link(base, admin_token)
+            gateway.credentials.public_base = base
             async with anyio.create_task_group() as tg:
                 await tg.start(servers.run)
                 if shutdown is not None:

@@ -55,7 +55,7 @@ def secret_values(connection_config: Mapping[str, Any], env: Mapping[str, str]) 
                 found.add(_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), value))
         elif isinstance(value, Mapping):
             for key, item in value.items():
-                walk(item, secret or key in ("env", "headers"))
+                walk(item, secret or key in ("env", "headers", "client_secret"))
         elif isinstance(value, list | tuple):
             for item in value:
                 walk(item, secret)

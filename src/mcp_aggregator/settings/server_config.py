@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mcp_aggregator.credentials.config import UpstreamOAuth
+
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_NAME_LENGTH = 255
 MAX_DESCRIPTION_LENGTH = 1000
@@ -53,6 +55,8 @@ class ServerConfig(BaseModel):
     protocol: Literal["auto", "legacy"] = "auto"
     """``auto`` negotiates 2026-07-28 and falls back to the 2025-11-25 handshake; ``legacy``
     goes straight to the handshake, for servers that mishandle the discovery probe."""
+    auth: UpstreamOAuth | None = None
+    """``oauth``: the gateway signs in to this (http/sse) server; see ``credentials``."""
 
     @field_validator("name")
     @classmethod
@@ -112,6 +116,10 @@ class ServerConfig(BaseModel):
             raise ValueError(f"args/env/cwd: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.headers:
             raise ValueError("headers: not allowed for transport stdio")
+        if self.transport is Transport.STDIO and self.auth is not None:
+            raise ValueError("auth: only allowed for transport http or sse (a stdio server gets its secrets in env)")
+        if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
+            raise ValueError("headers: an Authorization header cannot be combined with auth: oauth")
         return self
 
     def connection_config(self) -> dict[str, Any]:
@@ -122,4 +130,7 @@ class ServerConfig(BaseModel):
                 out["cwd"] = self.cwd
             return out
         key = "url" if self.transport is Transport.SSE else "base_url"
-        return {key: getattr(self, key), "headers": dict(self.headers)}
+        remote: dict[str, Any] = {key: getattr(self, key), "headers": dict(self.headers)}
+        if self.auth is not None:
+            remote["auth"] = self.auth.stored()
+        return remote

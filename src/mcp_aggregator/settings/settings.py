@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.audit.config import AuditSettings
+from mcp_aggregator.credentials.config import CredentialsSettings
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.identity.config import (
     ClientSettings,
@@ -35,6 +36,7 @@ class Settings(BaseModel):
     health: HealthSettings = Field(default_factory=HealthSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    credentials: CredentialsSettings = Field(default_factory=CredentialsSettings)
     code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
     profiles: tuple[ProfileSettings, ...] = ()
     clients: tuple[ClientSettings, ...] = ()

@@ -32,8 +32,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_aggregator import __version__
+from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
+    SignInRequiredError,
     UpstreamCallError,
     UpstreamClosedError,
     UpstreamConnectError,
@@ -109,8 +111,10 @@ class UpstreamConnection:
         on_activity: Callable[[], None] = lambda: None,
         backchannel: Backchannel | None = None,
         max_result_bytes: int = 64 << 20,
+        auth: UpstreamBearer | None = None,
     ) -> None:
         self.config = config
+        self.auth = auth
         self.name = config.name
         self.max_result_bytes = max_result_bytes
         self.pipe: StdioPipe | None = None
@@ -204,7 +208,7 @@ class UpstreamConnection:
                     started = True
                     task_status.started()
                     await self._serve(client)
-        except (EnvVarError, UpstreamConnectError):
+        except (EnvVarError, UpstreamConnectError, SignInRequiredError):
             raise
         except Exception as exc:  # boundary: closing a broken transport may raise anything
             if not started:
@@ -219,7 +223,9 @@ class UpstreamConnection:
 
     async def _connect(self, stack: AsyncExitStack) -> Client:
         try:
-            target = await enter_target(stack, self.config, self._env, max_message_bytes=self.max_result_bytes)
+            target = await enter_target(
+                stack, self.config, self._env, max_message_bytes=self.max_result_bytes, auth=self.auth
+            )
             self.pipe = target.pipe
             client = Client(
                 target.client_target,
@@ -234,7 +240,8 @@ class UpstreamConnection:
             )
             client = await stack.enter_async_context(client)
             self.protocol_version = client.protocol_version
-            if self.config.transport is Transport.HTTP and self.modern and self.config.base_url:
+            # Raw calls carry fixed headers; an OAuth upstream's bearer changes, so its calls take the SDK's way.
+            if self.config.transport is Transport.HTTP and self.modern and self.config.base_url and self.auth is None:
                 # Stateless era: a raw call is a plain POST, pooled beside the SDK's client.
                 raw = HttpRaw(
                     self.config.base_url, target.headers, name=self.name, max_message_bytes=self.max_result_bytes
@@ -254,7 +261,7 @@ class UpstreamConnection:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
             return client
-        except EnvVarError:
+        except (EnvVarError, SignInRequiredError):
             raise
         except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
             text = describe_error(exc)

@@ -23,9 +23,11 @@ from datetime import datetime
 import anyio
 from anyio.abc import TaskStatus
 
+from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
     ServerUnavailableError,
+    SignInRequiredError,
     StateError,
     UpstreamConnectError,
     UpstreamError,
@@ -84,8 +86,10 @@ class ServerSupervisor:
         on_activity: Callable[[], None] = lambda: None,
         backchannel: Backchannel | None = None,
         max_result_bytes: int = 64 << 20,
+        auth: UpstreamBearer | None = None,
     ) -> None:
         self.config = config
+        self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
         self.name = config.name
@@ -161,6 +165,11 @@ class ServerSupervisor:
             self._move(event)
             try:
                 reason = await self._connect_and_hold()
+            except SignInRequiredError as exc:
+                # Parked: retrying cannot sign in. A sign-in (or an admin connect) asks again.
+                self._move(ServerEvent.CONNECT_FAILED, str(exc))
+                logger.warning("%s", exc)
+                break
             except (UpstreamConnectError, EnvVarError) as exc:
                 self._move(ServerEvent.CONNECT_FAILED, str(exc))
                 logger.warning("%s (attempt %d of %d)", exc, attempt, len(delays))
@@ -222,12 +231,13 @@ class ServerSupervisor:
             on_activity=self._on_activity,
             backchannel=self.backchannel,
             max_result_bytes=self.max_result_bytes,
+            auth=self.auth,
         )
-        failure: UpstreamConnectError | EnvVarError | None = None
+        failure: UpstreamConnectError | EnvVarError | SignInRequiredError | None = None
         async with anyio.create_task_group() as tg:
             try:
                 await tg.start(connection.run)
-            except (UpstreamConnectError, EnvVarError) as exc:
+            except (UpstreamConnectError, EnvVarError, SignInRequiredError) as exc:
                 # Raised outside the task group, or anyio would wrap it in an ExceptionGroup.
                 failure = exc
             else:

@@ -12,6 +12,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.settings import ServerConfig, Transport, expand_mapping
 from mcp_aggregator.settings.env_expansion import SecretScrubber, secret_values
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
@@ -31,11 +32,19 @@ class Target:
 
 
 async def enter_target(
-    stack: AsyncExitStack, config: ServerConfig, env: Mapping[str, str], *, max_message_bytes: int = 64 << 20
+    stack: AsyncExitStack,
+    config: ServerConfig,
+    env: Mapping[str, str],
+    *,
+    max_message_bytes: int = 64 << 20,
+    auth: UpstreamBearer | None = None,
 ) -> Target:
     """What ``Client`` should connect to (see ``Target``); HTTP clients are closed by ``stack``.
 
-    Raises ``EnvVarError`` if a referenced variable is unset.
+    ``auth`` (an ``auth: oauth`` server's) signs every HTTP request of the transport.
+
+    Raises ``EnvVarError`` if a referenced variable is unset, ``SignInRequiredError`` if
+    ``auth`` has no token to give.
     """
     if config.transport is Transport.STDIO:
         assert config.command is not None  # guaranteed by ServerConfig validation
@@ -49,11 +58,13 @@ async def enter_target(
         pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub)
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
+    if auth is not None:
+        await auth.ensure_ready()
     if config.transport is Transport.SSE:
         assert config.url is not None
-        return Target(sse_client(config.url, headers=headers or None))
+        return Target(sse_client(config.url, headers=headers or None, auth=auth))
     assert config.base_url is not None
     http_client = await stack.enter_async_context(
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(config.connect_timeout_secs, read=None))
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(config.connect_timeout_secs, read=None), auth=auth)
     )
     return Target(streamable_http_client(config.base_url, http_client=http_client), headers=headers)

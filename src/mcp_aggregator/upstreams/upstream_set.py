@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import ServerNotFoundError, StateError, UpstreamError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
 from mcp_aggregator.settings import ServerConfig
@@ -23,6 +24,9 @@ from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ChangeCallback, RetryPolicy, ServerSupervisor, Sleeper
 
 logger = logging.getLogger(__name__)
+
+AuthFor = Callable[[str, ServerConfig], UpstreamBearer | None]
+"""The auth a server's transport signs its requests with, by registry id and config."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,10 @@ class UpstreamSet:
         on_change: ChangeCallback = lambda _s, _e, _p: None,
         on_activity: Callable[[], None] = lambda: None,
         max_result_bytes: int = 64 << 20,
+        auth_for: AuthFor = lambda _id, _config: None,
     ) -> None:
         self._max_result_bytes = max_result_bytes
+        self._auth_for = auth_for
         self.supervisors: dict[str, ServerSupervisor] = {}
         self.ids: dict[str, str] = {}
         self._env = env
@@ -92,6 +98,7 @@ class UpstreamSet:
             on_activity=self._on_activity,
             backchannel=self._backchannel,
             max_result_bytes=self._max_result_bytes,
+            auth=self._auth_for(server_id, config),
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
