@@ -172,5 +172,5 @@ async def test_the_cli_approves_on_a_running_gateway_with_the_token_kept_in_the_
         assert done.stdout.decode().strip() == "approved: weather"
         await wait_for(gateway, "rug.weather", present=True)
         again = await anyio.run_process(command, cwd=REPO, check=False)
-        assert again.returncode == 2
-        assert "404: Tool not found: rug.weather" in again.stderr.decode()
+        assert again.returncode == 1
+        assert "mcp-aggregator: error: Tool not found: rug.weather" in again.stderr.decode()
