@@ -7,9 +7,17 @@ from mcp_aggregator.settings import load_settings, parse_settings
 from tests.conftest import REPO
 
 
-def test_the_readme_configuration_example_is_valid() -> None:
+def test_the_readme_minimal_configuration_is_valid() -> None:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"## Configuration.*?```yaml\n(.*?)```", text, re.S)
+    match = re.search(r"## A minimal configuration.*?```yaml\n(.*?)```", text, re.S)
+    assert match is not None
+    settings = parse_settings(match.group(1))
+    assert [(s.name, s.transport.value) for s in settings.servers] == [("memory", "stdio"), ("docs", "http")]
+
+
+def test_the_configuration_reference_example_is_valid() -> None:
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    match = re.search(r"## Every field.*?```yaml\n(.*?)```", text, re.S)
     assert match is not None
     settings = parse_settings(match.group(1))
     assert [s.name for s in settings.servers] == ["memory", "docs", "events"]

@@ -101,9 +101,9 @@ def test_a_full_security_configuration_parses() -> None:
     assert settings.security.new_tools is NewToolPolicy.HOLD
 
 
-def test_the_readme_security_example_is_valid_and_may_bind_beyond_loopback() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"## Security.*?```yaml\n(.*?)```", text, re.S)
+def test_the_security_page_example_is_valid_and_may_bind_beyond_loopback() -> None:
+    text = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
+    match = re.search(r"## Exposing the gateway.*?```yaml\n(.*?)```", text, re.S)
     assert match is not None
     serve = parse_settings(match.group(1)).serve
     check_bind_allowed(serve)
