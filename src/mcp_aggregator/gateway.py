@@ -645,6 +645,7 @@ class Gateway:
             Caller(
                 identity=caller.identity,
                 request_id=caller.request_id,
+                http_request_id=caller.http_request_id,
                 session_id=caller.session_id,
                 origin=caller.origin,
             )

@@ -39,7 +39,8 @@ class AuditItem(BaseModel):
     arguments_digest: str | None
     arguments: Any = None
     error: str | None = None
-    request_id: str | None = None
+    request_id: str | None = Field(None, description="The HTTP request's id (X-Request-Id, as in the access log)")
+    jsonrpc_id: str | None = Field(None, description="The client's JSON-RPC id of the request")
 
 
 class AuditPageOut(BaseModel):
@@ -53,6 +54,7 @@ class _Filters(BaseModel):
     tool: str | None = Field(None, max_length=512)
     server: str | None = Field(None, max_length=255)
     outcome: Outcome | None = None
+    request_id: str | None = Field(None, max_length=128, description="The HTTP request's id (X-Request-Id)")
     since: datetime | None = Field(None, description="ISO 8601; without a zone it is UTC")
 
 
@@ -72,6 +74,7 @@ def _query(filters: _Filters, *, limit: int, before: int | None) -> AuditQuery:
         tool=filters.tool,
         server=filters.server,
         outcome=filters.outcome,
+        request_id=filters.request_id,
         since=since,
         before=before,
         limit=limit,
@@ -89,13 +92,14 @@ async def audit(
 
     Each item: time, client, profile, method, server, tool, outcome (``ok``, ``error``,
     ``denied``), duration, the SHA-256 of the arguments (and their values, secrets hidden,
-    with ``audit.include_arguments``), the error text and the client's request id. Calls
+    with ``audit.include_arguments``), the error text, the HTTP request's id
+    (``request_id``, the ``X-Request-Id`` of the call's request) and the JSON-RPC id. Calls
     made in the last second may not be written yet. A bad parameter is a 422 naming it.
     """
     log = _log(gateway)
     include = gateway.settings.audit.include_arguments
     page = await log.query(_query(filters, limit=limit, before=before))
-    # Optional keys (arguments, error, request_id) are left out rather than null.
+    # Optional keys (arguments, error, request_id, jsonrpc_id) are left out rather than null.
     items = [entry.to_json(with_arguments=include) for entry in page.items]
     return JSONResponse({"items": items, "next_before": page.next_before})
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
+from mcp_aggregator.logs import current_request_id
 from mcp_aggregator.relay import Caller, current_caller
 
 REST_ORIGIN: Final = "admin-api"
@@ -19,8 +20,8 @@ REST_ORIGIN: Final = "admin-api"
 @contextmanager
 def as_rest_client() -> Iterator[None]:
     """Calls made in this block come from the admin API (``REST_ORIGIN``); no client is named
-    to policies (``client.name`` is null for them)."""
-    token = current_caller.set(Caller(origin=REST_ORIGIN))
+    to policies (``client.name`` is null for them). They carry the HTTP request's id."""
+    token = current_caller.set(Caller(origin=REST_ORIGIN, http_request_id=current_request_id.get()))
     try:
         yield
     finally:

@@ -42,7 +42,9 @@ class Outcome(StrEnum):
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
     """One audited call. ``id`` is None until stored; ``arguments`` only with
-    ``audit.include_arguments`` (secrets hidden); ``client`` None for an unidentified client."""
+    ``audit.include_arguments`` (secrets hidden); ``client`` None for an unidentified client.
+    ``request_id``: the HTTP request's id (``X-Request-Id``, the access log's and the log
+    lines'), None over stdio; ``jsonrpc_id``: the client's JSON-RPC id of the request."""
 
     time: datetime
     client: str | None
@@ -56,6 +58,7 @@ class AuditEntry:
     arguments: Any = None
     error: str | None = None
     request_id: str | None = None
+    jsonrpc_id: str | None = None
     id: int | None = None
 
     def to_json(self, *, with_arguments: bool) -> dict[str, Any]:
@@ -78,6 +81,8 @@ class AuditEntry:
             item["error"] = self.error
         if self.request_id is not None:
             item["request_id"] = self.request_id
+        if self.jsonrpc_id is not None:
+            item["jsonrpc_id"] = self.jsonrpc_id
         return item
 
 

@@ -36,6 +36,8 @@ class AuditQuery:
     tool: str | None = None
     server: str | None = None
     outcome: Outcome | None = None
+    request_id: str | None = None
+    """The HTTP request's id (``X-Request-Id``)."""
     since: datetime | None = None
     before: int | None = None
     limit: int = 100
@@ -123,6 +125,7 @@ def _filtered(statement: Select[Any], query: AuditQuery) -> Select[Any]:
         (c.tool, query.tool),
         (c.server, query.server),
         (c.outcome, query.outcome.value if query.outcome else None),
+        (c.request_id, query.request_id),
     ):
         if value is not None:
             statement = statement.where(column == value)
@@ -147,6 +150,7 @@ def _row(entry: AuditEntry) -> dict[str, Any]:
         "arguments": entry.arguments,
         "error": entry.error,
         "request_id": entry.request_id,
+        "jsonrpc_id": entry.jsonrpc_id,
     }
 
 
@@ -165,4 +169,5 @@ def _entry(row: Any) -> AuditEntry:
         arguments=row["arguments"],
         error=row["error"],
         request_id=row["request_id"],
+        jsonrpc_id=row["jsonrpc_id"],
     )

@@ -1,4 +1,4 @@
-"""The ``audit_log`` table (migration 0005), in the registry's database and schema."""
+"""The ``audit_log`` table (migrations 0005 and 0006), in the registry's database and schema."""
 
 from __future__ import annotations
 
@@ -26,10 +26,12 @@ audit_log = Table(
     Column("arguments_digest", String(64)),
     Column("arguments", Json),
     Column("error", Text),
-    Column("request_id", String(255)),
+    Column("jsonrpc_id", String(255)),
+    Column("request_id", String(128)),
     CheckConstraint("outcome IN ('ok', 'error', 'denied')", name="outcome"),
     Index("ix_audit_log_time", "time"),
     Index("ix_audit_log_client", "client", "id"),
     Index("ix_audit_log_tool", "tool", "id"),
+    Index("ix_audit_log_request_id", "request_id"),
     schema=SCHEMA,
 )

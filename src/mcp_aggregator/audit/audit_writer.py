@@ -159,7 +159,7 @@ class AuditWriter:
         kept = None
         if self._settings.include_arguments and arguments is not None:
             kept = scrubbed_arguments(arguments, self._scrub)
-        request_id = invocation.caller.request_id
+        caller = invocation.caller
         return AuditEntry(
             time=_utc(at),
             client=identity.name if identity.name is not None else invocation.caller.origin,
@@ -172,5 +172,6 @@ class AuditWriter:
             arguments_digest=arguments_digest(arguments),
             arguments=kept,
             error=error_text(error, self._scrub) if error is not None else None,
-            request_id=None if request_id is None else storable(str(request_id))[:255],
+            request_id=None if caller.http_request_id is None else caller.http_request_id[:128],
+            jsonrpc_id=None if caller.request_id is None else storable(str(caller.request_id))[:255],
         )

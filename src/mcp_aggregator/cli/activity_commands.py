@@ -16,6 +16,9 @@ def audit(
     tool: Annotated[str | None, typer.Option("--tool", help="Only this tool.")] = None,
     server: Annotated[str | None, typer.Option("--server", help="Only this server.")] = None,
     outcome: Annotated[str | None, typer.Option("--outcome", help="ok, error, denied...")] = None,
+    request_id: Annotated[
+        str | None, typer.Option("--request-id", help="Only the calls of this HTTP request (its X-Request-Id).")
+    ] = None,
     since: Annotated[str | None, typer.Option("--since", help="ISO time, e.g. 2026-11-25T10:00:00Z.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many records.", min=1, max=1000)] = 50,
     before: Annotated[str | None, typer.Option("--before", help="Page from this record id (older).")] = None,
@@ -25,20 +28,27 @@ def audit(
     json: JsonOption = False,
 ) -> None:
     """The audit trail of calls, newest first."""
-    filters = {"client": client, "profile": profile, "tool": tool, "server": server, "outcome": outcome}
+    filters = {
+        "client": client,
+        "profile": profile,
+        "tool": tool,
+        "server": server,
+        "outcome": outcome,
+        "request_id": request_id,
+    }
     with reported(), gateway_client(config, gateway, token) as api:
         page = api.get("/audit", **filters, since=since, limit=limit, before=before)
     if json:
         print_json(page)
         return
-    columns = ["time", "client", "profile", "method", "server", "tool", "outcome", "ms", "error"]
+    columns = ["time", "client", "profile", "method", "server", "tool", "outcome", "ms", "error", "request id"]
     print_table(None, columns, [_audit_row(item) for item in page.get("items", [])])
     if page.get("next_before") is not None:
         typer.echo(f"older: --before {page['next_before']}")
 
 
 def _audit_row(item: dict[str, Any]) -> tuple[Any, ...]:
-    keys = ("time", "client", "profile", "method", "server", "tool", "outcome", "duration_ms", "error")
+    keys = ("time", "client", "profile", "method", "server", "tool", "outcome", "duration_ms", "error", "request_id")
     return tuple(item.get(key) for key in keys)
 
 

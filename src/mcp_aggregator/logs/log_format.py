@@ -24,15 +24,21 @@ class LogFormat(StrEnum):
 def context_fields(record: logging.LogRecord) -> dict[str, str]:
     """The record's request id, client, server and tool: given as ``extra``, else from the context."""
     fields: dict[str, str] = {}
-    request_id = getattr(record, "request_id", None) or current_request_id.get()
+    caller = current_caller.get()
+    # The caller's first: a handshake-era session's calls run in that session's task, whose
+    # context holds the id of the request that opened the session.
+    request_id = (
+        getattr(record, "request_id", None)
+        or (caller.http_request_id if caller is not None else None)
+        or current_request_id.get()
+    )
     if request_id:
         fields["request_id"] = request_id
-    caller = current_caller.get()
     client = getattr(record, "client", None) or (caller.identity.name if caller is not None else None)
     if client:
         fields["client"] = client
     if caller is not None and caller.request_id is not None:
-        # The audit trail's and the traces' request id: the client's JSON-RPC id.
+        # The MCP request's own id: the audit's ``jsonrpc_id``, the traces' ``jsonrpc.request.id``.
         fields["jsonrpc_id"] = str(caller.request_id)
     call = current_call.get()
     server = getattr(record, "server", None) or (call[0] if call else None)
@@ -46,8 +52,8 @@ def context_fields(record: logging.LogRecord) -> dict[str, str]:
 
 class JsonLogFormatter(logging.Formatter):
     """One JSON object a line: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``,
-    then ``request_id`` (the HTTP request's), ``client``, ``jsonrpc_id`` (the MCP request's,
-    as the audit trail and traces record it), ``server``, ``tool`` when known, and
+    then ``request_id`` (the HTTP request's, as the audit trail and traces record it too),
+    ``client``, ``jsonrpc_id`` (the MCP request's), ``server``, ``tool`` when known, and
     ``exception``."""
 
     def format(self, record: logging.LogRecord) -> str:

@@ -42,6 +42,9 @@ class Caller:
     """Who the client is and which profile it came in on (anonymous on internal paths)."""
     request_id: str | int | None = None
     """The client's JSON-RPC id of the request (for the audit and traces); None on internal paths."""
+    http_request_id: str | None = None
+    """The id of the HTTP request the call came in (``X-Request-Id``, the access log's): the
+    audit, traces and log lines carry it so the three can be joined. None over stdio."""
     session_id: str | None = None
     """The client's ``Mcp-Session-Id`` (handshake-era HTTP sessions), for traces."""
     traceparent: str | None = None

@@ -210,6 +210,8 @@ class FastPlan:
     id); None: the route's own, made once per catalogue."""
     started: float = 0.0
     """``time.perf_counter()`` when the call was planned (only when a stage watches calls)."""
+    request_id: str | None = None
+    """The HTTP request's id (``X-Request-Id``); None over stdio."""
 
     @property
     def staged(self) -> Invocation:
@@ -363,6 +365,7 @@ class FastCalls:
         handshake_version: str | None = None,
         log_level: str | None = None,
         identity: ClientIdentity | None = None,
+        request_id: str | None = None,
     ) -> FastPlan | None:
         """The plan for ``body``, or None when the full pipeline must take it.
 
@@ -376,6 +379,7 @@ class FastCalls:
         stamped on the request to a 2026-07-28 upstream as the full pipeline does; the
         caller of ``answer`` then relays the upstream's log messages. ``identity``: the
         client the HTTP face admitted (None: nobody named, this endpoint's profile).
+        ``request_id``: the HTTP request's id, which the audit records beside the JSON-RPC id.
         """
         if not self.enabled:
             return None
@@ -445,7 +449,9 @@ class FastCalls:
         invocation, started = None, 0.0
         if self._watched:
             caller = Caller(
-                identity=self._anonymous.identity if identity is None else identity, request_id=message["id"]
+                identity=self._anonymous.identity if identity is None else identity,
+                request_id=message["id"],
+                http_request_id=request_id,
             )
             invocation = Invocation(method, route.server, route.target, caller, None, arguments)
             started = time.perf_counter()
@@ -454,7 +460,16 @@ class FastCalls:
             staged = route.invocation
             invocation = Invocation(staged.method, staged.server, staged.target, caller, None, arguments)
         return FastPlan(
-            message["id"], route, connection, upstream, headers, handshake_version, modern_version, invocation, started
+            message["id"],
+            route,
+            connection,
+            upstream,
+            headers,
+            handshake_version,
+            modern_version,
+            invocation,
+            started,
+            request_id,
         )
 
     async def answer(self, plan: FastPlan, on_log: LogSink | None = None) -> bytes:
@@ -610,7 +625,8 @@ class FastCalls:
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
 
     def _error(self, plan: FastPlan, exc: AggregatorError) -> bytes:
-        logger.warning("%s failed: %s", plan.label, exc)
+        # Possibly in an upstream reader's callback, outside the request's context: the id is given.
+        logger.warning("%s failed: %s", plan.label, exc, extra={"request_id": plan.request_id})
         error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
         return orjson.dumps({"jsonrpc": "2.0", "id": plan.client_id, "error": error})
 
@@ -669,6 +685,7 @@ class FastCalls:
                     capabilities=types.ClientCapabilities(),
                     identity=plan.staged.caller.identity,
                     request_id=plan.client_id,
+                    http_request_id=plan.request_id,
                 ),
                 meta=plan.upstream["params"].get("_meta"),
             )

@@ -7,8 +7,10 @@ router, the receive/send message dicts, two socket writes per response. For a re
 no session, a ``Content-Length`` within the limits, an allowed ``Host``/``Origin``, and a server with no client
 authentication or rate limit configured (those deployments keep the fast path inside ASGI,
 behind their checks) — this protocol reads the body, lets ``FastCalls`` plan it, and
-writes the answer as one response in one write. Whatever ``FastCalls`` declines runs
-through the ASGI app exactly as before, with the body it already read.
+writes the answer as one response in one write, with the ``X-Request-Id`` ``RequestIds``
+would have given it (the client's sane one, else a random one; the audit records it too,
+but no access line is written). Whatever ``FastCalls`` declines runs through the ASGI app
+exactly as before, with the body it already read.
 
 This leans on uvicorn's httptools protocol and its request cycle (``_start_asgi_task``,
 ``body``, ``more_body``, ``message_event``, ``on_response``), checked against the installed
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -29,6 +32,7 @@ from mcp_aggregator.serve.client_auth import MCP_PATH
 from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls, FastPlan
 from mcp_aggregator.serve.host_guard import HostPolicy
 from mcp_aggregator.serve.request_head import RequestHead, read_head
+from mcp_aggregator.serve.request_ids import is_sane, new_request_id
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 logger = logging.getLogger(__name__)
@@ -98,7 +102,14 @@ class FastFront:
                 self._allowed_hosts.add(host)
         if head.origin is not None and not self._policy.origin_allowed(head.origin.decode("latin-1"), host_text):
             return None
+        if head.request_id is not None and not is_sane(head.request_id):
+            return replace(head, request_id=None)  # as ``RequestIds`` does: a random one instead
         return head
+
+    @staticmethod
+    def request_id(head: RequestHead) -> str:
+        """The request's id, as ``RequestIds`` makes it in ASGI: the client's sane one, else random."""
+        return new_request_id() if head.request_id is None else head.request_id.decode("ascii")
 
     def raw_head(self, block: bytes) -> tuple[RequestHead, int] | None:
         """The head of a request read off the socket (its header lines, each ending in CRLF)
@@ -257,7 +268,8 @@ class _RawRequests:
         if len(data) < body_end:
             # Held bytes are joined again per arrival: only a small body is waited for here.
             return _INCOMPLETE if body_end <= _MAX_HEAD + _SMALL_BODY else None
-        plan = calls.plan(data[end + 4 : body_end], routing=head.routing)
+        request_id = self.front.request_id(head)
+        plan = calls.plan(data[end + 4 : body_end], routing=head.routing, request_id=request_id)
         if plan is None:
             return None
         self.busy = True
@@ -265,8 +277,8 @@ class _RawRequests:
         keep_alive = head.keep_alive
         # Over a stdio upstream the answer comes from the pipe reader's callback, with no
         # task per call; otherwise a task awaits it.
-        if calls.answer_soon(plan, lambda body: self._delivered(body, keep_alive)) is None:
-            self._spawn(self._answer(calls, plan, keep_alive))
+        if calls.answer_soon(plan, lambda body: self._delivered(body, keep_alive, request_id)) is None:
+            self._spawn(self._answer(calls, plan, keep_alive, request_id))
         return _TAKEN
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -275,8 +287,8 @@ class _RawRequests:
         task.add_done_callback(protocol.tasks.discard)
         protocol.tasks.add(task)
 
-    def _delivered(self, body: bytes, keep_alive: bool) -> None:
-        if not self._respond(body, keep_alive):
+    def _delivered(self, body: bytes, keep_alive: bool, request_id: str) -> None:
+        if not self._respond(body, keep_alive, request_id):
             return
         if self.protocol.flow.write_paused:
             self._spawn(self._drained())
@@ -287,18 +299,18 @@ class _RawRequests:
         await self.protocol.flow.drain()
         self._next()
 
-    async def _answer(self, calls: FastCalls, plan: FastPlan, keep_alive: bool) -> None:
+    async def _answer(self, calls: FastCalls, plan: FastPlan, keep_alive: bool, request_id: str) -> None:
         try:
             body = await calls.answer(plan)
         except Exception:
-            logger.exception("fast path: answering %s failed", plan.label)
+            logger.exception("fast path: answering %s failed", plan.label, extra={"request_id": request_id})
             self.busy = False
             self.protocol.transport.close()
             return
-        if self._respond(body, keep_alive):
+        if self._respond(body, keep_alive, request_id):
             await self._drained()
 
-    def _respond(self, body: bytes, keep_alive: bool) -> bool:
+    def _respond(self, body: bytes, keep_alive: bool, request_id: str) -> bool:
         """Write the answer; whether the connection goes on. Called back without a task
         (``_delivered``), the next request is read at once unless the client is not reading
         its answers: then a task waits for it to."""
@@ -308,7 +320,7 @@ class _RawRequests:
         if transport.is_closing():
             return False
         keep_alive = keep_alive and not self.close_after
-        transport.write(_response(body, protocol.server_state.default_headers, keep_alive))
+        transport.write(_response(body, protocol.server_state.default_headers, keep_alive, request_id))
         if not keep_alive:
             transport.close()
         # uvicorn's own bookkeeping after a response: the request count, reading resumed,
@@ -329,10 +341,11 @@ class _RawRequests:
         return self.busy
 
 
-def _response(body: bytes, default_headers: list[tuple[bytes, bytes]], keep_alive: bool) -> bytes:
+def _response(body: bytes, default_headers: list[tuple[bytes, bytes]], keep_alive: bool, request_id: str) -> bytes:
     head = [_OK_HEAD]
     for name, value in default_headers:
         head += [name, b": ", value, b"\r\n"]
+    head += [b"x-request-id: ", request_id.encode(), b"\r\n"]
     if not keep_alive:
         head.append(b"connection: close\r\n")
     head += [b"content-length: ", str(len(body)).encode(), b"\r\n\r\n", body]
@@ -349,7 +362,8 @@ async def _fast_or_asgi(
         cycle.message_event.clear()
     if cycle.disconnected:
         return
-    plan = calls.plan(bytes(cycle.body), routing=head.routing)
+    request_id = FastFront.request_id(head)
+    plan = calls.plan(bytes(cycle.body), routing=head.routing, request_id=request_id)
     if plan is None:
         # The ASGI app reads the body from the cycle as if nobody had looked at it.
         cycle.message_event.set()
@@ -359,7 +373,7 @@ async def _fast_or_asgi(
         body = await calls.answer(plan)
         if cycle.disconnected:
             return
-        cycle.transport.write(_response(body, default_headers, cycle.keep_alive))
+        cycle.transport.write(_response(body, default_headers, cycle.keep_alive, request_id))
         cycle.response_started = cycle.response_complete = True
         cycle.message_event.set()
         if not cycle.keep_alive:
@@ -367,6 +381,6 @@ async def _fast_or_asgi(
         cycle.on_response()
         await cycle.flow.drain()
     except Exception:
-        logger.exception("fast path: answering %s failed", plan.label)
+        logger.exception("fast path: answering %s failed", plan.label, extra={"request_id": request_id})
         if not cycle.response_complete:
             cycle.transport.close()

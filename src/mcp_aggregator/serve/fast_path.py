@@ -20,6 +20,7 @@ from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls
 from mcp_aggregator.serve.handshake_http import HandshakeSession, HandshakeSessions
 from mcp_aggregator.serve.request_head import read_head
+from mcp_aggregator.serve.request_ids import request_id_of
 
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
 _JSON_HEADERS: Final = [(b"content-type", b"application/json")]
@@ -54,7 +55,11 @@ class FastPath:
             await self.app(scope, receive, send)
             return
         body, complete = await _read_body(receive)
-        plan = self.calls.plan(body, routing=head.routing, identity=identity_of(scope)) if complete else None
+        plan = None
+        if complete:
+            plan = self.calls.plan(
+                body, routing=head.routing, identity=identity_of(scope), request_id=request_id_of(scope)
+            )
         if plan is None:
             await self.app(scope, _replay(body, complete, receive), send)
             return
@@ -69,7 +74,11 @@ class FastPath:
         plan = None
         if complete:
             plan = self.calls.plan(
-                body, handshake_version=session.version, log_level=session.log_level, identity=identity_of(scope)
+                body,
+                handshake_version=session.version,
+                log_level=session.log_level,
+                identity=identity_of(scope),
+                request_id=request_id_of(scope),
             )
         if plan is None:
             await self.app(scope, _replay(body, complete, receive), send)

@@ -33,6 +33,7 @@ from mcp_aggregator.relay.caller import Ask
 from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.listing_filter import ListingFilter
+from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
 from mcp_aggregator.settings import Exposure
@@ -235,6 +236,7 @@ class GatewayServer:
             relay_input_required=modern,
             meta=ctx.meta,
             request_id=ctx.request_id,
+            http_request_id=request_id_of(getattr(ctx.request, "scope", None)),
             session_id=_header(ctx, "mcp-session-id"),
             traceparent=_header(ctx, "traceparent"),
             identity=self.identity(ctx),

@@ -29,6 +29,7 @@ _READ: Final = frozenset(
         b"mcp-session-id",
         b"accept",
         b"content-type",
+        b"x-request-id",
     }
 )
 _LEFT_TO_THE_SDK: Final = frozenset({b"upgrade"})
@@ -61,6 +62,9 @@ class RequestHead:
     """A handshake-era session's id (such a request is taken only on the ASGI path)."""
     accept: bytes | None = None
     content_type: bytes | None = None
+    request_id: bytes | None = None
+    """``X-Request-Id`` as sent: below ASGI, where ``RequestIds`` does not run, the fast path
+    keeps a sane one as the request's id (``FastFront``)."""
 
 
 def read_head(headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
@@ -91,4 +95,5 @@ def read_head(headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
         seen.get(b"mcp-session-id"),
         seen.get(b"accept"),
         seen.get(b"content-type"),
+        seen.get(b"x-request-id"),
     )

@@ -2,7 +2,8 @@
 
 A sane id the client sent (``X-Request-Id``, up to 128 of ``[A-Za-z0-9._:-]``) is kept, so a
 request can be followed from a client or a proxy through the gateway; otherwise a random one
-is made. Each request ends with one access line on ``mcp_aggregator.access``: at INFO for
+is made. The MCP handlers put it on the call's ``Caller``, so the audit trail, the trace span
+and the log lines of a call carry the same id as the access line. Each request ends with one access line on ``mcp_aggregator.access``: at INFO for
 the admin API's writes and for every failure (status 400 and up), at DEBUG for the rest
 (MCP traffic, which the audit trail records, and reads: a polling web page would otherwise
 fill the log).
@@ -24,6 +25,19 @@ HEADER = b"x-request-id"
 _SANE = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 ADMIN_PREFIX = "/api/"
+REQUEST_ID_KEY = "mcp_aggregator.request_id"
+"""Where the request's id is kept in the ASGI scope: the MCP handlers put it on the ``Caller``
+(a handshake-era session's handler runs in that session's task, not the request's)."""
+
+
+def new_request_id() -> str:
+    # Not a secret: an id to follow a request by; no system call per request.
+    return f"{getrandbits(64):016x}"
+
+
+def is_sane(value: bytes) -> bool:
+    """Whether a client's ``X-Request-Id`` value is kept as the request's id."""
+    return _SANE.match(value) is not None
 
 
 def request_id_from(headers: list[tuple[bytes, bytes]]) -> str:
@@ -31,8 +45,13 @@ def request_id_from(headers: list[tuple[bytes, bytes]]) -> str:
     for name, value in headers:
         if name == HEADER and _SANE.match(value):
             return value.decode("ascii")
-    # Not a secret: an id to follow a request by; no system call per request.
-    return f"{getrandbits(64):016x}"
+    return new_request_id()
+
+
+def request_id_of(scope: object) -> str | None:
+    """The id ``RequestIds`` gave the request of this ASGI scope (None: not an HTTP request)."""
+    found = scope.get(REQUEST_ID_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, str) else None
 
 
 class RequestIds:
@@ -46,6 +65,7 @@ class RequestIds:
             await self.app(scope, receive, send)
             return
         request_id = request_id_from(scope["headers"])
+        scope[REQUEST_ID_KEY] = request_id
         token = current_request_id.set(request_id)
         started = time.perf_counter()
         status = 500

@@ -62,6 +62,8 @@ def request_attributes(invocation: Invocation) -> dict[str, str]:
         attributes["mcp.session.id"] = caller.session_id
     if caller.request_id is not None:
         attributes["jsonrpc.request.id"] = str(caller.request_id)
+    if caller.http_request_id is not None:
+        attributes["mcp_aggregator.request_id"] = caller.http_request_id
     attributes["mcp_aggregator.server"] = invocation.server
     attributes["mcp_aggregator.profile"] = caller.identity.profile
     client = caller.identity.name if caller.identity.name is not None else caller.origin
