@@ -3,10 +3,10 @@
 A sane id the client sent (``X-Request-Id``, up to 128 of ``[A-Za-z0-9._:-]``) is kept, so a
 request can be followed from a client or a proxy through the gateway; otherwise a random one
 is made. The MCP handlers put it on the call's ``Caller``, so the audit trail, the trace span
-and the log lines of a call carry the same id as the access line. Each request ends with one access line on ``mcp_aggregator.access``: at INFO for
-the admin API's writes and for every failure (status 400 and up), at DEBUG for the rest
-(MCP traffic, which the audit trail records, and reads: a polling web page would otherwise
-fill the log).
+and the log lines of a call carry the same id as the access line. Each request ends with
+one access line on ``mcp_aggregator.access``: at INFO for the admin API's writes and for
+every failure (status 400 and up), at DEBUG for the rest (MCP traffic, which the audit
+trail records, and reads: a polling web page would otherwise fill the log).
 """
 
 from __future__ import annotations
