@@ -95,10 +95,12 @@ async def test_every_way_a_call_comes_lands_in_the_audit(database: Database) -> 
         "default",
     )
     assert fast_ok["arguments"] == {"text": "fast", "api_key": "***"}
-    assert fast_ok.get("request_id") is not None and fast_ok["duration_ms"] >= 0
+    assert fast_ok.get("jsonrpc_id") is not None and fast_ok["duration_ms"] >= 0
+    assert len(fast_ok["request_id"]) == 16, "the HTTP request's id, made by the gateway"
     assert (fast_error["tool"], fast_error["outcome"]) == ("fail", "error")
     assert (full["tool"], full["outcome"], full["arguments"]) == ("echo", "ok", {"text": "full"})
-    assert full.get("request_id") is not None and full.get("request_id") != fast_ok.get("request_id")
+    assert full.get("jsonrpc_id") is not None and full.get("jsonrpc_id") != fast_ok.get("jsonrpc_id")
+    assert full["request_id"] != fast_ok["request_id"]
     assert (rest["tool"], rest["client"], rest["outcome"], rest["arguments"]) == (
         "echo",
         "admin-api",
@@ -106,6 +108,7 @@ async def test_every_way_a_call_comes_lands_in_the_audit(database: Database) -> 
         {"text": "rest"},
     )
     assert (named["tool"], named["client"], named["arguments"]) == ("echo", "admin-api", {"text": "named"})
+    assert rest["request_id"] != named["request_id"] and "jsonrpc_id" not in rest
     fan_out = items[:-5]
     assert fan_out and all(item["client"] == "admin-api" for item in fan_out)
     assert {item["tool"] for item in fan_out} <= {"search", "echo"}
@@ -123,7 +126,7 @@ async def test_facade_calls_are_audited_as_the_upstream_calls_they_make() -> Non
             await gateway.audit.flush()
         [entry] = (await gateway.audit.log.query(AuditQuery())).items
     assert (entry.method, entry.server, entry.tool, entry.outcome) == ("tools/call", "alpha", "echo", Outcome.OK)
-    assert entry.request_id is not None  # the client's request to the facade
+    assert entry.jsonrpc_id is not None  # the client's request to the facade
 
 
 class ProfilePolicyDeniedError(AccessDeniedError):
@@ -150,7 +153,7 @@ async def test_a_call_a_policy_stage_refuses_is_audited_denied_with_the_client_a
         denied, allowed = (await gateway.audit.log.query(AuditQuery())).items[::-1]
     assert (denied.client, denied.profile, denied.tool, denied.outcome) == ("ci-bot", "ops", "fail", Outcome.DENIED)
     assert denied.error is not None and denied.error.startswith("ProfilePolicyDeniedError: client ci-bot")
-    assert denied.request_id == "r-1" and denied.arguments is None
+    assert denied.jsonrpc_id == "r-1" and denied.arguments is None
     assert (allowed.client, allowed.profile, allowed.outcome) == ("ci-bot", "ops", Outcome.OK)
 
 
@@ -166,8 +169,8 @@ async def test_audit_filters_paging_and_export_over_http() -> None:
             await gateway.audit.flush()
 
         ann = await audit_items(served.base, client="ann")
-        assert [item.get("request_id") for item in ann["items"]] == [None, "3", "1"]
-        assert [i.get("request_id") for i in (await audit_items(served.base, profile="dev"))["items"]] == [
+        assert [item.get("jsonrpc_id") for item in ann["items"]] == [None, "3", "1"]
+        assert [i.get("jsonrpc_id") for i in (await audit_items(served.base, profile="dev"))["items"]] == [
             None,
             "4",
             "3",
@@ -196,6 +199,7 @@ async def test_audit_filters_paging_and_export_over_http() -> None:
                 ({"before": 2**63}, "before"),
                 ({"outcome": "maybe"}, "outcome"),
                 ({"since": "yesterday"}, "since"),
+                ({"request_id": "x" * 129}, "request_id"),
             ]:
                 bad = await http.get(f"{API}/audit", params=params)
                 assert bad.status_code == 422, (params, bad.text)

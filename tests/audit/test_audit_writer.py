@@ -59,7 +59,8 @@ async def test_records_written_in_batches_read_back_newest_first(audit_log: Audi
         Outcome.OK,
     )
     assert first.time == NOW and first.duration_ms == pytest.approx(2.0)
-    assert first.request_id == "0" and first.arguments is None and first.arguments_digest is not None
+    assert first.jsonrpc_id == "0" and first.request_id is None, "no HTTP request behind this call"
+    assert first.arguments is None and first.arguments_digest is not None
     assert page.next_before is None
 
 

@@ -51,6 +51,20 @@ def test_the_request_id_client_server_and_tool_come_from_the_context() -> None:
     }
 
 
+def test_a_calls_http_request_id_wins_over_the_contexts() -> None:
+    """A handshake-era session's calls run in its task, whose context holds the id of the
+    request that opened the session: the caller's own id is the one logged."""
+    caller = dataclasses.replace(NO_CALLER, http_request_id="this-call")
+    request = current_request_id.set("session-opener")
+    calling = current_caller.set(caller)
+    try:
+        parsed = json.loads(JsonLogFormatter().format(record()))
+    finally:
+        current_caller.reset(calling)
+        current_request_id.reset(request)
+    assert parsed["request_id"] == "this-call"
+
+
 def test_fields_given_as_extra_win_and_an_exception_is_kept_in_one_line() -> None:
     try:
         raise ValueError("bad\nthing")

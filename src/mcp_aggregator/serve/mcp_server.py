@@ -314,7 +314,9 @@ class GatewayServer:
             return await run(None)
         except AggregatorError as exc:
             if isinstance(exc, UpstreamError):
-                logger.warning("tools/call %s failed: %s", params.name, exc)
+                # Given: a handshake-era session's handler runs outside the request's context.
+                request_id = request_id_of(getattr(ctx.request, "scope", None))
+                logger.warning("tools/call %s failed: %s", params.name, exc, extra={"request_id": request_id})
             raise to_mcp_error(exc) from exc
 
     def _parks(self, ctx: ServerRequestContext[Any]) -> bool:
