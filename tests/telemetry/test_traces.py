@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -18,6 +19,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.relay import Caller
+from tests.audit.test_audit_request_ids import CallIds
+from tests.audit.test_audit_through_gateway import DEADLINE, TOKEN, audit_items
 from tests.conftest import settings_for
 from tests.http_serving import ServedGateway, served_over_http
 from tests.relay.test_mrtr_through_gateway import upstream
@@ -35,14 +38,14 @@ def traceparent(trace_id: str, span_id: str) -> str:
 
 @asynccontextmanager
 async def traced_gateway(
-    monkeypatch: pytest.MonkeyPatch, receiver: OtlpReceiver, protocol: str
+    monkeypatch: pytest.MonkeyPatch, receiver: OtlpReceiver, protocol: str, admin_token: str | None = None
 ) -> AsyncIterator[ServedGateway]:
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
     monkeypatch.setenv("OTEL_SERVICE_NAME", "gateway-under-test")
     settings = settings_for(upstream("garbled", "tests.upstream.garbled_server"))
-    async with served_over_http(settings) as served:
+    async with served_over_http(settings, admin_token=admin_token) as served:
         assert served.gateway.tracing is not None
         yield served
 
@@ -123,3 +126,33 @@ async def test_with_tracing_on_the_fast_path_steps_aside(monkeypatch: pytest.Mon
         assert served.gateway.tracing is not None and await served.gateway.tracing.flush()
         spans = await receiver.wait_for(2)
     assert {s.name for s in spans} == {"tools/call echo"}
+
+
+async def test_the_span_carries_the_http_request_id_the_response_and_the_audit_have(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with (
+        otlp_http_receiver() as receiver,
+        traced_gateway(monkeypatch, receiver, "http/protobuf", admin_token=TOKEN) as served,
+    ):
+        gateway = served.gateway
+        ids = CallIds()
+        for headers in ({"X-Request-Id": "abc-123"}, {}):
+            http = httpx2.AsyncClient(headers=headers, event_hooks={"response": [ids]})
+            async with http, Client(streamable_http_client(served.mcp_url, http_client=http), cache=None) as client:
+                await client.call_tool("garbled__echo" if headers else "garbled__meta", {"text": "x"})
+        assert gateway.tracing is not None and await gateway.tracing.flush()
+        spans = await receiver.wait_for(4)
+        assert gateway.audit is not None
+        with anyio.fail_after(DEADLINE):
+            await gateway.audit.flush()
+        [made] = [i for i in ids.seen if i != "abc-123"]
+        audited = {i["tool"]: i["request_id"] for i in (await audit_items(served.base, request_id=made))["items"]}
+        audited |= {i["tool"]: i["request_id"] for i in (await audit_items(served.base, request_id="abc-123"))["items"]}
+
+    assert ids.seen == ["abc-123", made] and len(made) == 16
+    server = {s.name: s.attributes for s in spans if s.span.kind == Span.SPAN_KIND_SERVER}
+    assert server["tools/call echo"]["mcp_aggregator.request_id"] == "abc-123"
+    assert server["tools/call meta"]["mcp_aggregator.request_id"] == made
+    assert server["tools/call meta"]["jsonrpc.request.id"], "the JSON-RPC id is kept beside it"
+    assert audited == {"echo": "abc-123", "meta": made}
