@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.cli.conftest import Cli
 from tests.conftest import stdio_fixture
-from tests.serve.http_face import face_settings, http_face
+from tests.serve.http_face import API, face_settings, http_face
 
 BOT_TOKEN = "bot-token-0123456789abcdef"
 PROFILES = {
@@ -52,6 +52,29 @@ async def test_audit_lists_calls_newest_first_filters_and_pages(tmp_path: Path) 
         assert f"older: --before {ids[1]}" in first.stdout
         older = json.loads((await cli("audit", "--tool", "echo", "--before", str(ids[1]), "--json")).stdout)
         assert [i["id"] for i in older["items"]] == ids[2:] and older["next_before"] is None
+
+
+async def test_audit_finds_the_calls_of_one_http_request_by_its_id(tmp_path: Path) -> None:
+    async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face, face.admin() as http:
+        await face.gateway.wait_settled(30)
+        for text, request_id in (("one", "req-1"), ("two", "req-2")):
+            called = await http.post(
+                f"{API}/tools/call",
+                json={"name": "alpha.echo", "arguments": {"text": text}},
+                headers={"X-Request-Id": request_id},
+            )
+            assert called.status_code == 200, called.text
+        assert face.gateway.audit is not None
+        await face.gateway.audit.flush()
+        cli = Cli(face)
+        found = json.loads((await cli("audit", "--request-id", "req-2", "--json")).stdout)
+        assert [(i["tool"], i["request_id"]) for i in found["items"]] == [("echo", "req-2")]
+        shown = await cli("audit", "--request-id", "req-1")
+        assert shown.exit_code == 0, shown.stderr
+        assert "req-1" in shown.stdout and "req-2" not in shown.stdout
+        too_long = await cli("audit", "--request-id", "x" * 129)
+        assert too_long.exit_code == 1
+        assert too_long.stderr.startswith("mcp-aggregator: error: request_id: ")
 
 
 async def test_a_bad_audit_filter_is_refused_naming_it(tmp_path: Path) -> None:
