@@ -28,6 +28,9 @@ from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
 from mcp_aggregator.serve.runner import serve_http, serve_stdio
 from mcp_aggregator.settings import Exposure, Settings
 
+INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
+"""The MCP Inspector the banner and the README name (``npx -y``: no install prompt)."""
+
 
 class TransportChoice(StrEnum):
     STDIO = "stdio"
@@ -54,7 +57,7 @@ def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gate
             f"  Upstream servers (connecting in the background): {names}",
             "",
             "Connect a client:",
-            f"  MCP Inspector:  npx @modelcontextprotocol/inspector --cli {url} --transport http --method tools/list",
+            f"  MCP Inspector:  npx -y {INSPECTOR} --cli {url} --transport http --method tools/list",
             "  Claude Desktop: add this to claude_desktop_config.json (it starts the gateway over stdio):",
             "    " + json.dumps(desktop),
             "",
