@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from random import getrandbits
+from random import randbytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -31,8 +31,9 @@ REQUEST_ID_KEY = "mcp_aggregator.request_id"
 
 
 def new_request_id() -> str:
-    # Not a secret: an id to follow a request by; no system call per request.
-    return f"{getrandbits(64):016x}"
+    # Not a secret: an id to follow a request by; no system call per request (and made on
+    # every fast-path call: ``randbytes(...).hex()`` costs half of formatting ``getrandbits``).
+    return randbytes(8).hex()
 
 
 def is_sane(value: bytes) -> bool:
