@@ -24,7 +24,7 @@ class TokenExchange(BaseModel):
     token at the authorization server (RFC 8693) instead of a sign-in.
 
     ``true`` stands for every default. The gateway authenticates with ``auth.client_id`` and
-    ``auth.client_secret``; the resource asked for is the server's (discovered) resource.
+    ``auth.client_secret`` and asks for ``resource``, else the server's (discovered) resource.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -115,7 +115,7 @@ class UpstreamOAuth(BaseModel):
             if not self.per_user:
                 raise ValueError("token_exchange needs per_user: true (it trades each user's own token)")
             if not (self.client_id and self.client_secret):
-                raise ValueError("token_exchange needs client_id and client_secret (the gateway's client at the AS)")
+                raise ValueError("token_exchange needs client_id and client_secret (to authenticate the exchange)")
         elif self.per_user and self.grant is Grant.CLIENT_CREDENTIALS:
             raise ValueError("per_user needs grant authorization_code (each user signs in) or token_exchange")
         if self.client_secret and not self.client_id:
