@@ -6,20 +6,29 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 from pydantic import SecretStr
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
+from mcp_aggregator.credentials.oauth_client import OAuthClient, TokenRefused
 from mcp_aggregator.credentials.per_user import ActingUser
+from mcp_aggregator.credentials.records import AuthServer, ClientInfo
 from mcp_aggregator.errors import SignInFailedError, SignInRequiredError
 from mcp_aggregator.identity import ClientIdentity
 from mcp_aggregator.relay import Caller
 from mcp_aggregator.settings import ServerConfig, Settings
+from tests.admin.conftest import served_app
 from tests.conftest import settings_for
 from tests.credentials.test_per_user import mcp_client, whoami_as
 from tests.credentials.test_sign_in_flow import SETTLE, protected
 from tests.serve.http_face import http_face
 from tests.upstream.oauth_servers import (
+    ACCESS_TOKEN_TYPE,
     GATEWAY_AUDIENCE,
     MACHINE_CLIENT_ID,
     MACHINE_CLIENT_SECRET,
@@ -174,3 +183,34 @@ def test_the_clients_token_is_masked_wherever_its_identity_or_user_is_shown() ->
         assert canary not in shown
     assert acting.subject_token == canary
     assert identity == ClientIdentity(name="alice", subject="alice"), "the token is no part of who the client is"
+
+
+async def test_a_refusal_echoing_the_subject_token_is_reported_without_it() -> None:
+    canary = "subject-token-canary-5e6f7a8b9c"
+    seen: list[dict[str, str]] = []
+
+    async def token(request: Request) -> Response:
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        seen.append(form)
+        return JSONResponse(
+            {"error": "invalid_grant", "error_description": f"unknown token {form['subject_token']}"}, 400
+        )
+
+    app = Starlette(routes=[Route("/token", token, methods=["POST"])])
+    async with served_app(app) as base, httpx2.AsyncClient() as http:  # type: ignore[arg-type]
+        server = AuthServer(issuer=base, token_endpoint=f"{base}/token", resource="https://mcp.example.com/mcp")
+        client = ClientInfo(client_id="gw", client_secret="gw-secret")
+        with pytest.raises(TokenRefused) as refused:
+            await OAuthClient(http, "tracker").exchange_token(server, client, canary, ACCESS_TOKEN_TYPE)
+    assert str(refused.value) == "tracker: token request refused: invalid_grant (unknown token ***)"
+    assert canary not in repr(refused.value.__cause__) and refused.value.__suppress_context__
+    assert seen == [
+        {
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": canary,
+            "subject_token_type": ACCESS_TOKEN_TYPE,
+            "client_id": "gw",
+            "client_secret": "gw-secret",
+            "resource": "https://mcp.example.com/mcp",
+        }
+    ]
