@@ -212,7 +212,8 @@ class SignInRequiredError(UpstreamError):
 
 
 class SignInFailedError(UpstreamError):
-    """An authorization server refused a step of the sign-in (discovery, registration, token)."""
+    """An authorization server refused a step of the sign-in (discovery, registration, token,
+    token exchange), or a per-user call brought no token of its user's to exchange."""
 
 
 class SignInStateError(SignInFailedError):

@@ -17,6 +17,7 @@ from tests.admin.conftest import serve_admin
 from tests.conftest import settings_for
 
 HTTP = "name: s, transport: http, base_url: 'https://mcp.example.com/mcp'"
+EXCHANGING = "per_user: true, client_id: gw, client_secret: '${GW_SECRET}'"
 
 
 def error_of(text: str) -> str:
@@ -38,6 +39,23 @@ def test_auth_oauth_is_accepted_as_a_word_or_a_mapping() -> None:
     assert sse.servers[0].auth is not None
 
 
+def test_token_exchange_is_accepted_as_true_or_a_mapping_with_the_access_token_type_by_default() -> None:
+    plain = parse_settings(f"servers: [{{{HTTP}, auth: {{{EXCHANGING}, token_exchange: true}}}}]").servers[0].auth
+    assert plain is not None and plain.token_exchange is not None
+    assert plain.token_exchange.subject_token_type == "urn:ietf:params:oauth:token-type:access_token"
+    assert plain.grant is Grant.AUTHORIZATION_CODE and plain.token_exchange.audience is None
+    full = parse_settings(
+        f"servers: [{{{HTTP}, auth: {{per_user: true, grant: client_credentials, client_id: gw, client_secret: s, "
+        "token_exchange: {audience: tracker, scopes: 'read write', resource: 'https://mcp.example.com/mcp', "
+        "subject_token_type: 'urn:ietf:params:oauth:token-type:jwt'}}}]"
+    ).servers[0]
+    assert full.auth is not None and full.auth.token_exchange is not None
+    assert full.auth.token_exchange.scopes == ("read", "write")
+    assert full.connection_config()["auth"]["token_exchange"]["audience"] == "tracker"
+    off = parse_settings(f"servers: [{{{HTTP}, auth: {{per_user: true, token_exchange: false}}}}]").servers[0]
+    assert off.auth is not None and off.auth.token_exchange is None
+
+
 @pytest.mark.parametrize(
     ("server", "message"),
     [
@@ -56,6 +74,34 @@ def test_auth_oauth_is_accepted_as_a_word_or_a_mapping() -> None:
         (f"{{{HTTP}, auth: {{scopes: ['a b']}}}}", "servers[0].auth.scopes: each scope must be a non-empty word"),
         (f"{{{HTTP}, auth: {{client_id: ''}}}}", "servers[0].auth.client_id: String should have at least 1 character"),
         (f"{{{HTTP}, auth: {{clientid: x}}}}", "servers[0].auth.clientid: unknown field"),
+        (
+            f"{{{HTTP}, auth: {{per_user: true, grant: client_credentials, client_id: gw, client_secret: s}}}}",
+            "servers[0].auth: per_user needs grant authorization_code (each user signs in) or token_exchange",
+        ),
+        (
+            f"{{{HTTP}, auth: {{client_id: gw, client_secret: s, token_exchange: true}}}}",
+            "servers[0].auth: token_exchange needs per_user: true (it trades each user's own token)",
+        ),
+        (
+            f"{{{HTTP}, auth: {{per_user: true, token_exchange: true, client_id: gw}}}}",
+            "servers[0].auth: token_exchange needs client_id and client_secret",
+        ),
+        (
+            f"{{{HTTP}, auth: {{{EXCHANGING}, token_exchange: {{subject_token_type: jwt}}}}}}",
+            "servers[0].auth.token_exchange.subject_token_type: must be a token type URN (RFC 8693 §3)",
+        ),
+        (
+            f"{{{HTTP}, auth: {{{EXCHANGING}, token_exchange: {{resource: tracker}}}}}}",
+            "servers[0].auth.token_exchange.resource: must be an absolute http(s) URL without a fragment",
+        ),
+        (
+            f"{{{HTTP}, auth: {{{EXCHANGING}, token_exchange: {{audiences: [a]}}}}}}",
+            "servers[0].auth.token_exchange.audiences: unknown field",
+        ),
+        (
+            f"{{{HTTP}, auth: {{{EXCHANGING}, token_exchange: {{scopes: ['a b']}}}}}}",
+            "servers[0].auth.token_exchange.scopes: each scope must be a non-empty word",
+        ),
         (
             f"{{{HTTP}, headers: {{Authorization: 'Bearer x'}}, auth: oauth}}",
             "servers[0].headers: an Authorization header cannot be combined with auth: oauth",

@@ -7,24 +7,31 @@ revocation) around ``LoginProvider`` with a login form; the resource server is a
 answering 401 with ``resource_metadata``. They listen on two loopback ports (two origins),
 in this process, so a test can expire or revoke tokens as an operator would.
 
-``client_credentials`` is not among the SDK handler's grants: ``/token`` is wrapped so that
-grant is answered here for the one pre-registered machine client, the rest by the SDK.
+``client_credentials`` and RFC 8693 token exchange are not among the SDK handler's grants:
+``/token`` is wrapped so those are answered here for the one pre-registered machine client,
+the rest by the SDK. For token exchange the server also issues users their own JWT access
+tokens for the gateway's ``/mcp`` (``user_token``, checked by the gateway at ``/jwks``); an
+exchange takes such a token only, and issues an upstream token whose subject is its user.
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import anyio
 import httpx
+import jwt
 import uvicorn
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
@@ -51,6 +58,16 @@ SCOPE = "mcp"
 USERS = {"alice": "wonderland", "bob": "builder"}
 MACHINE_CLIENT_ID = "machine-client"
 MACHINE_CLIENT_SECRET = "machine-secret-5b7c9d1e3f"
+GATEWAY_AUDIENCE = "mcp-aggregator-under-test"
+"""The ``aud`` of the users' own tokens for the gateway's ``/mcp``."""
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+_KID = "as-key-1"
+
+
+@cache
+def _signing_key() -> RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
 @dataclass
@@ -69,6 +86,10 @@ class LoginProvider:
     issued_tokens: list[str] = field(default_factory=list)
     """Every access and refresh token ever issued (for secret canaries)."""
     machine_grants: int = 0
+    exchanges: list[tuple[str, str | None]] = field(default_factory=list)
+    """Token exchanges answered: the user, the resource asked for."""
+    exchange_forms: list[dict[str, str]] = field(default_factory=list)
+    """What every token-exchange request asked for (its secrets left out)."""
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -161,6 +182,38 @@ class LoginProvider:
         token = self._issue(MACHINE_CLIENT_ID, [SCOPE], resource, MACHINE_CLIENT_ID)
         return token.model_copy(update={"refresh_token": None})
 
+    def user_token(self, user: str, ttl: int = 600) -> str:
+        """A JWT access token for ``user`` to the gateway's ``/mcp`` (what their client holds)."""
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": GATEWAY_AUDIENCE, "sub": user, "scope": SCOPE, "iat": now}
+        token = jwt.encode({**claims, "exp": now + ttl}, _signing_key(), algorithm="RS256", headers={"kid": _KID})
+        self.issued_tokens.append(token)
+        return token
+
+    def exchange(self, form: dict[str, str]) -> OAuthToken | str:
+        """RFC 8693 §2.2: an upstream token for the user of ``subject_token``; else the error code."""
+        self.exchange_forms.append({k: v for k, v in form.items() if k not in ("subject_token", "client_secret")})
+        if form.get("subject_token_type") != ACCESS_TOKEN_TYPE:
+            return "invalid_request"
+        try:
+            claims = jwt.decode(
+                form.get("subject_token", ""),
+                _signing_key().public_key(),
+                algorithms=["RS256"],
+                audience=GATEWAY_AUDIENCE,
+                issuer=self.issuer,
+            )
+        except jwt.InvalidTokenError:
+            return "invalid_grant"
+        resource = form.get("resource")
+        self.exchanges.append((claims["sub"], resource))
+        token = self._issue(MACHINE_CLIENT_ID, form.get("scope", SCOPE).split(), resource, claims["sub"])
+        return token.model_copy(update={"refresh_token": None})
+
+    def jwks(self) -> dict[str, Any]:
+        public = jwt.algorithms.RSAAlgorithm.to_jwk(_signing_key().public_key(), as_dict=True)
+        return {"keys": [{**public, "kid": _KID, "use": "sig", "alg": "RS256"}]}
+
     # -- what an operator does -------------------------------------------------------------
 
     def expire_access_tokens(self) -> None:
@@ -171,8 +224,8 @@ class LoginProvider:
         self.refresh.clear()
 
 
-class TokenWithClientCredentials:
-    """``/token``: the ``client_credentials`` grant here, every other grant to the SDK's handler."""
+class TokenWithMachineGrants:
+    """``/token``: ``client_credentials`` and token exchange here, every other grant to the SDK's handler."""
 
     def __init__(self, sdk_token: Any, provider: LoginProvider) -> None:
         self.sdk_token = sdk_token
@@ -186,7 +239,7 @@ class TokenWithClientCredentials:
             if not message.get("more_body"):
                 break
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
-        if form.get("grant_type") != "client_credentials":
+        if form.get("grant_type") not in ("client_credentials", TOKEN_EXCHANGE):
             sent = False
 
             async def replay() -> Message:
@@ -198,12 +251,28 @@ class TokenWithClientCredentials:
 
             await self.sdk_token(scope, replay, send)
             return
-        if form.get("client_id") != MACHINE_CLIENT_ID or form.get("client_secret") != MACHINE_CLIENT_SECRET:
+        if _client_of(scope, form) != (MACHINE_CLIENT_ID, MACHINE_CLIENT_SECRET):
             response: Response = JSONResponse({"error": "invalid_client"}, status_code=401)
-        else:
+        elif form["grant_type"] == "client_credentials":
             token = self.provider.machine_token(form.get("resource"))
             response = JSONResponse(token.model_dump(exclude_none=True))
+        else:
+            exchanged = self.provider.exchange(form)
+            if isinstance(exchanged, str):
+                response = JSONResponse({"error": exchanged, "error_description": "not a token of ours"}, 400)
+            else:
+                issued = {**exchanged.model_dump(exclude_none=True), "issued_token_type": ACCESS_TOKEN_TYPE}
+                response = JSONResponse(issued)
         await response(scope, receive, send)
+
+
+def _client_of(scope: Scope, form: dict[str, str]) -> tuple[str | None, str | None]:
+    """The client id and secret, from ``client_secret_basic`` or ``client_secret_post``."""
+    header = dict(scope["headers"]).get(b"authorization", b"").decode()
+    if header.lower().startswith("basic "):
+        client_id, _, secret = base64.b64decode(header[6:]).decode().partition(":")
+        return client_id, secret
+    return form.get("client_id"), form.get("client_secret")
 
 
 def authorization_server_app(
@@ -222,7 +291,7 @@ def authorization_server_app(
     wrapped = []
     for route in routes:
         if isinstance(route, Route) and route.path == "/token":
-            route = Route("/token", TokenWithClientCredentials(route.app, provider), methods=["POST"])
+            route = Route("/token", TokenWithMachineGrants(route.app, provider), methods=["POST"])
         if isinstance(route, Route) and route.path == "/.well-known/oauth-authorization-server" and oidc_only:
             route = Route("/.well-known/openid-configuration", route.app, methods=["GET", "OPTIONS"])
         wrapped.append(route)
@@ -242,7 +311,14 @@ def authorization_server_app(
             return HTMLResponse("wrong user name or password", status_code=401)
         return RedirectResponse(provider.log_in(ticket, user), status_code=302)
 
-    wrapped += [Route("/login", login_form, methods=["GET"]), Route("/login", log_in, methods=["POST"])]
+    async def jwks(_request: Request) -> Response:
+        return JSONResponse(provider.jwks())
+
+    wrapped += [
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", log_in, methods=["POST"]),
+        Route("/jwks", jwks, methods=["GET"]),
+    ]
     return Starlette(routes=wrapped)
 
 

@@ -16,6 +16,57 @@ class Grant(StrEnum):
     """Machine to machine: the gateway signs in with its own client id and secret."""
 
 
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+
+
+class TokenExchange(BaseModel):
+    """``auth.token_exchange``: each user's own ``/mcp`` bearer token is traded for their upstream
+    token at the authorization server (RFC 8693) instead of a sign-in.
+
+    ``true`` stands for every default. The gateway authenticates with ``auth.client_id`` and
+    ``auth.client_secret`` and asks for ``resource``, else the server's (discovered) resource.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    audience: str | None = Field(default=None, min_length=1)
+    """RFC 8693 ``audience``, sent when set (some authorization servers name targets this way)."""
+    resource: str | None = None
+    """RFC 8707 ``resource``; default: the one discovery found (the server's URL)."""
+    scopes: tuple[str, ...] = ()
+    """Scopes asked for; default: the server's (``auth.scopes``, else what it advertises)."""
+    subject_token_type: str = ACCESS_TOKEN_TYPE
+    """What the user's ``/mcp`` token is, as RFC 8693 §3 names token types."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return value
+
+    @field_validator("resource")
+    @classmethod
+    def _resource(cls, value: str | None) -> str | None:
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+                raise ValueError(f"must be an absolute http(s) URL without a fragment, got {value!r}")
+        return value
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _scopes(cls, value: Any) -> Any:
+        return _checked_scopes(value)
+
+    @field_validator("subject_token_type")
+    @classmethod
+    def _token_type(cls, value: str) -> str:
+        if not value.startswith("urn:") or any(c.isspace() for c in value):
+            raise ValueError(f"must be a token type URN (RFC 8693 §3), e.g. {ACCESS_TOKEN_TYPE}, got {value!r}")
+        return value
+
+
 class UpstreamOAuth(BaseModel):
     """``auth: oauth`` (or ``auth: {type: oauth, ...}``) on an ``http`` or ``sse`` server.
 
@@ -34,6 +85,8 @@ class UpstreamOAuth(BaseModel):
     per_user: bool = False
     """Each identified client's calls carry that user's own token (each user signs in once);
     the server's own sign-in serves only the gateway's connection and tool listing."""
+    token_exchange: TokenExchange | None = None
+    """With ``per_user``: users' tokens come from RFC 8693 token exchange, not a sign-in."""
 
     @model_validator(mode="before")
     @classmethod
@@ -47,20 +100,24 @@ class UpstreamOAuth(BaseModel):
     @field_validator("scopes", mode="before")
     @classmethod
     def _scopes(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = value.split()
-        if isinstance(value, list | tuple):
-            for scope in value:
-                if not isinstance(scope, str) or not scope or any(c.isspace() or c == '"' for c in scope):
-                    raise ValueError(f"each scope must be a non-empty word without spaces or quotes, got {scope!r}")
-        return value
+        return _checked_scopes(value)
+
+    @field_validator("token_exchange", mode="before")
+    @classmethod
+    def _no_exchange(cls, value: Any) -> Any:
+        return None if value is False else value
 
     @model_validator(mode="after")
     def _grant_needs(self) -> UpstreamOAuth:
         if self.grant is Grant.CLIENT_CREDENTIALS and not (self.client_id and self.client_secret):
             raise ValueError("grant client_credentials needs client_id and client_secret")
-        if self.per_user and self.grant is Grant.CLIENT_CREDENTIALS:
-            raise ValueError("per_user needs grant authorization_code (each user signs in)")
+        if self.token_exchange is not None:
+            if not self.per_user:
+                raise ValueError("token_exchange needs per_user: true (it trades each user's own token)")
+            if not (self.client_id and self.client_secret):
+                raise ValueError("token_exchange needs client_id and client_secret (to authenticate the exchange)")
+        elif self.per_user and self.grant is Grant.CLIENT_CREDENTIALS:
+            raise ValueError("per_user needs grant authorization_code (each user signs in) or token_exchange")
         if self.client_secret and not self.client_id:
             raise ValueError("client_secret given without client_id")
         return self
@@ -68,6 +125,16 @@ class UpstreamOAuth(BaseModel):
     def stored(self) -> dict[str, Any]:
         """As the registry keeps it (``client_secret`` unexpanded)."""
         return self.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
+
+
+def _checked_scopes(value: Any) -> Any:
+    if isinstance(value, str):
+        value = value.split()
+    if isinstance(value, list | tuple):
+        for scope in value:
+            if not isinstance(scope, str) or not scope or any(c.isspace() or c == '"' for c in scope):
+                raise ValueError(f"each scope must be a non-empty word without spaces or quotes, got {scope!r}")
+    return value
 
 
 class CredentialsSettings(BaseModel):

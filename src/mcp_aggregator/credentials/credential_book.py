@@ -135,10 +135,17 @@ class Credentials:
             self._users[key] = creds
         return creds
 
-    async def ensure_user(self, server: ServerCredentials, subject: str) -> None:
+    async def ensure_user(self, server: ServerCredentials, subject: str, subject_token: str | None = None) -> None:
         """Make sure ``subject`` holds a token for ``server``; else raise ``SignInRequiredError``
-        with the sign-in URL made for that user."""
+        with the sign-in URL made for that user.
+
+        A ``token_exchange`` server trades ``subject_token`` (the user's own) instead, and
+        raises ``SignInFailedError`` when there is none or the authorization server refuses.
+        """
         user = self.user(server, subject)
+        if user.exchanges:
+            await user.bearer(subject_token)
+            return
         try:
             await user.bearer()
         except SignInRequiredError as exc:

@@ -3,7 +3,8 @@
 Discovery (the 401's ``resource_metadata`` → RFC 9728 protected resource metadata → RFC 8414
 authorization server metadata, OpenID discovery as fallback), dynamic client registration
 (RFC 7591), the authorization URL with PKCE S256 and the RFC 8707 resource indicator, and the
-token endpoint's three grants (authorization code, refresh token, client credentials).
+token endpoint's grants (authorization code, refresh token, client credentials, and RFC 8693
+token exchange).
 
 The URL lists, metadata models, scope choice, resource matching and PKCE come from the
 official SDK (``mcp.client.auth``, ``mcp.shared.auth``); this class strings them together
@@ -44,6 +45,7 @@ from mcp_aggregator.credentials.records import AuthServer, ClientInfo, TokenSet
 from mcp_aggregator.errors import SignInFailedError, UpstreamConnectError
 
 GRANTS: Final = ["authorization_code", "refresh_token"]
+TOKEN_EXCHANGE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
 _PROBE: Final = b'{"jsonrpc":"2.0","id":"mcp-aggregator-auth-probe","method":"ping"}'
 
 
@@ -52,6 +54,7 @@ class TokenRefused(SignInFailedError):
 
     def __init__(self, server: str, error: str, description: str | None) -> None:
         self.error = error
+        self.description = description
         self.reason = f"{error}{' (' + description + ')' if description else ''}"
         super().__init__(server, f"token request refused: {self.reason}")
 
@@ -200,6 +203,31 @@ class OAuthClient:
         if server.scope:
             form["scope"] = server.scope
         return await self._token(server, client, form, previous=None)
+
+    async def exchange_token(
+        self,
+        server: AuthServer,
+        client: ClientInfo,
+        subject_token: str,
+        subject_token_type: str,
+        *,
+        audience: str | None = None,
+    ) -> TokenSet:
+        """RFC 8693 §2.1: trade ``subject_token`` (a user's) for a token to ``server.resource``.
+
+        A refusal's description is cut of ``subject_token`` should the server echo it back.
+        """
+        form = {"grant_type": TOKEN_EXCHANGE, "subject_token": subject_token, "subject_token_type": subject_token_type}
+        if audience is not None:
+            form["audience"] = audience
+        if server.scope:
+            form["scope"] = server.scope
+        try:
+            return await self._token(server, client, form, previous=None)
+        except TokenRefused as exc:
+            error = exc.error.replace(subject_token, "***")
+            description = exc.description.replace(subject_token, "***") if exc.description else None
+            raise TokenRefused(self.name, error, description) from None
 
     async def _token(
         self, server: AuthServer, client: ClientInfo, form: dict[str, str], *, previous: TokenSet | None

@@ -7,6 +7,10 @@ marks the call's context with the user, so the transport's ``UserBearer`` signs 
 HTTP request with that user's token and no one else's. Work without a caller (the
 connection's handshake, tool listing) uses the server's own sign-in.
 
+A server with ``auth.token_exchange`` asks no one to sign in: the stage hands the caller's
+own ``/mcp`` bearer token down with the user, and the user's token is got by trading it at
+the authorization server (RFC 8693), again whenever it expires or the upstream refuses it.
+
 The stage also satisfies ``ErrorStage`` (its ``on_error`` does nothing): the raw fast path,
 which settles calls by callback when every stage is such, never serves an OAuth upstream,
 and for every other server this stage leaves the call alone.
@@ -16,21 +20,36 @@ from __future__ import annotations
 
 import secrets
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types as types
+from pydantic import SecretStr
 
 from mcp_aggregator.credentials.records import AuthStatus
-from mcp_aggregator.credentials.server_credentials import ServerCredentials
-from mcp_aggregator.errors import SignInRequiredError, UpstreamError
+from mcp_aggregator.credentials.server_credentials import NO_SUBJECT_TOKEN, ServerCredentials
+from mcp_aggregator.errors import SignInFailedError, SignInRequiredError, UpstreamError
 
 if TYPE_CHECKING:
     from mcp_aggregator.credentials.credential_book import Credentials
 
 _RECHECK_SECS = 2.0
 
-acting_user: ContextVar[str | None] = ContextVar("mcp_aggregator_upstream_user", default=None)
+
+@dataclass(frozen=True, slots=True)
+class ActingUser:
+    """The user a per-user call is made for: their key, and their own ``/mcp`` token (masked)."""
+
+    key: str
+    token: SecretStr | None = field(default=None, repr=False)
+
+    @property
+    def subject_token(self) -> str | None:
+        return self.token.get_secret_value() if self.token is not None else None
+
+
+acting_user: ContextVar[ActingUser | None] = ContextVar("mcp_aggregator_upstream_user", default=None)
 """The user whose token an upstream request carries (set around a per-user call)."""
 
 
@@ -56,25 +75,21 @@ class UserBearer:
         self._book = book
         self._server = server
 
-    def _user(self) -> ServerCredentials | None:
-        user = acting_user.get()
-        return None if user is None else self._book.user(self._server, user)
-
     async def bearer(self) -> str:
-        user = self._user()
-        if user is None:
+        acting = acting_user.get()
+        if acting is None:
             return await self._server.bearer()
         try:
-            return await user.bearer()
+            return await self._book.user(self._server, acting.key).bearer(acting.subject_token)
         except UpstreamError:
             return ""
 
     async def after_unauthorized(self, rejected: str) -> str:
-        user = self._user()
-        if user is None:
+        acting = acting_user.get()
+        if acting is None:
             return await self._server.after_unauthorized(rejected)
         try:
-            return await user.after_unauthorized(rejected)
+            return await self._book.user(self._server, acting.key).after_unauthorized(rejected, acting.subject_token)
         except UpstreamError:
             return rejected
 
@@ -97,12 +112,18 @@ class PerUserTokens:
                 "sign_in_required",
                 "this server signs in per user and the calling client is not identified",
             )
-        try:
-            await self._book.ensure_user(server, user)
-        except SignInRequiredError as exc:
-            if exc.url is None or not await self._signed_in_when_asked(invocation.caller, server, user, exc.url):
-                raise
-        token = acting_user.set(user)
+        acting = ActingUser(user, identity.token)
+        if server.auth.token_exchange is not None:
+            if acting.token is None:
+                raise SignInFailedError(server.name, NO_SUBJECT_TOKEN)
+            await self._book.ensure_user(server, user, acting.subject_token)
+        else:
+            try:
+                await self._book.ensure_user(server, user)
+            except SignInRequiredError as exc:
+                if exc.url is None or not await self._signed_in_when_asked(invocation.caller, server, user, exc.url):
+                    raise
+        token = acting_user.set(acting)
         try:
             return await send()
         finally:

@@ -17,6 +17,11 @@ from mcp_aggregator.settings.env_expansion import expand_value
 
 logger = logging.getLogger(__name__)
 
+NO_SUBJECT_TOKEN = (
+    "this server trades each user's own token for theirs (RFC 8693 token exchange) and the calling "
+    "client presented no bearer token; connect with a serve.oauth access token or a named client's token"
+)
+
 StatusListener = Callable[["ServerCredentials", AuthStatus], None]
 
 
@@ -77,14 +82,20 @@ class ServerCredentials:
         self._credential = None
         return await self.current()
 
-    async def bearer(self) -> str:
+    @property
+    def exchanges(self) -> bool:
+        """A user's credentials of a ``token_exchange`` server: renewed by trading their token."""
+        return bool(self.subject) and self.auth.token_exchange is not None
+
+    async def bearer(self, subject_token: str | None = None) -> str:
+        """``subject_token``: the user's own token, traded when ``exchanges`` and none is held."""
         try:
-            return await self._bearer()
+            return await self._bearer(subject_token)
         except SignInRequiredError:
             self.parked = True
             raise
 
-    async def _bearer(self) -> str:
+    async def _bearer(self, subject_token: str | None) -> str:
         async with self._lock:
             credential = await self.current()
             tokens = credential.tokens
@@ -92,20 +103,20 @@ class ServerCredentials:
             if tokens is not None and credential.status is AuthStatus.SIGNED_IN:
                 if not tokens.expires_within(ahead, self._now()):
                     return tokens.access_token
-                return await self._renew(tokens)
-            if self.auth.grant is Grant.CLIENT_CREDENTIALS:
-                return await self._renew(None)
+                return await self._renew(tokens, subject_token)
+            if self.auth.grant is Grant.CLIENT_CREDENTIALS or self.exchanges:
+                return await self._renew(None, subject_token)
             raise SignInRequiredError(self.name, credential.status.value)
 
-    async def after_unauthorized(self, rejected: str) -> str:
-        """The upstream refused ``rejected``: refresh once (unless someone already did)."""
+    async def after_unauthorized(self, rejected: str, subject_token: str | None = None) -> str:
+        """The upstream refused ``rejected``: refresh (or exchange) once, unless someone already did."""
         async with self._lock:
             credential = await self.current()
             if credential.tokens is not None and credential.tokens.access_token != rejected:
                 return credential.tokens.access_token
-            return await self._renew(credential.tokens)
+            return await self._renew(credential.tokens, subject_token)
 
-    async def _renew(self, tokens: TokenSet | None) -> str:
+    async def _renew(self, tokens: TokenSet | None, subject_token: str | None = None) -> str:
         stored = await self.reload()
         newer = stored.tokens
         if (
@@ -115,6 +126,8 @@ class ServerCredentials:
             and not newer.expires_within(self._settings.refresh_ahead_secs, self._now())
         ):
             return newer.access_token  # another replica refreshed first
+        if self.exchanges:
+            return await self._exchange(stored, subject_token)
         if self.auth.grant is Grant.CLIENT_CREDENTIALS:
             return await self._client_credentials(stored)
         if stored.server is None or stored.client is None or stored.tokens is None:
@@ -136,6 +149,28 @@ class ServerCredentials:
         except TokenRefused as exc:
             await self._refresh_failed(replace(stored, server=server), exc.reason)
             raise SignInRequiredError(self.name, AuthStatus.REFRESH_FAILED.value, exc.error) from exc
+        await self._save(Credential(status=AuthStatus.SIGNED_IN, server=server, tokens=fresh))
+        return fresh.access_token
+
+    async def _exchange(self, stored: Credential, subject_token: str | None) -> str:
+        """RFC 8693: the user's ``subject_token`` traded for their token to this server."""
+        exchange = self.auth.token_exchange
+        assert exchange is not None  # only called when ``exchanges``
+        if not subject_token:
+            raise SignInFailedError(self.name, NO_SUBJECT_TOKEN)
+        server = stored.server or await self.oauth.discover(self.server_url, exchange.scopes or self.auth.scopes)
+        if exchange.resource is not None:
+            server = replace(server, resource=exchange.resource)
+        client = self.configured_client(None)
+        assert client is not None  # token_exchange requires client_id and client_secret
+        try:
+            fresh = await self.oauth.exchange_token(
+                server, client, subject_token, exchange.subject_token_type, audience=exchange.audience
+            )
+        except TokenRefused as exc:
+            logger.warning("upstream %s: token exchange for user %s refused (%s)", self.name, self.subject, exc.reason)
+            refused = f"the authorization server refused to exchange the token of user {self.subject}: {exc.reason}"
+            raise SignInFailedError(self.name, refused) from exc
         await self._save(Credential(status=AuthStatus.SIGNED_IN, server=server, tokens=fresh))
         return fresh.access_token
 

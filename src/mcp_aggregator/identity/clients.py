@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic import SecretStr
+
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE, ClientIdentity
 from mcp_aggregator.identity.config import ClaimMatch, ClientSettings
@@ -127,6 +129,18 @@ class ClientBook:
         return Client(subject, frozenset({DEFAULT_PROFILE}))
 
     def identity(
-        self, client: Client, profile: str, *, subject: str | None = None, claims: Mapping[str, Any] | None = None
+        self,
+        client: Client,
+        profile: str,
+        *,
+        subject: str | None = None,
+        claims: Mapping[str, Any] | None = None,
+        token: str | None = None,
     ) -> ClientIdentity:
-        return ClientIdentity(name=client.name, profile=profile, subject=subject, claims=dict(claims or {}))
+        return ClientIdentity(
+            name=client.name,
+            profile=profile,
+            subject=subject,
+            claims=dict(claims or {}),
+            token=SecretStr(token) if token else None,
+        )

@@ -112,7 +112,7 @@ class McpClientAuth:
             digest = hashlib.sha256(presented.encode()).hexdigest()[:16]
             owner = f"client:{client.name}" if client.name else f"static:{digest}"
             token = AccessToken(token=presented, client_id=owner, scopes=list(self.required_scopes))
-            return token, self.book.identity(client, self.profile), client
+            return token, self.book.identity(client, self.profile, token=presented), client
         if self.verifier is None:
             return None
         verified = await self.verifier.verify_token(presented)
@@ -121,7 +121,7 @@ class McpClientAuth:
         claims = dict(getattr(verified, "claims", None) or {})
         subject = getattr(verified, "subject", None) or claims.get("sub")
         client = self.book.by_claims(subject, verified.scopes, claims)
-        identity = self.book.identity(client, self.profile, subject=subject, claims=claims)
+        identity = self.book.identity(client, self.profile, subject=subject, claims=claims, token=presented)
         return verified, identity, client
 
     async def _forbid(self, send: Send, description: str) -> None:
