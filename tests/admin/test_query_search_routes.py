@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
-from tests.admin.conftest import API, admin_settings, http_server, serve_admin
+import anyio
+import anyio.to_thread
+import httpx
+
+from mcp_aggregator.admin import build_admin_app
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.search import ToolSearch
+from mcp_aggregator.search.embedding_cache import EmbeddingCache
+from tests.admin.conftest import (
+    API,
+    SETTLE_SECS,
+    TEST_ADMIN_TOKEN,
+    admin_settings,
+    http_server,
+    serve_admin,
+    served_app,
+)
 from tests.registry.conftest import Database
+from tests.test_gateway_search import GatedEmbedder
 
 
 async def test_query_fans_out_and_answers_with_results_and_metadata(sqlite_db: Database, upstream_url: str) -> None:
@@ -60,16 +77,52 @@ async def test_tool_search_returns_namespaced_hits_of_connected_servers(sqlite_d
     async with serve_admin(settings) as admin:
         await admin.settle()
         await admin.gateway.flush()
-        hits = (await admin.http.get(f"{API}/tools/search", params={"q": "add two integers", "k": 5})).json()
+        answer = await admin.http.get(f"{API}/tools/search", params={"q": "add two integers", "k": 5})
+        hits = answer.json()
         assert {"alpha.add", "beta.add"} <= {hit["name"] for hit in hits}
         add = next(hit for hit in hits if hit["name"] == "alpha.add")
         assert (add["server"], add["original_name"]) == ("alpha", "add")
         assert set(add) == {"name", "server", "original_name", "description", "score", "skill_ids"}
+        assert "X-Search-Incomplete" not in answer.headers
 
         only_beta = await admin.http.get(f"{API}/tools/search", params={"q": "add", "server": "beta"})
         assert {hit["server"] for hit in only_beta.json()} == {"beta"}
         assert (await admin.http.get(f"{API}/tools/search", params={"q": ""})).status_code == 422
         assert (await admin.http.get(f"{API}/tools/search", params={"q": "add", "k": 0})).status_code == 422
+
+
+async def test_tool_search_made_before_the_index_is_complete_says_so_in_its_headers(
+    sqlite_db: Database, upstream_url: str
+) -> None:
+    settings = admin_settings(sqlite_db, http_server("alpha", upstream_url), list_wait_secs=0)
+    embedder = GatedEmbedder("integers")  # the text of alpha.add ("Add two integers.") blocks its embedding
+    search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
+    headers = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+    async with (
+        Gateway(settings, search=search) as gateway,
+        served_app(build_admin_app(gateway, token=TEST_ADMIN_TOKEN)) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers=headers, timeout=SETTLE_SECS) as http,
+    ):
+        try:
+            await gateway.wait_settled(SETTLE_SECS)
+            with anyio.fail_after(SETTLE_SECS):
+                await anyio.to_thread.run_sync(lambda: embedder.entered.wait(SETTLE_SECS))
+            early = await http.get(f"{API}/tools/search", params={"q": "add two integers", "k": 3})
+            assert early.status_code == 200
+            assert early.json()[0]["name"] == "alpha.add", "ranked by its words"
+            pending = int(early.headers["X-Search-Pending"])
+            assert pending > 0
+            assert early.headers["X-Search-Incomplete"] == (
+                f"search index incomplete: {pending} tools not indexed yet, ranked by words only; search again"
+            )
+            embedder.release.set()
+            await gateway.wait_until(gateway.index_ready, timeout_secs=SETTLE_SECS)
+            later = await http.get(f"{API}/tools/search", params={"q": "add two integers", "k": 3})
+            assert "alpha.add" in {hit["name"] for hit in later.json()}
+            assert "X-Search-Incomplete" not in later.headers
+            assert "X-Search-Pending" not in later.headers
+        finally:
+            embedder.release.set()
 
 
 async def test_skills_are_listed_with_their_tools(sqlite_db: Database, upstream_url: str) -> None:

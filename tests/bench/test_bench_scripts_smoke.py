@@ -37,6 +37,7 @@ def _search(result: dict[str, Any]) -> None:
         assert shipped["all"]["n"] == shipped["single"]["n"] + shipped["multi"]["n"] > 0
         assert 0 < shipped["all"]["recall@5"] <= 1
     assert "fields (fit on LiveMCPBench)" in result["quality"]["mcp_devset"]
+    assert "joint (fit on LiveMCPBench)" in result["quality"]["mcp_devset"]
     assert result["latency"]["catalogue"]["tools"] == 600
 
 

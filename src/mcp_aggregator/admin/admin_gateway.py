@@ -16,7 +16,7 @@ from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import Registry, ServerRecord
-from mcp_aggregator.search import SearchHit
+from mcp_aggregator.search import SearchResults
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
@@ -80,9 +80,7 @@ class AdminGateway(Protocol):
         self, name: str, arguments: dict[str, Any] | None = None, *, server: str | None = None
     ) -> types.CallToolResult: ...
 
-    async def search_tools(
-        self, query: str, k: int, *, server: str | None, skill: str | None
-    ) -> Sequence[SearchHit]: ...
+    async def search_tools(self, query: str, k: int, *, server: str | None, skill: str | None) -> SearchResults: ...
 
     def skills(self) -> Sequence[SkillView]: ...
 

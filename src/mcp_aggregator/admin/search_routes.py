@@ -4,28 +4,50 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Response
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.schemas import SearchHitPublic, SkillPublic, ToolPublic
 from mcp_aggregator.admin.server_views import tool_public
+from mcp_aggregator.search.tool_doc import incomplete_note
 
 MAX_K = 100
+INCOMPLETE_HEADER = "X-Search-Incomplete"
+PENDING_HEADER = "X-Search-Pending"
+_INCOMPLETE_HEADERS = {
+    INCOMPLETE_HEADER: {
+        "description": "Set when some tools were ranked by their words alone (the search index was still "
+        "computing their vectors): says so and asks to search again",
+        "schema": {"type": "string"},
+    },
+    PENDING_HEADER: {
+        "description": "How many tools were not indexed yet (with the header above)",
+        "schema": {"type": "integer"},
+    },
+}
 
 
 router = APIRouter(prefix="/api/v1/aggregator", tags=["search"])
 
 
-@router.get("/tools/search")
+@router.get("/tools/search", responses={200: {"headers": _INCOMPLETE_HEADERS}})
 async def search_tools(
     gateway: GatewayDep,
+    response: Response,
     q: Annotated[str, Query(min_length=1, max_length=1000)],
     k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
     server: str | None = None,
     skill: str | None = None,
 ) -> list[SearchHitPublic]:
-    """Semantic + lexical search over the tools of CONNECTED and DEGRADED servers."""
+    """Semantic + lexical search over the tools of CONNECTED and DEGRADED servers.
+
+    The body stays a list; a ranking made while the index was incomplete says so in the
+    ``X-Search-Incomplete`` and ``X-Search-Pending`` headers (the MCP ``tools`` facade says
+    it in its answer's ``incomplete`` field)."""
     hits = await gateway.search_tools(q, k, server=server, skill=skill)
+    if not hits.complete:
+        response.headers[INCOMPLETE_HEADER] = incomplete_note(hits.pending)
+        response.headers[PENDING_HEADER] = str(hits.pending)
     return [
         SearchHitPublic(
             name=hit.key,

@@ -14,6 +14,7 @@ from mcp_aggregator.facades.domain import Domain
 from mcp_aggregator.facades.envelope import Counted, Listing, content_text, render_call_result
 from mcp_aggregator.facades.param_schema import ParamSchema, object_schema
 from mcp_aggregator.facades.records import ScoredTool, ScoredTools, ToolPage, ToolRecord
+from mcp_aggregator.search.tool_doc import incomplete_note
 
 DEFAULT_K = 10
 MAX_K = 50
@@ -65,8 +66,7 @@ def build_tools_domain(
         hits = await view.search(params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill"))
         projected = [project_hit(hit, detail, signature) for hit in hits]
         if isinstance(hits, ScoredTools) and hits.pending:
-            note = f"search index incomplete: {hits.pending} tools not indexed yet, ranked by words only; search again"
-            return Counted({"items": projected, "incomplete": note}, len(projected))
+            return Counted({"items": projected, "incomplete": incomplete_note(hits.pending)}, len(projected))
         return projected
 
     async def list_(params: dict[str, Any], detail: Detail) -> Any:

@@ -100,6 +100,11 @@ class SearchResults(list[SearchHit]):
         return self.pending == 0
 
 
+def incomplete_note(pending: int) -> str:
+    """What a client is told when ``pending`` tools were ranked by their words alone."""
+    return f"search index incomplete: {pending} tools not indexed yet, ranked by words only; search again"
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """``text`` on one line, cut at a word boundary with an ellipsis when longer than ``limit``."""
     flat = " ".join(text.split())
