@@ -185,7 +185,7 @@ async def code_flow(
     flow = Flow()
     flow.read(listed)
     flow.read(task)
-    await _search_and_get(flow, tools, task, gold if get else [], k)
+    await _search_and_get(flow, tools, task, gold if get else [], k, batched=True)
     calls = [(name, arguments_for(catalog.by_name[name].input_schema)) for name in gold]
     code = script_for(calls)
 
@@ -199,14 +199,24 @@ async def code_flow(
     return flow, outcome.to_dict()
 
 
-async def _search_and_get(flow: Flow, tools: Domain, task: str, gold: Sequence[str], k: int) -> None:
+async def _search_and_get(
+    flow: Flow, tools: Domain, task: str, gold: Sequence[str], k: int, *, batched: bool = False
+) -> None:
+    """``batched``: one ``get`` with the list of names (code mode's tools take one), else one
+    ``get`` per tool, all in one turn (the model asks for every schema at once)."""
     search = {"cmd": "search", "params": {"query": task, "k": k}}
     flow.write(search)
     flow.read(await tools.dispatch(search))
+    if not gold:
+        return
+    if batched:
+        get = {"cmd": "get", "detail": "full", "params": {"name": list(gold)}}
+        flow.write(get)
+        flow.read(await tools.dispatch(get))
+        return
     gets = [{"cmd": "get", "detail": "full", "params": {"name": name}} for name in gold]
-    if gets:
-        flow.write(gets)  # one turn: the model asks for every schema at once
-        flow.read([await tools.dispatch(get) for get in gets])
+    flow.write(gets)
+    flow.read([await tools.dispatch(get) for get in gets])
 
 
 async def _schema(tools: Domain, name: str) -> Mapping[str, Any]:
