@@ -86,6 +86,15 @@ async def test_tools_gives_python_signatures_with_the_result_shape() -> None:
         assert "inputSchema" not in full and "outputSchema" not in full and "name" not in full
         both = await tools_cmd(client, "get", name=["alpha.add", "alpha.echo"])
         assert [line.split("(", 1)[0] for line in both] == ["alpha.add", "alpha.echo"]
+        both_full = await tools_cmd(client, "get", name=["alpha.add", "alpha.echo"], detail="full")
+    assert both_full == [
+        {"signature": "alpha.add(a: int, b: int) -> {total: int}", "description": "Add two integers."},
+        {
+            "signature": "alpha.echo(text: str) -> str",
+            "description": "Echo the text back.",
+            "annotations": {"readOnlyHint": True},
+        },
+    ]
 
 
 async def test_get_of_a_list_names_the_tool_it_cannot_find_and_refuses_a_bad_list() -> None:
