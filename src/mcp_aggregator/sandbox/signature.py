@@ -5,8 +5,8 @@ name to pass to ``call_tool``, the arguments with their JSON Schema types in Pyt
 spelling (required first, optional ones with their default or ``...``), then the shape
 ``call_tool`` returns — the structured result when the tool declares an ``outputSchema``
 (the SDK's ``{"result": x}`` wrapper unwrapped, as ``call_tool`` unwraps it), else
-``str``. Object shapes are written
-``{key: type, key?: type}`` (``?``: may be absent). Deep or large schemas are cut with ``…``.
+``str``. Object shapes are written ``{key: type, key?: type}`` (``?``: may be absent).
+Deep or large schemas are cut with ``…``.
 Strings are written as Python writes them (``'a'``): inside the JSON a model reads, a
 double quote would cost an escape each.
 """
