@@ -8,9 +8,12 @@ gold tools are two or more, and flows scripted per task:
   ``tools search`` (standard), ``tools get`` (full) of every gold tool in one turn, then one
   ``tools execute`` per gold tool, each a turn of its own with its result;
 * code mode: ``tools/list`` (the contract tool + tools + run_code), the task, the same search
-  (tools written as signatures), the same gets, one ``run_code`` script calling every gold
-  tool in order and returning the last result, and that script's result — the script really
-  runs in the sandbox, its calls answered by the catalogue.
+  (tools written as signatures), one ``get`` (full) of the list of gold tools (code mode's
+  ``get`` takes a list), one ``run_code`` script calling every gold tool in order and
+  returning the last result, and that script's result — the script really runs in the
+  sandbox, its calls answered by the catalogue;
+* code mode, gets apart: the same with one ``get`` per gold tool, as the facade flow asks;
+* code mode, no get: the same script written from the search's signatures alone.
 
 Arguments are the same in both flows (each required argument a typed placeholder). The
 catalogue's own answers are one line; real tools answer far more, so each call's result is
@@ -180,12 +183,14 @@ async def code_flow(
     catalog: BenchCatalog,
     *,
     get: bool = True,
+    batched: bool = True,
 ) -> tuple[Flow, dict[str, Any]]:
-    """``get=False``: the script is written from the search's signatures alone."""
+    """``get=False``: the script is written from the search's signatures alone;
+    ``batched=False``: the gets one per tool, as the facade flow asks for them."""
     flow = Flow()
     flow.read(listed)
     flow.read(task)
-    await _search_and_get(flow, tools, task, gold if get else [], k)
+    await _search_and_get(flow, tools, task, gold if get else [], k, batched=batched)
     calls = [(name, arguments_for(catalog.by_name[name].input_schema)) for name in gold]
     code = script_for(calls)
 
@@ -199,14 +204,24 @@ async def code_flow(
     return flow, outcome.to_dict()
 
 
-async def _search_and_get(flow: Flow, tools: Domain, task: str, gold: Sequence[str], k: int) -> None:
+async def _search_and_get(
+    flow: Flow, tools: Domain, task: str, gold: Sequence[str], k: int, *, batched: bool = False
+) -> None:
+    """``batched``: one ``get`` with the list of names (code mode's tools take one), else one
+    ``get`` per tool, all in one turn (the model asks for every schema at once)."""
     search = {"cmd": "search", "params": {"query": task, "k": k}}
     flow.write(search)
     flow.read(await tools.dispatch(search))
+    if not gold:
+        return
+    if batched:
+        get = {"cmd": "get", "detail": "full", "params": {"name": list(gold)}}
+        flow.write(get)
+        flow.read(await tools.dispatch(get))
+        return
     gets = [{"cmd": "get", "detail": "full", "params": {"name": name}} for name in gold]
-    if gets:
-        flow.write(gets)  # one turn: the model asks for every schema at once
-        flow.read([await tools.dispatch(get) for get in gets])
+    flow.write(gets)
+    flow.read([await tools.dispatch(get) for get in gets])
 
 
 async def _schema(tools: Domain, name: str) -> Mapping[str, Any]:
@@ -245,6 +260,7 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
         facades = await facade_flow(facade_tools, facade_list, task, gold, k)
         code, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog)
         bare, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog, get=False)
+        apart, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog, batched=False)
         rows.append(
             {
                 "id": task_id,
@@ -255,6 +271,8 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
                 "code_read": code.read_over_turns(),
                 "search_only_context": bare.context(),
                 "search_only_read": bare.read_over_turns(),
+                "gets_apart_context": apart.context(),
+                "gets_apart_read": apart.read_over_turns(),
             }
         )
 
@@ -275,6 +293,8 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
             "cut_pct": cut("code_context", "facades_context"),
             "search_only": mean("search_only_context"),
             "search_only_cut_pct": cut("search_only_context", "facades_context"),
+            "gets_apart": mean("gets_apart_context"),
+            "gets_apart_cut_pct": cut("gets_apart_context", "facades_context"),
         },
         "read": {
             "facades": mean("facades_read"),
@@ -282,6 +302,8 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
             "cut_pct": cut("code_read", "facades_read"),
             "search_only": mean("search_only_read"),
             "search_only_cut_pct": cut("search_only_read", "facades_read"),
+            "gets_apart": mean("gets_apart_read"),
+            "gets_apart_cut_pct": cut("gets_apart_read", "facades_read"),
         },
         "rows": rows,
     }
@@ -404,15 +426,22 @@ def print_report(result: dict[str, Any]) -> None:
         f"{first['tasks']} LiveMCPBench tasks with 2+ gold tools (mean {first['gold_mean']})"
     )
     print(f"tools/list: facades {first['tools_list']['facades']} tokens, code mode {first['tools_list']['code']}\n")
-    print("mean tokens per task; cut = mean of 1 - code/facades; 'no get' = script written from search signatures\n")
+    print(
+        "mean tokens per task; cut = mean of 1 - code/facades; 'gets apart' = one get per tool; "
+        "'no get' = script written from search signatures\n"
+    )
     for measure in ("context", "read"):
-        print(f"{measure + ': result/call':<22}{'facades':>9}{'code':>9}{'cut':>8}{'code, no get':>14}{'cut':>8}")
+        print(
+            f"{measure + ': result/call':<22}{'facades':>9}{'code':>9}{'cut':>8}"
+            f"{'gets apart':>12}{'cut':>8}{'no get':>9}{'cut':>8}"
+        )
         for row in result["tokens"]:
             size = row["result_tokens"] or "one line"
             m = row[measure]
             print(
                 f"{size!s:<22}{m['facades']:>9}{m['code']:>9}{m['cut_pct']:>7}%"
-                f"{m['search_only']:>14}{m['search_only_cut_pct']:>7}%"
+                f"{m['gets_apart']:>12}{m['gets_apart_cut_pct']:>7}%"
+                f"{m['search_only']:>9}{m['search_only_cut_pct']:>7}%"
             )
         print()
     lat = result["latency"]

@@ -2,7 +2,15 @@ import pytest
 
 from mcp_aggregator.errors import FacadeError
 from mcp_aggregator.facades import Detail, ScoredTool, ServerRecord, ServerStatus, ToolRecord
-from mcp_aggregator.facades.detail import excerpt, project_hit, project_server, project_status, project_tool
+from mcp_aggregator.facades.detail import (
+    excerpt,
+    project_hit,
+    project_script_tool,
+    project_server,
+    project_status,
+    project_tool,
+    stub_line,
+)
 
 TOOL = ToolRecord(
     "docs__search",
@@ -99,28 +107,32 @@ def test_status_projection() -> None:
     assert project_status(status, Detail.FULL)["details"] == {"failures": 3}
 
 
-def test_with_a_signature_standard_gives_it_instead_of_args_and_full_instead_of_schemas() -> None:
+def test_for_a_script_standard_is_one_stub_line_and_full_gives_docs_instead_of_schemas() -> None:
     tool = ToolRecord(
         "srv.find",
         "srv",
-        "Find things.",
+        "Find things.\n\n    Example:\n        find(q='x')   \n",
         {"type": "object", "properties": {"q": {"type": "string", "description": " what  to find "}, "n": {}}},
         original_name="find",
         output_schema={"type": "object"},
     )
 
     def signature(record: ToolRecord) -> str:
-        return f"{record.original_name}(q: str = ...) -> dict"
+        return f"{record.name}(q: str = ...) -> dict"
 
-    standard = project_tool(tool, Detail.STANDARD, signature)
-    assert standard == {
-        "name": "srv.find",
-        "server": "srv",
-        "description": "Find things.",
-        "signature": "find(q: str = ...) -> dict",
+    assert project_script_tool(tool, Detail.STANDARD, signature) == "srv.find(q: str = ...) -> dict  # Find things."
+    full = project_script_tool(tool, Detail.FULL, signature)
+    assert full == {
+        "signature": "srv.find(q: str = ...) -> dict",
+        "description": "Find things.\n\nExample:\n    find(q='x')",
+        "argDocs": {"q": "what to find"},
     }
-    full = project_tool(tool, Detail.FULL, signature)
-    assert full["signature"] == "find(q: str = ...) -> dict"
-    assert full["argDocs"] == {"q": "what to find"}
-    assert "inputSchema" not in full and "outputSchema" not in full
+    assert project_script_tool(tool, Detail.MINIMAL, signature) == {"name": "srv.find", "server": "srv"}
     assert project_tool(tool, Detail.FULL)["inputSchema"] == tool.input_schema
+
+
+def test_a_stub_line_names_the_skill_and_stands_alone_without_a_description() -> None:
+    skilled = ToolRecord("srv.a", "srv", "Do a.", {"type": "object"}, skill="ops")
+    bare = ToolRecord("srv.b", "srv", "", {"type": "object"})
+    assert stub_line("srv.a() -> str", skilled) == "srv.a() -> str  # Do a. [skill: ops]"
+    assert stub_line("srv.b() -> str", bare) == "srv.b() -> str"

@@ -24,12 +24,7 @@ async def test_the_last_expression_is_the_value_and_prints_come_back() -> None:
     assert outcome.value == [42, [1, 2], "eA=="]
     assert outcome.output == "got {'value': 42}\n"
     assert outcome.calls == 1
-    assert outcome.to_dict() == {
-        "ok": True,
-        "result": [42, [1, 2], "eA=="],
-        "output": "got {'value': 42}\n",
-        "calls": 1,
-    }
+    assert outcome.to_dict() == {"result": [42, [1, 2], "eA=="], "output": "got {'value': 42}\n"}
 
 
 async def test_a_tool_error_raises_an_exception_the_script_can_catch() -> None:

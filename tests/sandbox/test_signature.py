@@ -32,14 +32,14 @@ OBJ = "object"
         ),
         (
             {"type": OBJ, "properties": {"mode": {"enum": ["a", "b"]}}, "required": ["mode"]},
-            'mode: Literal["a", "b"]',
+            "mode: Literal['a', 'b']",
         ),
         (
             {"type": OBJ, "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "null"}]}}, "required": ["v"]},
             "v: str | None",
         ),
         ({"type": OBJ, "properties": {"v": {"type": ["integer", "null"]}}, "required": ["v"]}, "v: int | None"),
-        ({"type": OBJ, "properties": {"entity-type": {"type": "string"}}}, '"entity-type": str = ...'),
+        ({"type": OBJ, "properties": {"entity-type": {"type": "string"}}}, "'entity-type': str = ..."),
         (
             {
                 "type": OBJ,
@@ -65,7 +65,7 @@ OBJ = "object"
             {"type": OBJ, "properties": {"p": {"type": "array", "prefixItems": [{"type": "number"}] * 2}}},
             "p: tuple[float, float] = ...",
         ),
-        ({"type": OBJ, "properties": {"c": {"const": "x"}}, "required": ["c"]}, 'c: Literal["x"]'),
+        ({"type": OBJ, "properties": {"c": {"const": "x"}}, "required": ["c"]}, "c: Literal['x']"),
         ({"type": OBJ, "properties": {"any": {}}, "required": ["any"]}, "any: Any"),
         (
             {
@@ -86,6 +86,11 @@ OBJ = "object"
             "head: {next?: Node}",
         ),
         ({"type": OBJ, "properties": {"r": {"$ref": "https://example.com/x.json"}}, "required": ["r"]}, "r: x.json"),
+        (
+            {"type": OBJ, "properties": {"s": {"anyOf": [{"const": "hot"}, {"const": "new"}, {"type": "null"}]}}},
+            "s: Literal['hot', 'new'] | None = ...",
+        ),
+        ({"type": OBJ, "properties": {"t": {"type": "string", "default": "it's"}}}, 't: str = "it\'s"'),
     ],
 )
 def test_parameters_render_json_schema_as_python(schema: dict[str, Any], expected: str) -> None:

@@ -6,6 +6,7 @@ everything, schemas included. Projections omit empty fields: they cost tokens an
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -68,37 +69,27 @@ def _compact(record: dict[str, Any]) -> dict[str, Any]:
 
 
 Signature = Callable[[ToolRecord], str]
-"""A tool written for a script (code mode). With one, ``standard`` gives ``signature``
-instead of ``args``, and ``full`` gives ``signature`` and the arguments' descriptions
-(``argDocs``) instead of the raw input and output schemas: the signature carries their
-types, enums and result shape, and the model writes a script, not a JSON request."""
+"""A tool written for a script (code mode), headed by the name ``call_tool`` takes. With one,
+a record is its ``signature`` in place of ``name``, ``server`` and ``args`` (the signature
+starts with the name, the name with the server); ``full`` adds the whole description and
+the arguments' descriptions (``argDocs``) in place of the raw input and output schemas: the
+signature carries their types, enums and result shape, and the model writes a script, not
+a JSON request."""
 
 
-def project_tool(tool: ToolRecord, detail: Detail, signature: Signature | None = None) -> dict[str, Any]:
+def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
     if detail is Detail.MINIMAL:
         return {"name": tool.name, "server": tool.server}
     if detail is Detail.STANDARD:
-        if signature is not None:
-            args = {"signature": signature(tool)}
-        else:
-            args = {"args": ParamSchema(tool.input_schema, lenient=True).signature()}
         return _compact(
             {
                 "name": tool.name,
                 "server": tool.server,
                 "skill": tool.skill,
                 "description": excerpt(tool.description),
-                **args,
+                "args": ParamSchema(tool.input_schema, lenient=True).signature(),
             }
         )
-    shape: dict[str, Any]
-    if signature is not None:
-        shape = {"signature": signature(tool), "argDocs": arg_docs(tool.input_schema)}
-    else:
-        shape = {
-            "inputSchema": dict(tool.input_schema),
-            "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
-        }
     return _compact(
         {
             "name": tool.name,
@@ -107,10 +98,44 @@ def project_tool(tool: ToolRecord, detail: Detail, signature: Signature | None =
             "title": tool.title,
             "skill": tool.skill,
             "description": tool.description,
-            **shape,
+            "inputSchema": dict(tool.input_schema),
+            "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
             "annotations": dict(tool.annotations) if tool.annotations else None,
         }
     )
+
+
+def project_script_tool(tool: ToolRecord, detail: Detail, signature: Signature) -> dict[str, Any] | str:
+    """A tool for a script (code mode); ``minimal`` as ``project_tool`` gives it."""
+    if detail is Detail.MINIMAL:
+        return project_tool(tool, detail)
+    if detail is Detail.STANDARD:
+        return stub_line(signature(tool), tool)
+    return _compact(
+        {
+            "signature": signature(tool),
+            "title": tool.title,
+            "skill": tool.skill,
+            "description": tidy(tool.description),
+            "argDocs": arg_docs(tool.input_schema),
+            "annotations": dict(tool.annotations) if tool.annotations else None,
+        }
+    )
+
+
+def tidy(text: str) -> str:
+    """``text`` without its docstring indentation and trailing blanks: they mean nothing and
+    cost tokens; line breaks and relative indentation (an example's) stay."""
+    return "\n".join(line.rstrip() for line in inspect.cleandoc(text).splitlines())
+
+
+def stub_line(signature: str, tool: ToolRecord) -> str:
+    """``name(args) -> result  # excerpt [skill: s]``: a tool at ``standard`` for a script, one
+    line as a Python stub reads (keys and quotes would cost more than the line itself)."""
+    note = excerpt(tool.description)
+    if tool.skill:
+        note = f"{note} [skill: {tool.skill}]".strip()
+    return f"{signature}  # {note}" if note else signature
 
 
 def arg_docs(schema: Mapping[str, Any]) -> dict[str, str]:
@@ -125,9 +150,11 @@ def arg_docs(schema: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def project_hit(hit: ScoredTool, detail: Detail, signature: Signature | None = None) -> dict[str, Any]:
-    """A search hit: the tool's projection plus its score (rounded: digits past 3 are noise)."""
-    record = project_tool(hit.tool, detail, signature)
+def project_hit(hit: ScoredTool, detail: Detail) -> dict[str, Any]:
+    """A search hit: the tool's projection plus its score (rounded: digits past 3 are noise).
+    A hit for a script is ``project_script_tool`` alone: hits come best first, and a script
+    needs which tools fit, not by how much."""
+    record = project_tool(hit.tool, detail)
     if detail is not Detail.MINIMAL:
         record["score"] = round(hit.score, 3)
     return record

@@ -9,7 +9,7 @@ import mcp_types as types
 
 from mcp_aggregator.errors import FacadeError
 from mcp_aggregator.facades.command import Command
-from mcp_aggregator.facades.detail import Detail, Signature, project_hit, project_tool
+from mcp_aggregator.facades.detail import Detail, Signature, project_hit, project_script_tool, project_tool
 from mcp_aggregator.facades.domain import Domain
 from mcp_aggregator.facades.envelope import Counted, Listing, content_text, render_call_result
 from mcp_aggregator.facades.param_schema import ParamSchema, object_schema
@@ -48,6 +48,9 @@ class ToolCatalogView(Protocol):
 
 
 _NAME = {"type": "string", "minLength": 1}
+# One schema rather than ``anyOf``, so a bad value gets its own message, not "not valid under
+# any of the given schemas" (``minLength`` binds strings only, ``*Items`` arrays only).
+_NAME_OR_NAMES = {"type": ["string", "array"], "minLength": 1, "items": _NAME, "minItems": 1, "maxItems": MAX_K}
 _FILTERS = {"server": {"type": "string"}, "skill": {"type": "string"}}
 _ARGUMENTS = {"type": "object"}
 
@@ -59,12 +62,20 @@ def build_tools_domain(
     signature: Signature | None = None,
     commands: Collection[str] | None = None,
 ) -> Domain:
-    """The domain over ``view``. ``signature`` writes each tool for scripts (code mode);
+    """The domain over ``view``. ``signature`` writes each tool for scripts (code mode), and
+    its ``get`` also takes a list of names (a script needs several tools at once);
     ``commands`` keeps only the named commands (all five by default)."""
+
+    def project(tool: ToolRecord, detail: Detail) -> Any:
+        return project_tool(tool, detail) if signature is None else project_script_tool(tool, detail, signature)
 
     async def search(params: dict[str, Any], detail: Detail) -> Any:
         hits = await view.search(params["query"], params.get("k", DEFAULT_K), params.get("server"), params.get("skill"))
-        projected = [project_hit(hit, detail, signature) for hit in hits]
+        projected: list[Any] = (
+            [project_hit(hit, detail) for hit in hits]
+            if signature is None
+            else [project_script_tool(hit.tool, detail, signature) for hit in hits]
+        )
         if isinstance(hits, ScoredTools) and hits.pending:
             return Counted({"items": projected, "incomplete": incomplete_note(hits.pending)}, len(projected))
         return projected
@@ -76,10 +87,13 @@ def build_tools_domain(
             params.get("cursor"),
             params.get("limit", DEFAULT_LIMIT),
         )
-        return Listing([project_tool(tool, detail, signature) for tool in page.items], page.next_cursor)
+        return Listing([project(tool, detail) for tool in page.items], page.next_cursor)
 
     async def get(params: dict[str, Any], detail: Detail) -> Any:
-        return project_tool(await view.get(params["name"]), detail, signature)
+        name = params["name"]
+        if isinstance(name, list):
+            return [project(await view.get(one), detail) for one in name]
+        return project(await view.get(name), detail)
 
     async def execute(params: dict[str, Any], detail: Detail) -> Any:
         name, arguments = params["name"], params.get("arguments", {})
@@ -125,6 +139,13 @@ def build_tools_domain(
             "one tool; detail=full adds its input schema",
             get,
             object_schema({"name": _NAME}, required=["name"]),
+        )
+        if signature is None
+        else Command(
+            "get",
+            "one tool, or a list of names; detail=full adds argument docs",
+            get,
+            object_schema({"name": _NAME_OR_NAMES}, required=["name"]),
         ),
         Command(
             "execute",

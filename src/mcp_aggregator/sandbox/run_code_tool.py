@@ -14,6 +14,7 @@ import mcp_types as types
 from mcp_aggregator.errors import AggregatorError, PolicyError, RoutingError
 from mcp_aggregator.relay import Caller, CallPipeline
 from mcp_aggregator.sandbox.code_sandbox import CodeSandbox, ToolCall
+from mcp_aggregator.sandbox.config import DEFAULT_MODULES
 from mcp_aggregator.sandbox.script_values import dumps, tool_error_text, tool_value
 
 RUN_CODE_TOOL_NAME = "run_code"
@@ -22,20 +23,23 @@ RUN_CODE_TOOL_NAME = "run_code"
 def run_code_tool(sandbox: CodeSandbox) -> types.Tool:
     """The definition clients list; it states the contract a script is written against."""
     limits = sandbox.settings.limits
-    modules = ", ".join(sandbox.settings.allowed_modules) or "none"
+    allowed = sandbox.settings.allowed_modules
+    if set(allowed) == set(DEFAULT_MODULES):
+        # The default is the sandbox's data modules; a model knows them by name, and a refused
+        # import's error lists every allowed one. A configured list is spelt out.
+        modules = "Python's data modules (json, re, math, datetime, collections, itertools, …)"
+    else:
+        modules = ", ".join(allowed) or "none"
     description = (
-        "Run a short Python script that calls tools, and get back only its result: one call "
-        "instead of many. Find tools and their signatures with 'tools' {cmd: search} / {cmd: get}. "
-        "In the script, `await call_tool(name, {arg: value})` calls a tool by its 'tools' name "
-        "(server.tool) and returns its structured result (a dict) when it declares one, else its "
-        "text; a failed or refused call raises an exception you can catch (`except Exception as e`). "
-        "The value of the last expression is the result; print() output comes back too. "
-        "No files, network or environment; imports: "
-        f"{modules}. Limits: {limits.tool_calls} tool calls, {limits.timeout_secs:g} s."
+        "Run a Python script that calls tools; only its result comes back. "
+        "`await call_tool(name, {arg: value})` returns a tool's structured result, else its text "
+        "(names and signatures: 'tools'); a failed call raises. The last expression is the result; "
+        "print() output comes back too. No files, network or environment. "
+        f"Imports: {modules}. Limits: {limits.tool_calls} calls, {limits.timeout_secs:g} s."
     )
     schema = {
         "type": "object",
-        "properties": {"code": {"type": "string", "minLength": 1, "description": "Python source"}},
+        "properties": {"code": {"type": "string"}},  # an empty script gets its own clear error
         "required": ["code"],
         "additionalProperties": False,
     }
@@ -52,7 +56,7 @@ async def run_code(
     """
     code = arguments.get("code")
     if not isinstance(code, str):
-        outcome = {"ok": False, "error": "code: must be a string of Python source", "calls": 0}
+        outcome = {"error": "code: must be a string of Python source", "calls": 0}
         return types.CallToolResult(content=[types.TextContent(text=dumps(outcome))], is_error=True)
     result = await sandbox.run_script(code, tool_call_for(pipeline, caller))
     return types.CallToolResult(content=[types.TextContent(text=dumps(result.to_dict()))], is_error=not result.ok)

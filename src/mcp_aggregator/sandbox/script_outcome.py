@@ -32,18 +32,17 @@ class ScriptOutcome:
         return cls(ok=False, output=output, calls=calls, error=f"{where}{error}", line=line)
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire shape: ``{"ok": true, "result", "output"?, "calls"}`` or
-        ``{"ok": false, "error", "line"?, "output"?, "calls"}``; empty fields left out."""
-        out: dict[str, Any] = {"ok": self.ok}
-        if self.ok:
-            out["result"] = self.value
-        else:
-            out["error"] = self.error or "failed"
-            if self.line is not None:
-                out["line"] = self.line
+        """The wire shape: ``{"result", "output"?}`` or ``{"error", "output"?, "calls"}``.
+
+        Only what the model cannot know already: ``isError`` tells success from failure, the
+        error names its line, and a script that finished made the calls it was written to
+        make; one that failed says how many it made (their effects may stand).
+        """
+        out: dict[str, Any] = {"result": self.value} if self.ok else {"error": self.error or "failed"}
         if self.output:
             out["output"] = self.output
-        out["calls"] = self.calls
+        if not self.ok:
+            out["calls"] = self.calls
         return out
 
 

@@ -1,11 +1,14 @@
 """A tool as a Python-style signature a script is written against (pure).
 
 ``memory.search_nodes(query: str, limit: int = 10) -> {entities: list[{name: str}]}``: the
-arguments with their JSON Schema types in Python spelling (required first, optional ones
-with their default or ``...``), then the shape ``call_tool`` returns — the structured
-result when the tool declares an ``outputSchema`` (the SDK's ``{"result": x}`` wrapper
-unwrapped, as ``call_tool`` unwraps it), else ``str``. Object shapes are written
-``{key: type, key?: type}`` (``?``: may be absent). Deep or large schemas are cut with ``…``.
+name to pass to ``call_tool``, the arguments with their JSON Schema types in Python
+spelling (required first, optional ones with their default or ``...``), then the shape
+``call_tool`` returns — the structured result when the tool declares an ``outputSchema``
+(the SDK's ``{"result": x}`` wrapper unwrapped, as ``call_tool`` unwraps it), else
+``str``. Object shapes are written ``{key: type, key?: type}`` (``?``: may be absent).
+Deep or large schemas are cut with ``…``.
+Strings are written as Python writes them (``'a'``): inside the JSON a model reads, a
+double quote would cost an escape each.
 """
 
 from __future__ import annotations
@@ -147,16 +150,29 @@ class _Renderer:
 
 
 def _union(kinds: Sequence[str]) -> str:
+    """``A | B``; literals side by side merge (``Literal['a'] | Literal['b']`` is ``Literal['a', 'b']``)."""
     unique = list(dict.fromkeys(kinds))
-    return "Any" if "Any" in unique else " | ".join(unique)
+    if "Any" in unique:
+        return "Any"
+    merged: list[str] = []
+    for kind in unique:
+        if merged and _is_literal(kind) and _is_literal(merged[-1]):
+            merged[-1] = f"{merged[-1][:-1]}, {kind[len('Literal[') :]}"
+        else:
+            merged.append(kind)
+    return " | ".join(merged)
+
+
+def _is_literal(kind: str) -> bool:
+    return kind.startswith("Literal[") and kind.endswith("]") and kind.count("Literal[") == 1
 
 
 def _key(key: str) -> str:
-    return key if key.isidentifier() else json.dumps(key, ensure_ascii=False)
+    return key if key.isidentifier() else repr(key)
 
 
 def _literal(value: Any) -> str:
-    """A JSON value written as Python (``true`` → ``True``); ``...`` stays ``...``."""
+    """A JSON value written as Python (``true`` → ``True``, ``"a"`` → ``'a'``); ``...`` stays ``...``."""
     if value is ...:
         return "..."
     if value is None or isinstance(value, bool):
@@ -164,5 +180,5 @@ def _literal(value: Any) -> str:
     if isinstance(value, int | float):
         return json.dumps(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return repr(value)
     return repr(value) if isinstance(value, list | dict) else "..."

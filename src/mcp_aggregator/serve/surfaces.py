@@ -116,8 +116,8 @@ CODE_COMMANDS = ("search", "list", "get")
 
 
 def script_signature(tool: ToolRecord) -> str:
-    """The tool by its own short name (``call_tool`` takes the record's ``name``)."""
-    return tool_signature(tool.original_name or tool.name, tool.input_schema, tool.output_schema)
+    """The tool headed by the name ``call_tool`` takes (``server.tool``)."""
+    return tool_signature(tool.name, tool.input_schema, tool.output_schema)
 
 
 def code_surface(gateway: ServeGateway) -> ToolSurface:
