@@ -40,6 +40,16 @@ WallClock = Callable[[], float]
 _Pending = tuple[float, Invocation, Outcome, BaseException | None, float]
 
 
+WRITE_GRACE_SECS = 10.0
+"""How long one batch's write may take, and so hold a stop. Writes and purges are shielded from
+cancellation: a database call cancelled half-way through connecting leaves the driver's clean-up
+task running past the event loop's end, and a cancelled write loses its batch. Bounded, so that
+a database that stopped answering cannot hold the stop for ever."""
+
+PURGE_GRACE_SECS = 60.0
+"""The same bound for a purge: one DELETE, which a large first purge needs time for."""
+
+
 def _utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
@@ -115,7 +125,10 @@ class AuditWriter:
         for start in range(0, len(taken), size):
             batch = taken[start : start + size]
             try:
-                await self._log.insert(self._entries(batch))
+                with anyio.move_on_after(WRITE_GRACE_SECS, shield=True) as scope:
+                    await self._log.insert(self._entries(batch))
+                if scope.cancelled_caught:
+                    raise RegistryError(f"the database did not answer within {WRITE_GRACE_SECS:g} s")
             except RegistryError as exc:
                 self.failed += len(batch)
                 logger.error("audit: %d records lost: %s", len(batch), self._scrub(str(exc))[:500])
@@ -126,7 +139,10 @@ class AuditWriter:
     async def purge_once(self) -> int:
         """Remove the entries older than ``retention_days`` (by ``clock``); how many went."""
         cutoff = _utc(self.clock()) - timedelta(days=self._settings.retention_days)
-        removed = await self._log.purge(cutoff)
+        with anyio.move_on_after(PURGE_GRACE_SECS, shield=True) as scope:
+            removed = await self._log.purge(cutoff)
+        if scope.cancelled_caught:
+            raise RegistryError(f"the database did not purge within {PURGE_GRACE_SECS:g} s")
         if removed:
             logger.info("audit: %d entries older than %s removed", removed, cutoff.isoformat())
         return removed
