@@ -177,6 +177,22 @@ async def test_a_script_waiting_too_long_on_tools_stops_at_the_wall_clock_limit(
     assert after.value == 4
 
 
+async def test_a_script_that_timed_out_leaves_no_tool_call_running() -> None:
+    ended = anyio.Event()
+
+    async def slow(name: str, arguments: dict[str, object]) -> object:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.set()
+
+    async with running_sandbox(limits={"timeout_secs": 0.3}) as sandbox:
+        outcome = await sandbox.run_script("await call_tool('slow', {})", slow)
+        # Set by the time the answer comes: the call was cancelled and unwound first.
+        assert ended.is_set()
+    assert outcome.error is not None and outcome.error.startswith("TimeoutError")
+
+
 async def test_a_value_too_large_is_refused_with_the_limit_named() -> None:
     async with running_sandbox(limits={"result_chars": 1000}) as sandbox:
         outcome = await sandbox.run_script("'x' * 5000", EchoTools())

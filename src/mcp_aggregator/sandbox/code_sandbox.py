@@ -10,6 +10,7 @@ replaced by the pool; the script that ran on it gets an error result, nothing el
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -45,6 +46,8 @@ an interpreter that exits in that instant aborts (CPython 3.11). A moment's wait
 There is no event to wait on instead: the runtime's threads are process-wide and outlive
 the pool, and waiting for the workers' exit (a pidfd) still left 3 aborts in 40 exits."""
 _BACKSTOP_SECS: Final = 5.0
+_CALLS_END_GRACE_SECS: Final = 5.0
+"""How long a stopped script's cancelled tool calls get to unwind (their upstream requests end)."""
 
 
 class _Stopped(Exception):
@@ -141,6 +144,9 @@ class _ScriptRun:
         self.call = call
         self.calls = 0
         self.printed = CollectString(max_bytes=limits.output_bytes)
+        # The sandbox library runs each call_tool in a task of its own, which a script's end
+        # (a timeout, an error, a value returned with calls still running) does not cancel.
+        self._in_flight: set[asyncio.Task[Any]] = set()
 
     def monty_limits(self) -> ResourceLimits:
         limits = self.limits
@@ -153,6 +159,22 @@ class _ScriptRun:
         }
 
     async def outcome(self, session: AsyncMontySession) -> ScriptOutcome:
+        try:
+            return await self._outcome(session)
+        finally:
+            await self._end_calls()
+
+    async def _end_calls(self) -> None:
+        """Cancel the script's tool calls still running and wait (bounded) until they end:
+        a script that stopped must not go on acting through tools behind its caller's back."""
+        running = [task for task in self._in_flight if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            with anyio.move_on_after(_CALLS_END_GRACE_SECS, shield=True):
+                await asyncio.wait(running)
+
+    async def _outcome(self, session: AsyncMontySession) -> ScriptOutcome:
         try:
             with anyio.fail_after(self.limits.timeout_secs):
                 value = await self._drive(session)
@@ -227,8 +249,14 @@ class _ScriptRun:
             arguments = {}
         if not isinstance(arguments, dict):
             raise TypeError(f"call_tool: arguments must be a dict, got {type(arguments).__name__}")
-        # Tuples, sets, bytes, dates: as JSON can carry them, the way they come back out.
-        return await self.call(name, jsonable(arguments))
+        task = asyncio.current_task()
+        if task is not None:
+            self._in_flight.add(task)
+        try:
+            # Tuples, sets, bytes, dates: as JSON can carry them, the way they come back out.
+            return await self.call(name, jsonable(arguments))
+        finally:
+            self._in_flight.discard(task)  # type: ignore[arg-type]
 
     def _line(self, position: SourceRange) -> int | None:
         if not position.filename:
