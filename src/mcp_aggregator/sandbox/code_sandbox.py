@@ -256,7 +256,7 @@ class _ScriptRun:
             # Tuples, sets, bytes, dates: as JSON can carry them, the way they come back out.
             return await self.call(name, jsonable(arguments))
         finally:
-            self._in_flight.discard(task)  # type: ignore[arg-type]
+            self._in_flight.discard(task)
 
     def _line(self, position: SourceRange) -> int | None:
         if not position.filename:
