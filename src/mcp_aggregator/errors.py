@@ -18,6 +18,7 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── ToolNotFoundError        404
     │   ├── PromptNotFoundError      404
     │   ├── ResourceNotFoundError    404
+    │   ├── TaskNotFoundError        a task id no upstream of this gateway gave
     │   └── AmbiguousToolError       several servers expose the name (servers listed)
     ├── InvalidInputError            a request the gateway refuses at the edge (-32602, field named)
     ├── UpstreamError                talking to an upstream failed
@@ -138,6 +139,12 @@ class ResourceNotFoundError(RoutingError):
     def __init__(self, uri: str) -> None:
         self.uri = uri
         super().__init__(f"Resource not found: {uri}")
+
+
+class TaskNotFoundError(RoutingError):
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        super().__init__(f"Task not found: {task_id!r} is not a task id this gateway gave")
 
 
 class AmbiguousToolError(RoutingError):

@@ -396,6 +396,8 @@ class FastCalls:
         params = message.get("params")
         if key is None or not isinstance(params, dict) or "inputResponses" in params or "requestState" in params:
             return None
+        if "task" in params:
+            return None  # a task-augmented call answers CreateTaskResult: the SDK path relays it
         target, arguments, meta = params.get(key), params.get("arguments"), params.get("_meta") or {}
         if not isinstance(meta, dict) or not _plain_arguments(method, arguments):
             return None

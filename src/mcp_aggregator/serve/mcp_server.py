@@ -17,7 +17,7 @@ from typing import Any, cast, get_args
 
 import anyio
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -30,11 +30,13 @@ from mcp_aggregator.errors import AggregatorError, ToolNotFoundError, UpstreamEr
 from mcp_aggregator.identity import DEFAULT_PROFILE, ClientIdentity
 from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_state
 from mcp_aggregator.relay.caller import Ask
+from mcp_aggregator.relay.task_relay import TaskRelay
 from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
+from mcp_aggregator.serve.task_face import TaskFace
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.wire_checks import check_encodable
@@ -93,6 +95,29 @@ def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
     return request
 
 
+class _SdkServer(Server[Any]):
+    """The SDK's server, declaring 2025-11-25 tasks to handshake-era clients while
+    ``tasks_capability`` gives them (capabilities are computed per ``initialize``)."""
+
+    tasks_capability: Callable[[], types.ServerTasksCapability | None] | None = None
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        caps = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if self.tasks_capability is None or protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return caps
+        tasks = self.tasks_capability()
+        return caps if tasks is None else caps.model_copy(update={"tasks": tasks})
+
+
 class GatewayServer:
     """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
@@ -123,7 +148,7 @@ class GatewayServer:
         with warnings.catch_warnings():
             # logging/setLevel is deprecated at 2026-07-28 but 2025-11-25 clients still send it.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[Any] = Server(
+            self.server: _SdkServer = _SdkServer(
                 name,
                 version=__version__,
                 instructions=_INSTRUCTIONS[exposure or gateway.settings.serve.exposure],
@@ -140,6 +165,17 @@ class GatewayServer:
                 on_set_logging_level=self._set_level,
                 on_subscriptions_listen=ListenHandler(self.bus),
             )
+        self.tasks: TaskFace | None = None
+        """2025-11-25 tasks, relayed where tools keep their upstream names (passthrough)."""
+        if (exposure or gateway.settings.serve.exposure) is Exposure.PASSTHROUGH:
+            self.tasks = TaskFace(
+                TaskRelay(gateway.pipeline, gateway),
+                caller_of=self._caller,
+                meta_of=self._log_meta,
+                canonical_of=self._canonical,
+            )
+            self.tasks.install(self.server)
+            self.server.tasks_capability = self.tasks.capability
         self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._changed.set)
         self._unsubscribe_updates: Callable[[], None] = gateway.on_resource_updated(self.resource_updated)
 
@@ -318,6 +354,13 @@ class GatewayServer:
                 request_id = request_id_of(getattr(ctx.request, "scope", None))
                 logger.warning("tools/call %s failed: %s", params.name, exc, extra={"request_id": request_id})
             raise to_mcp_error(exc) from exc
+
+    def _canonical(self, name: str) -> str | None:
+        """The canonical name of a tool this server serves as ``name`` (None: none)."""
+        entry = self.gateway.catalog.get(name)
+        if entry is not None:
+            return entry.canonical
+        return name if self.surface.handler(name) is not None else None
 
     def _parks(self, ctx: ServerRequestContext[Any]) -> bool:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or not self.parked.running:

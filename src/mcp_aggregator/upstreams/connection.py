@@ -26,8 +26,9 @@ from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionLost
-from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.dispatcher import CallOptions, ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
@@ -722,6 +723,34 @@ class UpstreamConnection:
         result: ResultT = await self._guarded(
             request.method, scope, limit, lambda client: client.session.send_request(request, result_type), tag
         )
+        return result
+
+    async def send_raw(self, method: str, params: Mapping[str, Any], *, tag: object = None) -> dict[str, Any]:
+        """A request outside the SDK's typed surface; its result as the upstream sent it.
+
+        For 2025-11-25 tasks: a task-augmented ``tools/call`` answers ``CreateTaskResult``,
+        which the SDK's client would refuse as an invalid ``CallToolResult``, and ``tasks/*``
+        have no typed method. Handshake-era sessions only (tasks left the core protocol at
+        2026-07-28). Bounded by the tool timeout. Raises ``UpstreamError``s.
+        """
+        if self.modern:
+            raise UpstreamCallError(
+                self.name,
+                f"{method} for a task needs a 2025-11-25 session; this upstream speaks {self.protocol_version}",
+                code=types.METHOD_NOT_FOUND,
+            )
+        check_encodable(dict(params), "params")
+        limit = self.config.tool_timeout_secs
+        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+
+        # The header the SDK's handshake-era stamp puts on every request over HTTP.
+        options: CallOptions = {"headers": {MCP_PROTOCOL_VERSION_HEADER: self.protocol_version or ""}}
+
+        async def send(client: Client) -> dict[str, Any]:
+            # The session's dispatcher is the one way to a result the typed surface would refuse.
+            return await client.session._dispatcher.send_raw_request(method, params, options)
+
+        result: dict[str, Any] = await self._guarded(method, scope, limit, send, tag)
         return result
 
     async def request(self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0) -> Any:
