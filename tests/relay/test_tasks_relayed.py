@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.errors import TaskNotFoundError
 from mcp_aggregator.relay.task_relay import client_task_id, owner_of, with_client_ids
-from tests.conftest import npm_server
+from tests.conftest import npm_server, running_gateway, settings_for
 from tests.serve.http_face import face_settings, http_face
 
 TOOL = "everything__simulate-research-query"
@@ -138,3 +138,25 @@ def test_task_ids_are_the_upstreams_prefixed_with_its_server() -> None:
         "tasks": [{"taskId": "s.2"}],
         "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "s.3"}},
     }
+
+
+async def test_a_task_augmented_call_is_refused_by_a_policy_like_any_call() -> None:
+    sections = {"policies": [{"name": "no-research", "deny": 'tool.original_name == "simulate-research-query"'}]}
+    settings = settings_for(npm_server("everything", "mcp-server-everything", "stdio"), sections=sections)
+    async with running_gateway(settings, mode="legacy") as (_, client):
+        with pytest.raises(MCPError) as caught:
+            await raw(client, "tools/call", {"name": TOOL, "arguments": {"topic": "x"}, "task": {}})
+        assert "no-research" in caught.value.error.message
+
+
+async def test_a_2026_client_is_told_of_no_tasks_and_tasks_requests_are_not_found() -> None:
+    settings = settings_for(npm_server("everything", "mcp-server-everything", "stdio"))
+    async with running_gateway(settings) as (gateway, client):
+        assert gateway.servers_with("tasks") == ["everything"]
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_capabilities.tasks is None
+        with pytest.raises(MCPError) as caught, anyio.fail_after(DEADLINE):
+            await client.session.send_request(
+                types.GetTaskRequest(params=types.GetTaskRequestParams(task_id="everything.x")), types.GetTaskResult
+            )
+        assert caught.value.error.code == types.METHOD_NOT_FOUND
