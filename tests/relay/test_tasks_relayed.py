@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.errors import TaskNotFoundError
@@ -26,13 +27,13 @@ DEADLINE = 30
 
 
 @asynccontextmanager
-async def task_client(tmp_path: Path) -> AsyncIterator[Client]:
+async def task_client(tmp_path: Path, **client_kwargs: Any) -> AsyncIterator[Client]:
     settings = face_settings(tmp_path, npm_server("everything", "mcp-server-everything", "stdio"))
     async with http_face(settings) as face:
         # The capability is declared at initialize: only once the upstream has connected.
         await face.gateway.wait_settled(DEADLINE)
         assert face.gateway.servers_with("tasks") == ["everything"]
-        async with Client(face.mcp_url, mode="legacy", cache=None) as client:
+        async with Client(face.mcp_url, mode="legacy", cache=None, **client_kwargs) as client:
             yield client
 
 
@@ -78,6 +79,24 @@ async def test_a_task_augmented_call_returns_a_task_whose_status_and_result_come
 
         done = types.GetTaskResult.model_validate(await raw(client, "tasks/get", {"taskId": task_id}))
         assert done.status == "completed"
+
+
+async def test_a_task_that_asks_for_input_reaches_the_client_during_tasks_result(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"interpretation": "clarified-by-client"})
+
+    async with task_client(tmp_path, elicitation_callback=elicit) as client:
+        answer = await raw(
+            client, "tools/call", {"name": TOOL, "arguments": {"topic": "gateways", "ambiguous": True}, "task": {}}
+        )
+        task_id = types.CreateTaskResult.model_validate(answer).task.task_id
+        # The upstream queues its question for the task and delivers it during tasks/result.
+        result = types.CallToolResult.model_validate(await raw(client, "tasks/result", {"taskId": task_id}))
+        assert len(asked) == 1 and "multiple interpretations" in asked[0]
+        assert "clarified-by-client" in result.content[0].text  # type: ignore[union-attr]
 
 
 async def test_a_task_is_cancelled_through_the_gateway(tmp_path: Path) -> None:
