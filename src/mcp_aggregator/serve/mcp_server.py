@@ -17,7 +17,7 @@ from typing import Any, cast, get_args
 
 import anyio
 import mcp_types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -95,29 +95,6 @@ def _for_handshake_era(request: types.InputRequest) -> types.InputRequest:
     return request
 
 
-class _SdkServer(Server[Any]):
-    """The SDK's server, declaring 2025-11-25 tasks to handshake-era clients while
-    ``tasks_capability`` gives them (capabilities are computed per ``initialize``)."""
-
-    tasks_capability: Callable[[], types.ServerTasksCapability | None] | None = None
-
-    def get_capabilities(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-        *,
-        protocol_version: str | None = None,
-    ) -> types.ServerCapabilities:
-        caps = super().get_capabilities(
-            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
-        )
-        if self.tasks_capability is None or protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return caps
-        tasks = self.tasks_capability()
-        return caps if tasks is None else caps.model_copy(update={"tasks": tasks})
-
-
 class GatewayServer:
     """Adapts the gateway and a ``ToolSurface`` to the SDK's low-level ``Server``."""
 
@@ -148,7 +125,7 @@ class GatewayServer:
         with warnings.catch_warnings():
             # logging/setLevel is deprecated at 2026-07-28 but 2025-11-25 clients still send it.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: _SdkServer = _SdkServer(
+            self.server: Server[Any] = Server(
                 name,
                 version=__version__,
                 instructions=_INSTRUCTIONS[exposure or gateway.settings.serve.exposure],
@@ -175,7 +152,6 @@ class GatewayServer:
                 canonical_of=self._canonical,
             )
             self.tasks.install(self.server)
-            self.server.tasks_capability = self.tasks.capability
         self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._changed.set)
         self._unsubscribe_updates: Callable[[], None] = gateway.on_resource_updated(self.resource_updated)
 
@@ -355,8 +331,16 @@ class GatewayServer:
                 logger.warning("tools/call %s failed: %s", params.name, exc, extra={"request_id": request_id})
             raise to_mcp_error(exc) from exc
 
-    def _canonical(self, name: str) -> str | None:
-        """The canonical name of a tool this server serves as ``name`` (None: none)."""
+    async def _canonical(self, name: str) -> str | None:
+        """The canonical name of a tool this server serves as ``name`` (None: none), with the
+        same bounded wait for upstreams still connecting as ``tools/call``."""
+        found = self._served_as(name)
+        if found is None:
+            await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+            found = self._served_as(name)
+        return found
+
+    def _served_as(self, name: str) -> str | None:
         entry = self.gateway.catalog.get(name)
         if entry is not None:
             return entry.canonical

@@ -2,15 +2,16 @@
 ``tools/call`` and the ``tasks/*`` requests, all handed to the relay's ``TaskRelay``.
 
 The SDK's server shapes every ``tools/call`` answer as a ``CallToolResult`` at the
-negotiated version and does not dispatch ``tasks/*`` as spec methods; so a task-augmented
-call is taken by a server middleware before that shaping, and ``tasks/*`` are registered as
-custom methods. Both are for handshake-era clients only: tasks left the core protocol at
+negotiated version, does not dispatch ``tasks/*`` as spec methods and never declares
+``tasks``; so a server middleware takes a task-augmented call before that shaping and adds
+the capability to each ``initialize`` answer, and ``tasks/*`` are registered as custom
+methods. Both are for handshake-era clients only: tasks left the core protocol at
 2026-07-28, and a modern client's ``task`` param is ignored as the SDK ignores it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -49,7 +50,7 @@ class TaskFace:
         *,
         caller_of: CallerOf,
         meta_of: MetaOf,
-        canonical_of: Callable[[str], str | None],
+        canonical_of: Callable[[str], Awaitable[str | None]],
     ) -> None:
         """``caller_of``/``meta_of``: the request's ``Caller`` and its ``_meta`` as it goes upstream;
         ``canonical_of``: the canonical name of a tool the surface serves under a name (None: none)."""
@@ -59,7 +60,7 @@ class TaskFace:
         self._canonical_of = canonical_of
 
     def install(self, server: Server[Any]) -> None:
-        server.middleware.append(self._task_call)
+        server.middleware.append(self._middleware)
         for method, params_type in _TASK_REQUESTS.items():
             server.add_request_handler(method, params_type, self._one_task)
         server.add_request_handler("tasks/list", types.PaginatedRequestParams, self._list)
@@ -74,6 +75,22 @@ class TaskFace:
             list=types.TasksListCapability(), cancel=types.TasksCancelCapability(), requests=call
         )
 
+    async def _middleware(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "initialize":
+            return self._with_capability(await call_next(ctx))
+        return await self._task_call(ctx, call_next)
+
+    def _with_capability(self, result: HandlerResult) -> HandlerResult:
+        """An ``initialize`` answer with ``tasks`` declared when ``capability`` gives it (decided
+        now, per client, not when the server was built)."""
+        if not isinstance(result, dict) or result.get("protocolVersion") in MODERN_PROTOCOL_VERSIONS:
+            return result
+        caps, tasks = result.get("capabilities"), self.capability()
+        if not isinstance(caps, dict) or tasks is None:
+            return result
+        declared = tasks.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {**result, "capabilities": {**caps, "tasks": declared}}
+
     async def _task_call(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         raw = ctx.params
         if ctx.method != "tools/call" or not isinstance(raw, Mapping) or raw.get("task") is None or _modern(ctx):
@@ -85,7 +102,7 @@ class TaskFace:
         assert params.task is not None
         try:
             check_encodable(params.arguments, "arguments")
-            canonical = self._canonical_of(params.name)
+            canonical = await self._canonical_of(params.name)
             if canonical is None:
                 raise ToolNotFoundError(params.name)
             return await self.relay.call_tool(
