@@ -21,6 +21,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from mcp_aggregator.audit import AuditQuery, Outcome
 from mcp_aggregator.errors import TaskNotFoundError
 from mcp_aggregator.relay.task_relay import client_task_id, owner_of, with_client_ids
 from tests.conftest import REPO, npm_server, running_gateway, settings_for
@@ -207,3 +208,17 @@ async def test_a_task_runs_through_the_gateway_served_over_stdio(tmp_path: Path)
         assert task_id.startswith("everything.")
         result = types.CallToolResult.model_validate(await raw(client, "tasks/result", {"taskId": task_id}))
         assert "Research Report: gateways" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_task_and_its_requests_land_in_the_audit() -> None:
+    settings = settings_for(npm_server("everything", "mcp-server-everything", "stdio"))
+    async with running_gateway(settings, mode="legacy") as (gateway, client):
+        assert gateway.audit is not None
+        task_id = (await start_task(client)).task.task_id
+        await raw(client, "tasks/get", {"taskId": task_id})
+        with anyio.fail_after(DEADLINE):
+            await gateway.audit.flush()
+        entries = (await gateway.audit.log.query(AuditQuery())).items
+    seen = {(entry.method, entry.server, entry.tool, entry.outcome) for entry in entries}
+    assert ("tools/call", "everything", "simulate-research-query", Outcome.OK) in seen
+    assert ("tasks/get", "everything", owner_of(task_id)[1], Outcome.OK) in seen
