@@ -144,6 +144,10 @@ async def test_a_task_for_an_unknown_tool_is_refused_by_name(tmp_path: Path) -> 
         with pytest.raises(MCPError) as caught:
             await raw(client, "tools/call", {"name": "everything__nope", "arguments": {}, "task": {}})
         assert caught.value.error.message == "Tool not found: everything__nope"
+        with pytest.raises(MCPError) as caught:
+            await raw(client, "tools/call", {"name": TOOL, "arguments": {}, "task": {"ttl": "soon"}})
+        assert caught.value.error.code == types.INVALID_PARAMS
+        assert caught.value.error.message.startswith("Invalid params: task.ttl: "), caught.value.error.message
 
 
 def test_task_ids_are_the_upstreams_prefixed_with_its_server() -> None:

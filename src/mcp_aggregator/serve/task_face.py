@@ -98,7 +98,9 @@ class TaskFace:
         try:
             params = types.CallToolRequestParams.model_validate(raw, by_name=False)
         except ValidationError as exc:
-            raise MCPError(types.INVALID_PARAMS, f"Invalid params: {exc.errors()[0]['msg']}") from exc
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise MCPError(types.INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}") from exc
         assert params.task is not None
         try:
             check_encodable(params.arguments, "arguments")
