@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import anyio.to_thread
 import httpx
@@ -19,6 +21,7 @@ from tests.admin.conftest import (
     serve_admin,
     served_app,
 )
+from tests.cli.conftest import run_cli
 from tests.registry.conftest import Database
 from tests.test_gateway_search import GatedEmbedder
 
@@ -115,12 +118,25 @@ async def test_tool_search_made_before_the_index_is_complete_says_so_in_its_head
             assert early.headers["X-Search-Incomplete"] == (
                 f"search index incomplete: {pending} tools not indexed yet, ranked by words only; search again"
             )
+            # The CLI passes the note on, on stderr, and keeps --json output a plain list.
+            told = await run_cli(
+                "tools", "search", "add two integers", "-k", "3", "--json",
+                "--gateway", base_url, "--token", TEST_ADMIN_TOKEN,
+            )  # fmt: skip
+            assert told.exit_code == 0, told.stderr
+            assert json.loads(told.stdout)[0]["name"] == "alpha.add"
+            assert "search index incomplete:" in told.stderr and "search again" in told.stderr
             embedder.release.set()
             await gateway.wait_until(gateway.index_ready, timeout_secs=SETTLE_SECS)
             later = await http.get(f"{API}/tools/search", params={"q": "add two integers", "k": 3})
             assert "alpha.add" in {hit["name"] for hit in later.json()}
             assert "X-Search-Incomplete" not in later.headers
             assert "X-Search-Pending" not in later.headers
+            quiet = await run_cli(
+                "tools", "search", "add two integers", "--gateway", base_url, "--token", TEST_ADMIN_TOKEN
+            )
+            assert quiet.exit_code == 0 and "alpha.add" in quiet.stdout
+            assert "incomplete" not in quiet.stderr
         finally:
             embedder.release.set()
 

@@ -78,6 +78,8 @@ class GatewayClient:
             headers={"Authorization": f"Bearer {target.token}"},
             timeout=timeout,
         )
+        self.last_headers = httpx.Headers()
+        """The headers of the last answer (some endpoints say more there, e.g. an incomplete search)."""
 
     def __enter__(self) -> Self:
         return self
@@ -114,6 +116,7 @@ class GatewayClient:
             ) from exc
         except httpx.HTTPError as exc:
             raise AdminClientError(f"the gateway at {base} did not answer {method} {path}: {exc}") from exc
+        self.last_headers = response.headers
         if response.status_code == 401:
             raise AdminClientError(f"the gateway at {base} refused the admin token (401); pass --token")
         answer = _json(response)

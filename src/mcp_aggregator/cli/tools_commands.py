@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from mcp_aggregator.admin.search_routes import INCOMPLETE_HEADER
 from mcp_aggregator.cli.local_commands import search_once
 from mcp_aggregator.cli.options import ConfigOption, GatewayOption, JsonOption, TokenOption, gateway_client
 from mcp_aggregator.cli.output import EXIT_USAGE, fail, print_json, print_table, reported
@@ -49,15 +50,20 @@ def tools_search(
     json: JsonOption = False,
 ) -> None:
     """Search the running gateway's tools; with --config and no gateway running, a one-off one's."""
+    incomplete = None
     try:
         with gateway_client(config, gateway, token, exit_on_error=False) as client:
             hits = client.get("/tools/search", q=text, k=k, server=server, skill=skill)
+            incomplete = client.last_headers.get(INCOMPLETE_HEADER)
     except AdminClientError as exc:
         reason = str(exc)
         if config is None or gateway is not None or not reason.startswith(("no gateway answers", "no admin token")):
             fail(reason)
         typer.echo(f"mcp-aggregator: {reason}; searching with a one-off gateway from {config}", err=True)
         hits = search_once(config, text, k, server=server, skill=skill, timeout=timeout)
+    if incomplete is not None:
+        # On stderr, so that --json output stays the list scripts parse.
+        typer.echo(f"mcp-aggregator: {incomplete}", err=True)
     if json:
         print_json(hits)
         return
