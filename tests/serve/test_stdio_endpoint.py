@@ -1,31 +1,16 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
-from tests.conftest import REPO, stdio_fixture
+from tests.conftest import stdio_fixture, stdio_gateway
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_gateway_serves_mcp_over_stdio(tmp_path: Path, mode: str) -> None:
-    config = {
-        "servers": [stdio_fixture("alpha").model_dump(mode="json")],
-        "serve": {"exposure": "passthrough"},
-        "registry": {"database_url": f"sqlite+aiosqlite:///{tmp_path}/registry.db"},
-        "search": {"embedder": "none"},
-    }
-    path = tmp_path / "aggregator.yaml"
-    path.write_text(yaml.safe_dump(config))
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_aggregator", "serve", "--transport", "stdio", "--config", str(path)],
-        cwd=str(REPO),
-    )
+    params = stdio_gateway(tmp_path, stdio_fixture("alpha"))
     async with Client(params, mode=mode, cache=None) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "alpha__echo" in names

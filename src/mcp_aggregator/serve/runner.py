@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -42,8 +43,30 @@ async def serve_stdio(settings: Settings, *, profile: str = DEFAULT_PROFILE) -> 
         raise ConfigError(f"no profile named {profile!r} (known: {', '.join(sorted(known))})", path="--profile")
     gateway = Gateway(settings)
     with scrubbed_logs(gateway.scrub):
-        async with gateway:
-            await _serve_stdio(ProfileServers(gateway).get(profile))
+        # The receiver outlives the gateway's stop, so that a signal coming while the gateway
+        # stops its upstreams does not end the process half-way; it only ever cancels the
+        # serving, never a scope around the gateway (whose stop must run in order).
+        async with anyio.create_task_group() as signals:
+            serving = anyio.CancelScope()
+            signals.start_soon(_stop_on_signals, serving)
+            async with gateway:
+                with serving:
+                    await _serve_stdio(ProfileServers(gateway).get(profile))
+            signals.cancel_scope.cancel()
+
+
+async def _stop_on_signals(serving: anyio.CancelScope) -> None:
+    """SIGTERM or SIGHUP stop the gateway as the end of its input does.
+
+    A client that started the gateway over stdio ends it by closing its input and, when the
+    gateway takes a moment to stop, SIGTERM to its process group. The default action would end
+    the process on the spot, and the upstream servers it started, each leading a process group
+    of its own, would live on as orphans; here the gateway stops them on its way out.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for received in signals:
+            logger.info("%s: stopping", signal.Signals(received).name)
+            serving.cancel()
 
 
 async def _serve_stdio(gateway_server: GatewayServer) -> None:
