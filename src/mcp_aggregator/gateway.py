@@ -545,22 +545,28 @@ class Gateway:
 
         The intent is stored, so every replica connects (and a replica that starts later does).
         """
-        sup = self.supervisor_by_id(server_id)
-        await self.registry.set_enabled(server_id, True)
-        if sup.status not in (ServerStatus.CONNECTED, ServerStatus.DEGRADED, ServerStatus.CONNECTING):
-            sup.request_connect()
-            await anyio.lowlevel.checkpoint()
-        return sup.status
+        # Under the reconcile lock: a reconcile reads the stored intents and then applies them,
+        # and one that read before this write must not apply its stale intent after it.
+        async with self._reconcile_lock:
+            sup = self.supervisor_by_id(server_id)
+            await self.registry.set_enabled(server_id, True)
+            if sup.status not in (ServerStatus.CONNECTED, ServerStatus.DEGRADED, ServerStatus.CONNECTING):
+                sup.request_connect()
+                await anyio.lowlevel.checkpoint()
+            return sup.status
 
     async def disconnect_server(self, server_id: str, *, force: bool = False) -> int:
         """BR-007; raises ``StateError`` unless CONNECTED. Every replica disconnects (stored intent)."""
-        sup = self.supervisor_by_id(server_id)
-        if sup.status is not ServerStatus.CONNECTED:
-            raise StateError(f"Server {sup.name} cannot be disconnected in status {sup.status.value}")
-        await self.registry.set_enabled(server_id, False)
-        # No checkpoint between the write and the move to DISCONNECTED inside ``disconnect``:
-        # a reconcile woken by our own notification finds the server already disconnected.
-        return await sup.disconnect(force=force, drain_timeout=self.settings.serve.drain_timeout_secs)
+        # Under the reconcile lock, as ``connect_server``: a reconcile that read the intent
+        # before this write (still "connect") would otherwise reconnect the server just after.
+        async with self._reconcile_lock:
+            sup = self.supervisor_by_id(server_id)
+            if sup.status is not ServerStatus.CONNECTED:
+                raise StateError(f"Server {sup.name} cannot be disconnected in status {sup.status.value}")
+            await self.registry.set_enabled(server_id, False)
+            # No checkpoint between the write and the move to DISCONNECTED inside ``disconnect``:
+            # a reconcile woken by our own notification finds the server already disconnected.
+            return await sup.disconnect(force=force, drain_timeout=self.settings.serve.drain_timeout_secs)
 
     async def remove_server_by_id(self, server_id: str) -> None:
         """BR-008: disconnect (draining), drop tools from the index, delete the record."""
