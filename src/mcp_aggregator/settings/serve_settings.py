@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mcp_aggregator.isolation.config import SandboxConfig
 from mcp_aggregator.settings.server_config import check_url
 
 
@@ -140,6 +141,8 @@ class ServeSettings(BaseModel):
     """How long a call that asked a 2026-07-28 client for input (sampling, elicitation, roots)
     waits for the client's retry before the upstream's question is answered with an error."""
     data_dir: Path = Path(".aggregator")
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The sandbox every stdio server gets unless its own ``sandbox:`` says otherwise."""
     workspace_roots: tuple[Path, ...] = ()
 
     @field_validator("mcp_tokens")

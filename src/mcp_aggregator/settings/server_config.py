@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_aggregator.credentials.config import UpstreamOAuth
+from mcp_aggregator.isolation.config import SandboxConfig
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_NAME_LENGTH = 255
@@ -57,6 +58,8 @@ class ServerConfig(BaseModel):
     goes straight to the handshake, for servers that mishandle the discovery probe."""
     auth: UpstreamOAuth | None = None
     """``oauth``: the gateway signs in to this (http/sse) server; see ``credentials``."""
+    sandbox: SandboxConfig | None = None
+    """stdio only: what the server's sandbox grants beyond ``serve.sandbox``'s defaults."""
 
     @field_validator("name")
     @classmethod
@@ -116,6 +119,8 @@ class ServerConfig(BaseModel):
             raise ValueError(f"args/env/cwd: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.headers:
             raise ValueError("headers: not allowed for transport stdio")
+        if self.transport is not Transport.STDIO and self.sandbox is not None:
+            raise ValueError(f"sandbox: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.auth is not None:
             raise ValueError("auth: only allowed for transport http or sse (a stdio server gets its secrets in env)")
         if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
