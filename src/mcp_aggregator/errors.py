@@ -46,6 +46,12 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
     ├── SandboxError                 code mode cannot run scripts (sandbox not running or
     │                                could not start); a script's own failure is a result
+    ├── McpRegistryError             installing from an MCP Registry (``mcp_registry/``)
+    │   ├── EntryNotFoundError       404: no such entry or version (name and registry named)
+    │   ├── EntryRefusedError        409: deleted, or it cannot run here (package type named)
+    │   ├── EntryInvalidError        422: a server.json breaks the schema (field named)
+    │   ├── InstallInputError        422: required inputs missing (all listed) or a bad choice
+    │   └── RegistryUnreachableError 502: the registry did not answer (nothing registered)
     └── AdminClientError             the CLI's request to a running gateway failed: none
                                      answers, the token is refused, or the API said no
                                      (its message, naming the field)
@@ -321,6 +327,45 @@ class SandboxError(AggregatorError):
     """The code sandbox cannot run scripts at all (not started, or its workers cannot start).
 
     A failing script is not this: it comes back as an error result the model can act on."""
+
+
+class McpRegistryError(AggregatorError):
+    """Finding or installing a server from an MCP Registry (or a ``server.json``) failed."""
+
+
+class EntryNotFoundError(McpRegistryError):
+    """No entry (or no such version) of that name in the registry named."""
+
+    def __init__(self, name: str, registry: str, version: str | None = None) -> None:
+        self.name = name
+        self.registry = registry
+        what = f"{name}@{version}" if version and version != "latest" else name
+        super().__init__(f"no server {what!r} in registry {registry!r}")
+
+
+class EntryRefusedError(McpRegistryError):
+    """The entry exists but will not be installed: deleted, or nothing here can run it."""
+
+
+class EntryInvalidError(McpRegistryError):
+    """A ``server.json`` breaks the schema; ``field`` is the path of the first bad field."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"invalid server.json: {field}: {reason}")
+
+
+class InstallInputError(McpRegistryError):
+    """The inputs given do not satisfy the entry: every missing required one is listed."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class RegistryUnreachableError(McpRegistryError):
+    """The MCP Registry did not answer (or answered with an error status)."""
 
 
 class AdminClientError(AggregatorError):

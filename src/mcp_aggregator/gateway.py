@@ -26,7 +26,7 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
-from mcp_aggregator.credentials import AuthStatus
+from mcp_aggregator.credentials import AuthStatus, SecretBox
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.credentials.per_user import PerUserTokens
 from mcp_aggregator.errors import StateError, UpstreamError
@@ -37,6 +37,9 @@ from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.logs import call_context
+from mcp_aggregator.mcp_registry.installer import Installer
+from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
+from mcp_aggregator.mcp_registry.sealed_env import SealedEnv
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -129,7 +132,10 @@ class Gateway:
                 for path in settings.serve.workspace_roots
             ],
         )
-        self._env = dict(os.environ) if env is None else dict(env)
+        base_env = dict(os.environ) if env is None else dict(env)
+        self._env = SealedEnv(base_env, lambda: SecretBox.open(settings.serve.data_dir, base_env))
+        """``${VAR}`` values, and the ``${sealed:...}`` secrets of servers installed from a registry."""
+        self._installer: Installer | None = None
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.credentials = Credentials(
             settings.credentials, data_dir=settings.serve.data_dir, env=self._env, on_status=self._auth_changed
@@ -185,6 +191,9 @@ class Gateway:
                 # A shared one holds other replicas' reports, which a start must not wipe.
                 await self._registry.reset_after_restart()
             await self._registry.upsert_config_servers([spec_from_config(c) for c in self.settings.servers])
+            self._installer = Installer(
+                McpRegistries(self.settings.registries, self._registry), self._env, self.settings.serve.data_dir
+            )
             self.catalogue.pins = await self._open_tool_pins()
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
@@ -246,6 +255,13 @@ class Gateway:
         if self._registry is None:
             raise RuntimeError("the gateway is not running")
         return self._registry
+
+    @property
+    def installer(self) -> Installer:
+        """Search and install from the configured MCP Registries (``registries:``)."""
+        if self._installer is None:
+            raise RuntimeError("the gateway is not running")
+        return self._installer
 
     @property
     def env(self) -> Mapping[str, str]:

@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchResults
 from mcp_aggregator.settings import ServerConfig, Settings
@@ -51,6 +52,11 @@ class AdminGateway(Protocol):
 
     async def wait_until(self, predicate: Callable[[], bool], *, timeout_secs: float) -> None:
         """Wait for ``predicate`` to hold, re-checking on every state change (``TimeoutError``)."""
+
+    @property
+    def installer(self) -> Installer:
+        """Search and install from the MCP Registries (``registries:``)."""
+        ...
 
     @property
     def audit(self) -> AuditTrail | None:

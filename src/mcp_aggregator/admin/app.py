@@ -10,6 +10,7 @@ from mcp_aggregator.admin import (
     metrics,
     oauth_routes,
     query_routes,
+    registry_routes,
     search_routes,
     servers_routes,
     state_routes,
@@ -48,6 +49,7 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(state_routes.router)
     app.include_router(query_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(registry_routes.router)
     app.include_router(tool_call_routes.router)
     app.include_router(audit_routes.router)
     app.include_router(identity_routes.router)

@@ -20,12 +20,17 @@ from mcp_aggregator.errors import (
     AggregatorError,
     AmbiguousToolError,
     ConfigError,
+    EntryInvalidError,
+    EntryNotFoundError,
     FacadeError,
+    InstallInputError,
     InvalidInputError,
     InvalidQueryError,
     LimitExceededError,
+    McpRegistryError,
     PolicyDeniedError,
     RegistryError,
+    RegistryUnreachableError,
     RoutingError,
     SearchError,
     ServerExistsError,
@@ -43,6 +48,8 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     """``(status code, detail)`` for an error raised by the gateway core. Pure."""
     if isinstance(exc, ServerExistsError):
         return 409, str(exc)
+    if isinstance(exc, McpRegistryError):
+        return _mcp_registry_error(exc)
     if isinstance(exc, ToolHeldError):
         reason = "changed" if exc.changed else "new"
         return 409, {"message": str(exc), "server": exc.server, "tool": exc.tool, "reason": reason}
@@ -65,6 +72,18 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     if isinstance(exc, RegistryError | SearchError):
         return 503, str(exc)
     return 500, str(exc)
+
+
+def _mcp_registry_error(exc: McpRegistryError) -> tuple[int, Any]:
+    if isinstance(exc, EntryNotFoundError):
+        return 404, str(exc)
+    if isinstance(exc, EntryInvalidError):
+        return 422, {"message": str(exc), "field": exc.field, "reason": exc.reason}
+    if isinstance(exc, InstallInputError):
+        return 422, {"message": str(exc), "problems": exc.problems}
+    if isinstance(exc, RegistryUnreachableError):
+        return 502, str(exc)
+    return 409, str(exc)
 
 
 def _routing_error(exc: AggregatorError) -> tuple[int, Any]:

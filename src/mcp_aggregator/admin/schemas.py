@@ -109,6 +109,15 @@ class ServerPublic(BaseModel):
         description="not_required (no auth: oauth), sign_in_required, signed_in or refresh_failed",
     )
     tools: list[ToolPublic] | None = Field(default=None, description="Only with include_tools=true")
+    origin: OriginPublic | None = Field(
+        default=None, description="The MCP Registry entry this server was installed from (registry add)"
+    )
+
+
+class OriginPublic(BaseModel):
+    registry: str = Field(description="The registries: name, or 'file' for a server.json file")
+    name: str
+    version: str
 
 
 class ServerDetail(ServerPublic):

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway
-from mcp_aggregator.admin.schemas import ServerDetail, ServerPublic, ToolPublic
+from mcp_aggregator.admin.schemas import OriginPublic, ServerDetail, ServerPublic, ToolPublic
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import ServerRecord, ToolPinRecord, ToolRecord, redact_connection_config, redact_url
@@ -95,7 +95,15 @@ def server_public(
         error_message=scrub(error) if error else None,
         auth_status=auth_status,
         tools=None if tools is None else [tool_public(tool) for tool in tools],
+        origin=_origin(record),
     )
+
+
+def _origin(record: ServerRecord) -> OriginPublic | None:
+    origin = record.connection_config.get("origin")
+    if not isinstance(origin, dict):
+        return None
+    return OriginPublic(registry=origin["registry"], name=origin["name"], version=origin["version"])
 
 
 def server_detail(

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 REDACTED = "***"
 
-_SECRET_MAPPINGS = ("headers", "env")
+_SECRET_MAPPINGS = ("headers", "env", "arguments")
 _SECRET_QUERY_KEY = re.compile(r"token|key|secret|pass|auth|sig|credential|session|code", re.IGNORECASE)
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _KNOWN_TOKEN = re.compile(r"^(sk|pk|rk)[-_]|^(ghp|gho|ghs|ghu|github_pat|glpat|xox[abprs]|AKIA|ya29)[-_.]?", re.I)

@@ -9,7 +9,10 @@ from typing import Any
 from mcp_aggregator.errors import EnvVarError
 from mcp_aggregator.registry.redaction import url_secrets
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SEALED_PREFIX = "sealed:"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|sealed:[A-Za-z0-9_=-]+)\}")
+"""``${NAME}``, or ``${sealed:TOKEN}``: a secret kept encrypted with the gateway's key
+(``mcp_registry.SealedEnv`` opens it; plain environments never hold such a name)."""
 
 
 def expand_value(value: str, env: Mapping[str, str], *, server: str, field: str) -> str:
@@ -18,7 +21,8 @@ def expand_value(value: str, env: Mapping[str, str], *, server: str, field: str)
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in env:
-            raise EnvVarError(server, field, name)
+            shown = f"{SEALED_PREFIX}... (a sealed secret this gateway's key does not open)"
+            raise EnvVarError(server, field, shown if name.startswith(SEALED_PREFIX) else name)
         return env[name]
 
     return _VAR.sub(replace, value)

@@ -34,6 +34,19 @@ def check_url(value: str) -> str:
     return value
 
 
+class ServerOrigin(BaseModel):
+    """Where an installed server came from: an MCP Registry entry at a pinned version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    registry: str = Field(min_length=1, max_length=255)
+    """The ``registries:`` name, or ``file`` for a ``server.json`` installed from a file."""
+    name: str = Field(min_length=1, max_length=255)
+    version: str = Field(min_length=1, max_length=255)
+    arguments: dict[str, str] = Field(default_factory=dict)
+    """The ``--arg`` values given at install (never secret ones), for ``registry update``."""
+
+
 class ServerConfig(BaseModel):
     """An upstream MCP server. ``${VAR}`` in ``env`` and ``headers`` stays unexpanded here."""
 
@@ -60,6 +73,8 @@ class ServerConfig(BaseModel):
     """``oauth``: the gateway signs in to this (http/sse) server; see ``credentials``."""
     sandbox: SandboxConfig | None = None
     """stdio only: what the server's sandbox grants beyond ``serve.sandbox``'s defaults."""
+    origin: ServerOrigin | None = None
+    """Set by ``registry add``: the registry entry and version this server was installed from."""
 
     @field_validator("name")
     @classmethod
@@ -129,13 +144,14 @@ class ServerConfig(BaseModel):
 
     def connection_config(self) -> dict[str, Any]:
         """The transport-specific part, as the registry stores it (unexpanded)."""
+        origin = {"origin": self.origin.model_dump()} if self.origin is not None else {}
         if self.transport is Transport.STDIO:
             out: dict[str, Any] = {"command": self.command, "args": list(self.args), "env": dict(self.env)}
             if self.cwd:
                 out["cwd"] = self.cwd
-            return out
+            return {**out, **origin}
         key = "url" if self.transport is Transport.SSE else "base_url"
         remote: dict[str, Any] = {key: getattr(self, key), "headers": dict(self.headers)}
         if self.auth is not None:
             remote["auth"] = self.auth.stored()
-        return remote
+        return {**remote, **origin}

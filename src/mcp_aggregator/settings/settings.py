@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.audit.config import AuditSettings
@@ -15,6 +15,7 @@ from mcp_aggregator.identity.config import (
     ToolOverride,
     check_identity_settings,
 )
+from mcp_aggregator.mcp_registry.config import DEFAULT_REGISTRIES, McpRegistrySource, check_unique_sources
 from mcp_aggregator.registry.config import RegistrySettings
 from mcp_aggregator.sandbox.config import CodeModeSettings
 from mcp_aggregator.search.config import SearchSettings
@@ -42,6 +43,13 @@ class Settings(BaseModel):
     clients: tuple[ClientSettings, ...] = ()
     policies: tuple[PolicyRule, ...] = ()
     tool_overrides: tuple[ToolOverride, ...] = ()
+    registries: tuple[McpRegistrySource, ...] = DEFAULT_REGISTRIES
+    """MCP Registries to search and install from (``registry search`` / ``registry add``)."""
+
+    @field_validator("registries")
+    @classmethod
+    def _registries(cls, value: tuple[McpRegistrySource, ...]) -> tuple[McpRegistrySource, ...]:
+        return check_unique_sources(value)
 
     @model_validator(mode="after")
     def _identity(self) -> Settings:

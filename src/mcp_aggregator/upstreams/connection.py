@@ -129,7 +129,8 @@ class UpstreamConnection:
         self.backchannel = backchannel
         self.protocol_version: str | None = None
         self.close_reason: str | None = None
-        self._env = dict(os.environ) if env is None else dict(env)
+        # Kept as given, not copied: the gateway's environment also opens ``${sealed:...}``.
+        self._env: Mapping[str, str] = dict(os.environ) if env is None else env
         self._on_tools_changed = on_tools_changed
         self._on_activity = on_activity
         self._client: Client | None = None

@@ -1,0 +1,140 @@
+"""``/api/v1/aggregator/registry``: search the MCP Registries, install and update from them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, status
+
+from mcp_aggregator.admin.admin_gateway import GatewayDep
+from mcp_aggregator.admin.registry_schemas import (
+    EntryInputPublic,
+    EntryPublic,
+    EntrySearchResult,
+    InstallResult,
+    RegistryInstall,
+    RegistryUpdate,
+)
+from mcp_aggregator.admin.schemas import OriginPublic
+from mcp_aggregator.admin.server_views import server_public
+from mcp_aggregator.mcp_registry.install_plan import InstallInputs
+from mcp_aggregator.mcp_registry.installer import InstallOutcome, InstallRequest
+from mcp_aggregator.mcp_registry.server_json import Input, RegistryItem
+from mcp_aggregator.registry import redact_url
+
+router = APIRouter(prefix="/api/v1/aggregator/registry", tags=["registry"])
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such entry in the registries asked"},
+    409: {"description": "Deleted, cannot run here, or the local name is taken"},
+    422: {"description": "Missing or invalid inputs, or an invalid server.json (field named)"},
+    502: {"description": "The registry did not answer; nothing was registered"},
+}
+
+
+@router.get("/servers")
+async def search_entries(
+    gateway: GatewayDep,
+    q: Annotated[str, Query(max_length=200, description="Words of the name or description")] = "",
+    registry: Annotated[str | None, Query(description="One of registries: (default: all)")] = None,
+    refresh: Annotated[bool, Query(description="Refresh a stale copy from the registry first")] = True,
+) -> EntrySearchResult:
+    """Latest versions from the stored copies, refreshed (``updated_since``) when stale."""
+    answer = await gateway.installer.registries.search(q, registry=registry, refresh=refresh)
+    return EntrySearchResult(
+        servers=[entry_public(e.registry, e.item) for e in answer.entries], problems=answer.problems
+    )
+
+
+@router.post("/install", status_code=status.HTTP_201_CREATED, responses=_ERRORS)
+async def install_entry(gateway: GatewayDep, body: RegistryInstall) -> InstallResult:
+    """Register the entry as a server and wait (``wait_secs``) until it is CONNECTED.
+
+    A server that does not connect stays registered; ``connected`` is false and ``error``
+    says why. Every failure before registration registers nothing.
+    """
+    name, version = body.name, body.version
+    if name and "@" in name and version is None:
+        name, _, version = name.partition("@")
+    request = InstallRequest(
+        name=name,
+        version=version,
+        registry=body.registry,
+        server_json=body.server_json,
+        wait_secs=body.wait_secs,
+        inputs=InstallInputs(
+            env=body.env,
+            headers=body.headers,
+            arguments=body.arguments,
+            server_name=body.server_name,
+            grant_read=tuple(body.grant_read),
+            grant_write=tuple(body.grant_write),
+            network=tuple(body.network) if isinstance(body.network, list) else body.network,
+        ),
+    )
+    return await _result(gateway, await gateway.installer.install(gateway, request))
+
+
+@router.post("/update", responses=_ERRORS)
+async def update_server(gateway: GatewayDep, body: RegistryUpdate) -> InstallResult:
+    """Move a server installed from a registry to ``version`` (default: the latest), keeping its inputs."""
+    outcome = await gateway.installer.update(gateway, body.server_name, body.version, wait_secs=body.wait_secs)
+    return await _result(gateway, outcome)
+
+
+async def _result(gateway: GatewayDep, outcome: InstallOutcome) -> InstallResult:
+    await gateway.flush()
+    record = await gateway.registry.get_server(outcome.record.id)
+    public = server_public(record, gateway.supervisors.get(record.name), scrub=gateway.scrub)
+    assert public.origin is not None
+    return InstallResult(
+        server=public,
+        origin=OriginPublic.model_validate(public.origin.model_dump()),
+        connected=outcome.connected,
+        status=outcome.status,
+        error=outcome.error,
+        warnings=list(outcome.warnings),
+        previous_version=outcome.previous_version,
+    )
+
+
+def entry_public(registry: str, item: RegistryItem) -> EntryPublic:
+    server, meta = item.server, item.official
+    runs = [f"{p.registry_type} {p.identifier}@{p.version or server.version}" for p in server.packages]
+    runs += [f"remote {r.type} {redact_url(r.url)}" for r in server.remotes]
+    inputs: list[EntryInputPublic] = []
+    for package in server.packages[:1]:
+        inputs += [_input("env", v.name, v) for v in package.environment_variables]
+        for arg in (*package.runtime_arguments, *package.package_arguments):
+            if arg.value is None:
+                inputs.append(_input("argument", arg.key, arg))
+            inputs += [_input("variable", k, v) for k, v in arg.variables.items()]
+    for remote in server.remotes[:1] if not server.packages else ():
+        inputs += [_input("header", h.name, h) for h in remote.headers if h.value is None]
+        for header in remote.headers:
+            inputs += [_input("variable", k, v) for k, v in header.variables.items()]
+        inputs += [_input("variable", k, v) for k, v in remote.variables.items()]
+    return EntryPublic(
+        registry=registry,
+        name=server.name,
+        title=server.title,
+        description=server.description,
+        version=server.version,
+        status=meta.status.value,
+        runs=runs,
+        inputs=inputs,
+        published_at=meta.published_at,
+        updated_at=meta.updated_at,
+    )
+
+
+def _input(kind: str, name: str, item: Input) -> EntryInputPublic:
+    return EntryInputPublic(
+        kind=kind,
+        name=name,
+        description=item.description,
+        required=item.is_required,
+        secret=item.is_secret,
+        default=None if item.is_secret else item.default,
+        choices=list(item.choices) if item.choices else None,
+    )

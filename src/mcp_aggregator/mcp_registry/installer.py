@@ -1,0 +1,202 @@
+"""``Installer``: from a registry entry (or a ``server.json``) to a registered, connected server.
+
+The steps: look the entry up (live), plan the configuration (``plan_install``), make what
+the server needs on this machine (its private directory; for PyPI without uv, its virtual
+environment), register it like ``servers add``, and wait until it is CONNECTED or has said
+why not. Nothing is registered when a step before registration fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from mcp_aggregator.errors import EntryRefusedError, InstallInputError, ServerExistsError, ServerNotFoundError
+from mcp_aggregator.health.server_state import ServerStatus, is_exposed
+from mcp_aggregator.isolation.config import NetworkMode
+from mcp_aggregator.mcp_registry.install_plan import InstallInputs, InstallPlan, Toolchain, plan_install
+from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
+from mcp_aggregator.mcp_registry.pypi_venv import build_venv
+from mcp_aggregator.mcp_registry.sealed_env import SealedEnv
+from mcp_aggregator.mcp_registry.server_json import RegistryItem, parse_server_json
+from mcp_aggregator.registry import Registry, ServerRecord
+from mcp_aggregator.settings.server_config import ServerConfig
+from mcp_aggregator.settings.server_records import config_from_record
+from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+logger = logging.getLogger(__name__)
+
+FILE_REGISTRY = "file"
+"""The origin's registry name for a server installed from a ``server.json`` file."""
+
+
+class InstallTarget(Protocol):
+    """The gateway operations an install uses (``Gateway`` has them)."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def supervisors(self) -> Mapping[str, ServerSupervisor]: ...
+
+    async def register_server(self, config: ServerConfig, *, auto_connect: bool) -> ServerRecord: ...
+
+    async def connect_server(self, server_id: str) -> ServerStatus: ...
+
+    async def remove_server_by_id(self, server_id: str) -> None: ...
+
+    async def wait_until(self, predicate: Callable[[], bool], *, timeout_secs: float) -> None: ...
+
+    def scrub(self, text: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    name: str | None = None
+    """``namespace/name`` in a registry; or ``server_json`` instead."""
+    version: str | None = None
+    registry: str | None = None
+    server_json: dict[str, Any] | None = None
+    inputs: InstallInputs = field(default_factory=InstallInputs)
+    wait_secs: float = 60.0
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    record: ServerRecord
+    status: ServerStatus
+    error: str | None
+    warnings: tuple[str, ...]
+    previous_version: str | None = None
+
+    @property
+    def connected(self) -> bool:
+        return is_exposed(self.status)
+
+
+class Installer:
+    def __init__(
+        self,
+        registries: McpRegistries,
+        env: SealedEnv,
+        data_dir: Path,
+        *,
+        which: Callable[[str], str | None] = shutil.which,
+    ) -> None:
+        self.registries = registries
+        self._env = env
+        self._data_dir = data_dir
+        self._which = which
+
+    def toolchain(self) -> Toolchain:
+        return Toolchain(
+            npx=self._which("npx"),
+            uvx=self._which("uvx"),
+            container=self._which("docker") or self._which("podman"),
+        )
+
+    async def entry(self, request: InstallRequest) -> tuple[str, RegistryItem]:
+        """(registry name, item) the request names: a file's ``server.json`` or a live look-up."""
+        if request.server_json is not None:
+            return FILE_REGISTRY, RegistryItem(server=parse_server_json(request.server_json))
+        if not request.name:
+            raise InstallInputError(["name: give an entry name (namespace/name) or a server.json"])
+        return await self.registries.look_up(request.name, request.version, registry=request.registry)
+
+    def plan(self, registry: str, item: RegistryItem, inputs: InstallInputs) -> InstallPlan:
+        return plan_install(
+            item, inputs, registry=registry, toolchain=self.toolchain(), data_dir=self._data_dir, seal=self._env.seal
+        )
+
+    async def install(self, target: InstallTarget, request: InstallRequest) -> InstallOutcome:
+        """Register and connect the entry. Raises the ``McpRegistryError`` family before
+        anything is registered, ``ServerExistsError`` when the local name is taken."""
+        registry, item = await self.entry(request)
+        plan = self.plan(registry, item, request.inputs)
+        await _refuse_taken(target.registry, plan.config.name)
+        await self._prepare(plan)
+        for warning in plan.warnings:
+            logger.warning("installing %s: %s", plan.config.name, warning)
+        record = await target.register_server(plan.config, auto_connect=True)
+        return await _connected(target, record, plan.warnings, request.wait_secs)
+
+    async def update(
+        self, target: InstallTarget, server_name: str, version: str | None = None, *, wait_secs: float = 60.0
+    ) -> InstallOutcome:
+        """Move an installed server to ``version`` (the latest when None), keeping its inputs."""
+        record = await target.registry.get_server_by_name(server_name)
+        old = config_from_record(record)
+        if old.origin is None or old.origin.registry == FILE_REGISTRY:
+            raise EntryRefusedError(f"server {server_name!r} was not installed from a registry: nothing to update")
+        registry, item = await self.registries.look_up(old.origin.name, version, registry=old.origin.registry)
+        if item.server.version == old.origin.version:
+            status = target.supervisors[server_name].status if server_name in target.supervisors else record.status
+            return InstallOutcome(record, status, None, (f"already at {old.origin.version}",), old.origin.version)
+        plan = self.plan(registry, item, _inputs_of(old, self._data_dir))
+        await self._prepare(plan)
+        await target.remove_server_by_id(record.id)
+        new_record = await target.register_server(plan.config, auto_connect=True)
+        outcome = await _connected(target, new_record, plan.warnings, wait_secs)
+        return replace(outcome, previous_version=old.origin.version)
+
+    async def _prepare(self, plan: InstallPlan) -> None:
+        if plan.private_dir is not None:
+            await anyio.Path(plan.private_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+        if plan.venv is not None:
+            identifier = Path(plan.venv.launcher).name
+            await build_venv(plan.venv, identifier, self._env)
+
+
+async def _refuse_taken(registry: Registry, name: str) -> None:
+    try:
+        await registry.get_server_by_name(name)
+    except ServerNotFoundError:
+        return
+    raise ServerExistsError(name)
+
+
+async def _connected(
+    target: InstallTarget, record: ServerRecord, warnings: tuple[str, ...], wait_secs: float
+) -> InstallOutcome:
+    """Wait until the new server is CONNECTED (or DEGRADED) or has failed once, or the wait ends."""
+    await target.connect_server(record.id)
+    sup = target.supervisors.get(record.name)
+
+    def settled() -> bool:
+        return sup is None or is_exposed(sup.status) or sup.last_error is not None
+
+    with contextlib.suppress(TimeoutError):
+        await target.wait_until(settled, timeout_secs=wait_secs)
+    status = sup.status if sup is not None else record.status
+    error = None
+    if sup is not None and not is_exposed(sup.status):
+        why = sup.last_error or sup.error_message
+        error = target.scrub(why) if why else f"still {status.value} after {wait_secs:g} s"
+    return InstallOutcome(record, status, error, warnings)
+
+
+def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
+    """The inputs an installed server was made with, as far as its config keeps them
+    (secrets stay sealed; secret arguments were never kept)."""
+    assert config.origin is not None
+    private_dir = str(data_dir / "servers" / config.name)
+    sandbox = config.sandbox
+    network: str | tuple[str, ...] | None = None
+    if sandbox is not None and sandbox.network is not None:
+        network = sandbox.network.value if isinstance(sandbox.network, NetworkMode) else sandbox.network
+    return InstallInputs(
+        env=dict(config.env),
+        headers=dict(config.headers),
+        arguments=dict(config.origin.arguments),
+        server_name=config.name,
+        grant_read=sandbox.read if sandbox is not None else (),
+        grant_write=tuple(p for p in (sandbox.write if sandbox is not None else ()) if p != private_dir),
+        network=network,
+    )
