@@ -6,6 +6,7 @@ import typer
 
 from mcp_aggregator.cli.activity_commands import audit, profiles
 from mcp_aggregator.cli.local_commands import check_config, query
+from mcp_aggregator.cli.registry_commands import registry_app
 from mcp_aggregator.cli.serve_command import serve
 from mcp_aggregator.cli.servers_commands import servers_app
 from mcp_aggregator.cli.tools_commands import tools_app
@@ -16,6 +17,7 @@ app.command("check-config")(check_config)
 app.command()(query)
 app.add_typer(servers_app, name="servers")
 app.add_typer(tools_app, name="tools")
+app.add_typer(registry_app, name="registry")
 app.command()(audit)
 app.command()(profiles)
 

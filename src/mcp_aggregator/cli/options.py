@@ -46,7 +46,12 @@ def load_config(config: Path | None) -> Settings:
 
 
 def gateway_client(
-    config: Path | None, gateway: str | None, token: str | None, *, exit_on_error: bool = True
+    config: Path | None,
+    gateway: str | None,
+    token: str | None,
+    *,
+    exit_on_error: bool = True,
+    timeout: float = 60.0,
 ) -> GatewayClient:
     """A client of the running gateway the options point at.
 
@@ -59,7 +64,7 @@ def gateway_client(
         if not exit_on_error:
             raise
         fail(str(exc))
-    return GatewayClient(target)
+    return GatewayClient(target, timeout=timeout)
 
 
 def key_values(pairs: list[str] | None, option: str) -> dict[str, str]:

@@ -59,9 +59,15 @@ def servers_list(
         print_json(servers)
         return
     rows = [
-        (s["name"], s["status"], s["transport_type"], s["tool_count"], s.get("error_message") or "") for s in servers
+        (s["name"], s["status"], s["transport_type"], s["tool_count"], _origin(s), s.get("error_message") or "")
+        for s in servers
     ]
-    print_table(None, ["name", "status", "transport", "tools", "error"], rows)
+    print_table(None, ["name", "status", "transport", "tools", "origin", "error"], rows)
+
+
+def _origin(server: dict[str, Any]) -> str:
+    origin = server.get("origin")
+    return f"{origin['registry']}: {origin['name']}@{origin['version']}" if origin else ""
 
 
 @servers_app.command("show")
@@ -84,7 +90,10 @@ def servers_show(
         "registered_at", "connected_at", "last_health_check", "response_time_ms", "consecutive_failures",
         "last_error", "source",
     ]  # fmt: skip
-    print_table(None, ["field", "value"], [(f, detail[f]) for f in fields if detail.get(f) not in (None, "")])
+    shown = [(f, detail[f]) for f in fields if detail.get(f) not in (None, "")]
+    if detail.get("origin"):
+        shown.append(("origin", _origin(detail)))
+    print_table(None, ["field", "value"], shown)
     print_table(f"{len(tools)} tools", ["tool", "pin", "description"], _tool_rows(tools))
 
 
