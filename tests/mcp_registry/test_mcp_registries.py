@@ -86,9 +86,9 @@ async def test_look_up_asks_the_registry_and_names_what_it_lacks(registry: Regis
         registries = McpRegistries((McpRegistrySource(name="acme", url=local.url),), registry)
         source, found = await registries.look_up("io.github.modelcontextprotocol/server-time", None)
         assert (source, found.server.name) == ("acme", "io.github.modelcontextprotocol/server-time")
-        with pytest.raises(EntryNotFoundError, match="no server 'io.example/nope' in registry 'acme'"):
+        with pytest.raises(EntryNotFoundError, match=r"no server 'io\.example/nope' in registry 'acme'"):
             await registries.look_up("io.example/nope", None)
-        with pytest.raises(EntryNotFoundError, match="no server 'io.example/filler-001@9.9.9' in registry 'acme'"):
+        with pytest.raises(EntryNotFoundError, match=r"no server 'io\.example/filler-001@9\.9\.9' in registry 'acme'"):
             await registries.look_up("io.example/filler-001", "9.9.9")
         with pytest.raises(InstallInputError, match="no registry named 'other' is configured"):
             await registries.look_up("io.example/filler-001", None, registry="other")

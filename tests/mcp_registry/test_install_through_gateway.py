@@ -1,0 +1,197 @@
+"""Installing from a registry the tests serve, through a running gateway: search, install,
+connect, call through ``/mcp``, update, remove; bad input; secrets never shown."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import start_http_upstream
+from tests.mcp_registry.gateway_with_registry import (
+    admin,
+    gateway_with_registry,
+    json_of,
+    mcp_client,
+    npm_project,
+    text_of,
+)
+from tests.mcp_registry.local_registry import (
+    LocalRegistry,
+    closed_port_url,
+    item,
+    memory_version,
+    npm_memory,
+    pypi_time,
+    remote,
+    serving,
+    with_secrets,
+)
+
+MEMORY = "io.github.modelcontextprotocol/server-memory"
+OFFLINE = {"npm_config_offline": "true"}
+"""npx fails rather than fetch anything: proof that the install needed no network."""
+
+
+def local_registry() -> LocalRegistry:
+    local = LocalRegistry()
+    local.add(item({**npm_memory(), "version": "1.0.0"}, updated=1))
+    local.add(item(pypi_time(), updated=2))
+    local.add(item(with_secrets(), updated=3))
+    local.add(item(npm_memory("io.example/old-memory"), status="deprecated", updated=4))
+    local.add(item(npm_memory("io.example/gone"), status="deleted", updated=5))
+    return local
+
+
+async def test_an_npm_server_is_found_installed_called_updated_and_removed(tmp_path: Path) -> None:
+    async with (
+        serving(local_registry()) as local,
+        gateway_with_registry(local.url, npm_project(tmp_path)) as gw,
+        admin(gw) as api,
+    ):
+        found = (await api.get("/registry/servers", params={"q": "memory"})).json()
+        assert [(e["name"], e["status"]) for e in found["servers"]] == [
+            ("io.example/gone", "deleted"),
+            ("io.example/memory-with-keys", "active"),
+            ("io.example/old-memory", "deprecated"),
+            (MEMORY, "active"),
+        ]
+        entry = found["servers"][3]
+        assert entry["runs"] == [f"npm @modelcontextprotocol/server-memory@{memory_version()}"]
+        assert entry["inputs"][0]["name"] == "MEMORY_FILE_PATH"
+
+        answer = await api.post("/registry/install", json={"name": f"{MEMORY}@1.0.0", "env": OFFLINE})
+        assert answer.status_code == 201, answer.text
+        result = answer.json()
+        assert (result["connected"], result["status"], result["warnings"]) == (True, "CONNECTED", [])
+        assert result["origin"] == {"registry": "official", "name": MEMORY, "version": "1.0.0"}
+        assert (tmp_path / "data/servers/server-memory").is_dir()
+
+        async with mcp_client(gw) as client:
+            created = await client.call_tool(
+                "server-memory__create_entities",
+                {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote programs"]}]},
+            )
+            assert "Ada" in text_of(created)
+        listed = (await api.get("/servers")).json()
+        assert listed[0]["origin"] == {"registry": "official", "name": MEMORY, "version": "1.0.0"}
+
+        local.add(item({**npm_memory(), "version": "1.1.0"}, updated=9))
+        updated = (await api.post("/registry/update", json={"server_name": "server-memory"})).json()
+        assert (updated["previous_version"], updated["origin"]["version"]) == ("1.0.0", "1.1.0")
+        assert updated["connected"] is True
+        again = (await api.post("/registry/update", json={"server_name": "server-memory"})).json()
+        assert again["warnings"] == ["already at 1.1.0"]
+
+        assert (await api.delete(f"/servers/{updated['server']['id']}")).status_code == 204
+        assert (await api.get("/servers")).json() == []
+
+
+async def test_a_pypi_server_gets_a_venv_of_its_own_without_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No index: pip may only find what the gateway's own environment already has.
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    async with (
+        serving(local_registry()) as local,
+        gateway_with_registry(local.url, tmp_path / "data") as gw,
+        admin(gw) as api,
+    ):
+        body = {"name": "io.github.modelcontextprotocol/server-time", "arguments": {"local-timezone": "UTC"}}
+        answer = await api.post("/registry/install", json=body)
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["connected"] is True
+        assert (tmp_path / "data/servers/server-time/venv/bin/mcp-server-time").is_file()
+        async with mcp_client(gw) as client:
+            now = json_of(await client.call_tool("server-time__get_current_time", {"timezone": "UTC"}))
+        assert now["timezone"] == "UTC"
+
+
+async def test_a_remote_gets_its_secret_header_sealed_and_never_shown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "sk-remote-0123456789abcdef"
+    caplog.set_level(logging.DEBUG)
+    upstream = start_http_upstream("http", name="remote")
+    try:
+        registry = local_registry()
+        registry.add(item(remote(upstream.mcp_url), updated=6))
+        async with (
+            serving(registry) as local,
+            gateway_with_registry(local.url, tmp_path / "data") as gw,
+            admin(gw) as api,
+        ):
+            body = {"name": "io.example/fixture-remote", "arguments": {"api_key": secret}}
+            answer = await api.post("/registry/install", json=body)
+            assert answer.status_code == 201, answer.text
+            assert answer.json()["connected"] is True
+            async with mcp_client(gw) as client:
+                echoed = await client.call_tool("fixture-remote__echo", {"text": "hello"})
+                assert text_of(echoed) == "hello"
+            server_id = answer.json()["server"]["id"]
+            shown = [answer.text, (await api.get("/servers")).text, (await api.get(f"/servers/{server_id}")).text]
+            detail = (await api.get(f"/servers/{server_id}")).json()
+            assert detail["connection_config"]["headers"] == {"X-Api-Key": "***"}
+            stored = (await gw.gateway.registry.get_server(server_id)).connection_config
+            assert stored["headers"]["X-Api-Key"].startswith("${sealed:")
+            assert stored["origin"]["arguments"] == {}
+    finally:
+        upstream.stop()
+    for text in [*shown, str(stored), caplog.text]:
+        assert secret not in text
+
+
+async def test_bad_input_is_refused_clearly_and_registers_nothing(tmp_path: Path) -> None:
+    async with (
+        serving(local_registry()) as local,
+        gateway_with_registry(local.url, npm_project(tmp_path)) as gw,
+        admin(gw) as api,
+    ):
+        unknown = await api.post("/registry/install", json={"name": "io.example/nope"})
+        assert (unknown.status_code, unknown.json()["detail"]) == (
+            404,
+            "no server 'io.example/nope' in registry 'official'",
+        )
+        gone = await api.post("/registry/install", json={"name": "io.example/gone"})
+        assert gone.status_code == 409
+        assert "is deleted in registry 'official'" in gone.json()["detail"]
+        missing = await api.post("/registry/install", json={"name": "io.example/memory-with-keys"})
+        assert missing.status_code == 422
+        assert missing.json()["detail"]["problems"] == [
+            "env WEATHER_API_KEY is required (API key)",
+            "env REGION is required",
+        ]
+        invalid = await api.post("/registry/install", json={"server_json": {**npm_memory(), "name": "x"}})
+        assert invalid.status_code == 422
+        assert invalid.json()["detail"]["field"] == "name"
+        assert (await api.get("/servers")).json() == []
+
+        old = await api.post("/registry/install", json={"name": "io.example/old-memory", "env": OFFLINE})
+        assert old.status_code == 201, old.text
+        assert old.json()["warnings"] == [
+            f"io.example/old-memory@{memory_version()} is deprecated in registry 'official'"
+        ]
+        taken = await api.post("/registry/install", json={"name": "io.example/old-memory"})
+        assert (taken.status_code, taken.json()["detail"]) == (409, "Server already exists: old-memory")
+
+
+async def test_a_registry_that_does_not_answer_registers_nothing(tmp_path: Path) -> None:
+    async with gateway_with_registry(closed_port_url(), tmp_path / "data") as gw, admin(gw) as api:
+        answer = await api.post("/registry/install", json={"name": MEMORY})
+        assert answer.status_code == 502
+        assert "registry 'official'" in answer.json()["detail"] and "did not answer" in answer.json()["detail"]
+        search = (await api.get("/registry/servers", params={"q": "memory"})).json()
+        assert search["servers"] == [] and "did not answer" in search["problems"][0]
+        assert (await api.get("/servers")).json() == []
+
+
+async def test_a_server_json_file_installs_with_the_file_as_its_origin(tmp_path: Path) -> None:
+    async with gateway_with_registry(closed_port_url(), npm_project(tmp_path)) as gw, admin(gw) as api:
+        body = {"server_json": npm_memory("io.example/from-file"), "env": OFFLINE, "server_name": "mine"}
+        answer = await api.post("/registry/install", json=body)
+        assert answer.status_code == 201, answer.text
+        result = answer.json()
+        assert result["connected"] is True
+        assert result["origin"] == {"registry": "file", "name": "io.example/from-file", "version": memory_version()}
+        refused = await api.post("/registry/update", json={"server_name": "mine"})
+        assert refused.status_code == 409
+        assert "was not installed from a registry" in refused.json()["detail"]
