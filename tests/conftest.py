@@ -290,6 +290,7 @@ def settings_for(
     data["serve"] = {"exposure": "passthrough", **serve}
     data["registry"] = {"database_url": database_url or f"sqlite+aiosqlite:///{_DB_DIR / uuid.uuid4().hex}.db"}
     data["search"] = search if search is not None else {"embedder": "none"}
+    data["registries"] = []  # never the official MCP Registry: tests stay off the internet
     data.update(sections or {})
     return Settings.model_validate(data)
 

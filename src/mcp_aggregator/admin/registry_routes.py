@@ -24,15 +24,25 @@ from mcp_aggregator.registry import redact_url
 
 router = APIRouter(prefix="/api/v1/aggregator/registry", tags=["registry"])
 
+_ERROR_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"detail": {}}, "required": ["detail"]}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ERROR_SCHEMA}}}
+
+
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"description": "No such entry in the registries asked"},
-    409: {"description": "Deleted, cannot run here, or the local name is taken"},
-    422: {"description": "Missing or invalid inputs, or an invalid server.json (field named)"},
-    502: {"description": "The registry did not answer; nothing was registered"},
+    404: _error("No such entry in the registries asked"),
+    409: _error("Deleted, cannot run here, or the local name is taken"),
+    422: _error(
+        'Missing or invalid inputs ({"detail": {"message", "problems"}}), an invalid server.json '
+        '({"detail": {"message", "field", "reason"}}), or the server limit'
+    ),
+    502: _error("The registry did not answer; nothing was registered"),
 }
 
 
-@router.get("/servers")
+@router.get("/servers", responses={422: _error("No such registry configured, or none at all")})
 async def search_entries(
     gateway: GatewayDep,
     q: Annotated[str, Query(max_length=200, description="Words of the name or description")] = "",

@@ -26,7 +26,7 @@ from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
 from mcp_aggregator.mcp_registry.pypi_venv import build_venv
 from mcp_aggregator.mcp_registry.sealed_env import SealedEnv
 from mcp_aggregator.mcp_registry.server_json import RegistryItem, parse_server_json
-from mcp_aggregator.registry import Registry, ServerRecord
+from mcp_aggregator.registry import Registry, ServerRecord, check_server_limit
 from mcp_aggregator.settings.server_config import ServerConfig
 from mcp_aggregator.settings.server_records import config_from_record
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
@@ -121,6 +121,7 @@ class Installer:
         registry, item = await self.entry(request)
         plan = self.plan(registry, item, request.inputs)
         await _refuse_taken(target.registry, plan.config.name)
+        check_server_limit(target.registry.limits, len(target.supervisors) + 1)
         await self._prepare(plan)
         for warning in plan.warnings:
             logger.warning("installing %s: %s", plan.config.name, warning)

@@ -49,6 +49,8 @@ class McpRegistries:
         self._transport = transport
 
     def _chosen(self, registry: str | None) -> list[McpRegistrySource]:
+        if not self.sources:
+            raise InstallInputError(["registries: no MCP Registry is configured (registries: in the configuration)"])
         if registry is None:
             return list(self.sources.values())
         if registry not in self.sources:
