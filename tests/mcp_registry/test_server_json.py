@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -66,3 +67,10 @@ def test_an_invalid_item_names_the_field_inside_the_server() -> None:
     with pytest.raises(EntryInvalidError) as caught:
         parse_item(broken)
     assert caught.value.field == "version"
+
+
+def test_a_time_without_an_offset_is_taken_as_utc() -> None:
+    raw = item(npm_memory())
+    raw["_meta"]["io.modelcontextprotocol.registry/official"]["updatedAt"] = "2026-11-01T10:00:00"
+    updated = parse_item(raw).official.updated_at
+    assert updated is not None and updated.utcoffset() == timedelta(0)

@@ -13,9 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import anyio
 import httpx
+from sqlalchemy.exc import SQLAlchemyError
 
-from mcp_aggregator.errors import EntryNotFoundError, InstallInputError, McpRegistryError, RegistryUnreachableError
+from mcp_aggregator.errors import (
+    EntryNotFoundError,
+    InstallInputError,
+    McpRegistryError,
+    RegistryError,
+    RegistryUnreachableError,
+)
 from mcp_aggregator.mcp_registry.config import McpRegistrySource
 from mcp_aggregator.mcp_registry.entry_store import EntryStore, StoredEntry
 from mcp_aggregator.mcp_registry.registry_client import RegistryClient
@@ -47,6 +55,7 @@ class McpRegistries:
         self.store = EntryStore(registry)
         self._clock = clock
         self._transport = transport
+        self._refreshing = anyio.Lock()
 
     def _chosen(self, registry: str | None) -> list[McpRegistrySource]:
         if not self.sources:
@@ -59,13 +68,21 @@ class McpRegistries:
         return [self.sources[registry]]
 
     async def refresh(self, source: McpRegistrySource) -> int:
-        """Fetch what changed in ``source`` since the newest entry stored; the items stored."""
-        newest, _ = await self.store.last_update(source.name)
-        async with RegistryClient(source, transport=self._transport) as client:
-            items, skipped = await client.list_updates(newest)
-        for line in skipped:
-            logger.warning("registry %s: skipped an entry: %s", source.name, line)
-        await self.store.save(source.name, items, now=self._clock())
+        """Fetch what changed in ``source`` since the newest entry stored; the items stored.
+
+        Raises ``RegistryUnreachableError``; ``RegistryError`` when the copy could not be
+        written (another replica storing the same entries at the same moment).
+        """
+        async with self._refreshing:
+            newest, _ = await self.store.last_update(source.name)
+            async with RegistryClient(source, transport=self._transport) as client:
+                items, skipped = await client.list_updates(newest)
+            for line in skipped:
+                logger.warning("registry %s: skipped an entry: %s", source.name, line)
+            try:
+                await self.store.save(source.name, items, now=self._clock())
+            except SQLAlchemyError as exc:
+                raise RegistryError(f"the copy of registry {source.name!r} was not stored: {exc}") from exc
         return len(items)
 
     async def search(self, text: str, *, registry: str | None = None, refresh: bool = True) -> SearchAnswer:
@@ -77,7 +94,7 @@ class McpRegistries:
             if refresh and stale:
                 try:
                     await self.refresh(source)
-                except McpRegistryError as exc:
+                except (McpRegistryError, RegistryError) as exc:
                     when = f"the copy fetched {fetched.isoformat()}" if fetched else "no copy yet"
                     problems.append(f"{exc}; showing {when}")
         entries = await self.store.search(text, [s.name for s in sources])

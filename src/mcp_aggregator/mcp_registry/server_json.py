@@ -8,7 +8,7 @@ of ``modelcontextprotocol/registry``); fields this gateway does not use (icons, 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -135,6 +135,12 @@ class OfficialMeta(_Model):
     published_at: datetime | None = None
     updated_at: datetime | None = None
     is_latest: bool = True
+
+    @field_validator("published_at", "updated_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        # A time without an offset is taken as UTC: the registry database wants aware times.
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class RegistryItem(_Model):
