@@ -61,7 +61,9 @@ async def test_an_npm_server_is_found_installed_called_updated_and_removed(tmp_p
         assert entry["runs"] == [f"npm @modelcontextprotocol/server-memory@{memory_version()}"]
         assert entry["inputs"][0]["name"] == "MEMORY_FILE_PATH"
 
-        answer = await api.post("/registry/install", json={"name": f"{MEMORY}@1.0.0", "env": OFFLINE})
+        graph = tmp_path / "data/servers/server-memory/memory.jsonl"
+        env = {**OFFLINE, "MEMORY_FILE_PATH": str(graph)}
+        answer = await api.post("/registry/install", json={"name": f"{MEMORY}@1.0.0", "env": env})
         assert answer.status_code == 201, answer.text
         result = answer.json()
         assert (result["connected"], result["status"], result["warnings"]) == (True, "CONNECTED", [])
@@ -74,6 +76,7 @@ async def test_an_npm_server_is_found_installed_called_updated_and_removed(tmp_p
                 {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote programs"]}]},
             )
             assert "Ada" in text_of(created)
+        assert "wrote programs" in graph.read_text()
         listed = (await api.get("/servers")).json()
         assert listed[0]["origin"] == {"registry": "official", "name": MEMORY, "version": "1.0.0"}
 
@@ -160,6 +163,18 @@ async def test_bad_input_is_refused_clearly_and_registers_nothing(tmp_path: Path
             "env WEATHER_API_KEY is required (API key)",
             "env REGION is required",
         ]
+        secret = "wk-env-secret-0123456789"
+        keys = {"WEATHER_API_KEY": secret, "REGION": "eu", **OFFLINE}
+        with_keys = await api.post("/registry/install", json={"name": "io.example/memory-with-keys", "env": keys})
+        assert with_keys.status_code == 201, with_keys.text
+        keys_id = with_keys.json()["server"]["id"]
+        detail = (await api.get(f"/servers/{keys_id}")).json()
+        assert detail["connection_config"]["env"]["WEATHER_API_KEY"] == "***"
+        stored = (await gw.gateway.registry.get_server(keys_id)).connection_config["env"]
+        assert stored["WEATHER_API_KEY"].startswith("${sealed:") and stored["REGION"] == "eu"
+        assert secret not in with_keys.text + str(detail) + str(stored)
+        assert (await api.delete(f"/servers/{keys_id}")).status_code == 204
+
         invalid = await api.post("/registry/install", json={"server_json": {**npm_memory(), "name": "x"}})
         assert invalid.status_code == 422
         assert invalid.json()["detail"]["field"] == "name"

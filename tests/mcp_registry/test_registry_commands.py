@@ -47,6 +47,8 @@ async def test_search_add_list_and_update_from_the_command_line(tmp_path: Path) 
 
         servers = await run_cli("servers", "list", *at)
         assert f"official: {MEMORY}@1.0.0" in servers.output
+        shown = await run_cli("servers", "show", "notes", *at)
+        assert "origin" in shown.output and f"{MEMORY}@1.0.0" in shown.output
 
         local.add(item({**npm_memory(), "version": "1.1.0"}, updated=9))
         updated = await run_cli("registry", "update", "notes", *at)
