@@ -210,3 +210,11 @@ async def test_a_server_json_file_installs_with_the_file_as_its_origin(tmp_path:
         refused = await api.post("/registry/update", json={"server_name": "mine"})
         assert refused.status_code == 409
         assert "was not installed from a registry" in refused.json()["detail"]
+
+        # A version npm cannot give offline: the server is registered, and the answer says why it did not connect.
+        absent = npm_memory("io.example/absent", version="0.0.0-absent")
+        failed = (
+            await api.post("/registry/install", json={"server_json": absent, "env": OFFLINE, "wait_secs": 30})
+        ).json()
+        assert (failed["connected"], failed["server"]["name"]) == (False, "absent")
+        assert failed["status"] in ("ERROR", "CONNECTING") and failed["error"]
