@@ -111,12 +111,15 @@ def plan_install(
     for package in entry.packages:
         why_not = _cannot_run(package, toolchain)
         if why_not is None:
-            plan = _package_plan(package, entry.version, name, inputs, values, toolchain, data_dir)
+            launch = _package_plan(package, entry.version, name, inputs, values, toolchain, data_dir)
             values.raise_problems()
-            config = _validated(
-                {**plan.pop("config"), "name": name, "description": entry.description}, _origin(item, registry, values)
+            data = {**launch.config, "name": name, "description": entry.description}
+            return InstallPlan(
+                config=_validated(data, _origin(item, registry, values)),
+                private_dir=launch.private_dir,
+                venv=launch.venv,
+                warnings=(*warnings, *launch.warnings),
             )
-            return InstallPlan(config=config, warnings=(*warnings, *plan.pop("warnings")), **plan)
         reasons.append(why_not)
     if entry.remotes:
         remote = _remote_config(entry.remotes[0], inputs, values)
@@ -126,6 +129,16 @@ def plan_install(
         config = _validated({**remote, "name": name, "description": entry.description}, _origin(item, registry, values))
         return InstallPlan(config=config, warnings=tuple(warnings))
     raise EntryRefusedError(f"{entry.name}@{entry.version} cannot run here: " + "; ".join(reasons))
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """A package's part of the plan: the config fields that run it, what it needs made first."""
+
+    config: dict[str, Any]
+    private_dir: Path
+    venv: PypiVenv | None
+    warnings: tuple[str, ...]
 
 
 def _origin(item: RegistryItem, registry: str, values: InputValues) -> ServerOrigin:
@@ -154,7 +167,7 @@ def _package_plan(
     values: InputValues,
     toolchain: Toolchain,
     data_dir: Path,
-) -> dict[str, Any]:
+) -> _Launch:
     kind = package.registry_type.lower()
     version = package.version or entry_version
     private_dir = data_dir / "servers" / name
@@ -189,12 +202,7 @@ def _package_plan(
         sandbox = SandboxConfig(enabled=False)
         warnings.append(f"runs in a {Path(toolchain.container).name} container, not in the gateway's sandbox")
     config = {"transport": "stdio", "command": command, "args": args, "env": env, "cwd": str(private_dir)}
-    return {
-        "config": {**config, "sandbox": sandbox},
-        "private_dir": private_dir,
-        "venv": venv,
-        "warnings": tuple(warnings),
-    }
+    return _Launch({**config, "sandbox": sandbox}, private_dir, venv, tuple(warnings))
 
 
 def _sandbox(inputs: InstallInputs, private_dir: Path, values: InputValues) -> SandboxConfig:
