@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import start_http_upstream
 from tests.mcp_registry.gateway_with_registry import (
     admin,
     gateway_with_registry,
@@ -17,6 +16,7 @@ from tests.mcp_registry.gateway_with_registry import (
     npm_project,
     text_of,
 )
+from tests.mcp_registry.keyed_upstream import keyed_upstream
 from tests.mcp_registry.local_registry import (
     LocalRegistry,
     closed_port_url,
@@ -109,15 +109,14 @@ async def test_a_pypi_server_gets_a_venv_of_its_own_without_uv(tmp_path: Path, m
         assert now["timezone"] == "UTC"
 
 
-async def test_a_remote_gets_its_secret_header_sealed_and_never_shown(
+async def test_a_remote_gets_its_secret_header_sealed_sent_and_never_shown(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     secret = "sk-remote-0123456789abcdef"
     caplog.set_level(logging.DEBUG)
-    upstream = start_http_upstream("http", name="remote")
-    try:
+    async with keyed_upstream(secret) as url:
         registry = local_registry()
-        registry.add(item(remote(upstream.mcp_url), updated=6))
+        registry.add(item(remote(url), updated=6))
         async with (
             serving(registry) as local,
             gateway_with_registry(local.url, tmp_path / "data") as gw,
@@ -126,10 +125,10 @@ async def test_a_remote_gets_its_secret_header_sealed_and_never_shown(
             body = {"name": "io.example/fixture-remote", "arguments": {"api_key": secret}}
             answer = await api.post("/registry/install", json=body)
             assert answer.status_code == 201, answer.text
-            assert answer.json()["connected"] is True
+            assert answer.json()["connected"] is True, "the upstream took the opened secret"
             async with mcp_client(gw) as client:
-                echoed = await client.call_tool("fixture-remote__echo", {"text": "hello"})
-                assert text_of(echoed) == "hello"
+                called = await client.call_tool("fixture-remote__forecast", {"city": "Oslo"})
+                assert text_of(called) == "sunny in Oslo"
             server_id = answer.json()["server"]["id"]
             shown = [answer.text, (await api.get("/servers")).text, (await api.get(f"/servers/{server_id}")).text]
             detail = (await api.get(f"/servers/{server_id}")).json()
@@ -137,8 +136,10 @@ async def test_a_remote_gets_its_secret_header_sealed_and_never_shown(
             stored = (await gw.gateway.registry.get_server(server_id)).connection_config
             assert stored["headers"]["X-Api-Key"].startswith("${sealed:")
             assert stored["origin"]["arguments"] == {}
-    finally:
-        upstream.stop()
+
+            wrong = {"name": "io.example/fixture-remote", "server_name": "wrong", "arguments": {"api_key": "nope"}}
+            refused = (await api.post("/registry/install", json=wrong)).json()
+            assert refused["connected"] is False and refused["error"]
     for text in [*shown, str(stored), caplog.text]:
         assert secret not in text
 
