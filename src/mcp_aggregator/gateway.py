@@ -248,6 +248,10 @@ class Gateway:
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
 
+    def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
+        """Why a guardrail holds a tool with this pending definition (empty: none does)."""
+        return [] if self.descriptions is None else self.descriptions.reasons(server, definition)
+
     def _guard_stages(self) -> tuple[Stage, ...]:
         """The guardrails' stage on the call path; none when no rule judges arguments or results."""
         guard = self.guard

@@ -146,5 +146,8 @@ class GuardStage:
                     blocked.rule, namespace(invocation.server, invocation.target), blocked.explanation
                 )
             verdict.value = blocked_result(blocked)
+            if "resultType" in result:
+                # A 2026-07-28 result says it is complete; the error result in its place does too.
+                verdict.value["resultType"] = result["resultType"]
             return verdict
         return verdict if verdict.changed else None
