@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Final, Self
+from typing import Any, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
@@ -76,6 +76,14 @@ class GuardrailRule(BaseModel):
     servers: tuple[str, ...] = ("*",)
     tools: tuple[str, ...] = ("*",)
     profiles: tuple[str, ...] = ("*",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_on(cls, data: Any) -> Any:
+        """YAML 1.1 (PyYAML) reads a bare ``on:`` key as the boolean true: take it as ``on``."""
+        if isinstance(data, dict) and True in data and "on" not in data:
+            data = {("on" if key is True else key): value for key, value in data.items()}
+        return data
 
     @field_validator("name")
     @classmethod

@@ -40,9 +40,12 @@ _RULES: Final = (
     (
         "credential_access",
         re.compile(
-            r"\b(?:read|open|cat|load|get|access|fetch|include|pass|copy|send|upload|attach)\b[^.\n]{0,80}?"
+            # Reading private files, whatever is done with them; moving secrets anywhere.
+            r"\b(?:read|open|cat|load|access|include|copy|send|upload|attach|pass|get)\b[^.\n]{0,80}?"
             r"(?:~/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|/etc/(?:passwd|shadow)"
-            r"|\.env\b|\bmcp\.json\b|\bprivate\s+keys?\b|\bapi[_\s-]?keys?\b|\bpasswords?\b|\bcredentials\b)",
+            r"|(?<![\w.])\.env\b|\bmcp\.json\b|\bprivate\s+keys?\b|\bssh\s+keys?\b|\bcredentials\s+file\b)"
+            r"|\b(?:pass|send|include|attach|upload|forward|append|copy)\b[^.\n]{0,40}?"
+            r"\b(?:passwords?|api[_\s-]?keys?|credentials|secrets?|tokens?)\b[^.\n]{0,40}?\b(?:to|as|in|into)\b",
             re.IGNORECASE,
         ),
         "a request to read credentials or private files",
