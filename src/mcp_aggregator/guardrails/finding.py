@@ -21,8 +21,9 @@ class Finding:
 
 
 class Detector(Protocol):
-    """Finds things in text. ``may_find`` is the cheap look first: False means ``find``
-    would find nothing (it may say True and ``find`` still find nothing)."""
+    """Finds things in text. ``may_find`` is the cheap look: False means ``find`` would find
+    nothing (it may say True and ``find`` still find nothing); ``find`` takes that look
+    itself before any costly work, so callers need not ask first."""
 
     def may_find(self, text: str) -> bool: ...
 

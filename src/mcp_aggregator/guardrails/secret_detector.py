@@ -1,19 +1,21 @@
 """``SecretDetector``: credentials in text, by the plugins of ``detect-secrets``.
 
 The patterns are the plugins' own (``denylist``); each plugin runs only where one of its
-literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), so a text without any costs a
-few substring searches. Beyond the plugins: a private-key block is masked whole (the plugin
-matches its header line only), and an AWS secret access key is also caught after a
-``secret``-named key without quotes (how JSON and INI results carry it).
+literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), all found in one pass by an
+Aho-Corasick automaton (``pyahocorasick``), so a text without any costs one scan. Beyond the
+plugins: a private-key block is masked whole (the plugin matches its header line only), and
+an AWS secret access key is also caught after a ``secret``-named key without quotes (how
+JSON and INI results carry it).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import ahocorasick
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -41,11 +43,9 @@ class _Pattern:
     group: int = 0
     """The group that is the secret (0: the whole match)."""
     folded: bool = False
+    """Case-blind: its hints count in lower, upper and title case."""
     also: str = ""
     """A second literal a match contains too (``@`` beside ``://``: URLs alone are common)."""
-
-    def hinted(self, text: str) -> bool:
-        return any(hint in text for hint in self.hints) and self.also in text
 
 
 def _denylist(plugin: type[RegexBasedDetector]) -> tuple[re.Pattern[str], ...]:
@@ -96,38 +96,31 @@ class SecretDetector:
     """See the module docstring."""
 
     def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
-        self._plain = tuple(p for p in patterns if not p.folded)
-        self._folded = tuple(p for p in patterns if p.folded)
-        # Each distinct hint searched once (several plugins share theirs), with its second literal.
-        self._hints = tuple(dict.fromkeys((hint, p.also) for p in self._plain for hint in p.hints))
-        self._folded_hints = tuple(dict.fromkeys(hint for p in self._folded for hint in p.hints))
-        self._raw_hints = tuple((hint.encode(), also.encode()) for hint, also in self._hints)
-        self._raw_folded = tuple(hint.encode() for hint in self._folded_hints)
+        self._patterns = tuple(patterns)
+        # One pass finds every hint (Aho-Corasick): a text is read once, whatever its size and
+        # however many plugins there are. A case-blind pattern's hints are looked for as
+        # written in lower, upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper
+        # than a lower-cased copy of every text, and how keys are written in practice.
+        self._automaton = _automaton(word for p in patterns for hint in p.hints for word in _cased(hint, p))
+        self._needs = {hint: p.also for p in patterns if p.also for hint in p.hints}
+        """Hints that count only beside a second literal (``://`` with ``@``)."""
 
     def may_find(self, text: str) -> bool:
-        if any(hint in text and also in text for hint, also in self._hints):
-            return True
-        if not self._folded_hints:
-            return False
-        lowered = text.lower()
-        return any(hint in lowered for hint in self._folded_hints)
+        return bool(self._hints(text))
 
     def may_find_raw(self, raw: bytes) -> bool:
         # An escaped character (``\u0041KIA``, ``:\/\/``) may hide a hint: such a message is read whole.
-        if b"\\u" in raw or b"\\/" in raw or any(hint in raw and also in raw for hint, also in self._raw_hints):
+        if b"\\u" in raw or b"\\/" in raw:
             return True
-        lowered = raw.lower()
-        return any(hint in lowered for hint in self._raw_folded)
+        return self.may_find(raw.decode("utf-8", "replace"))
 
     def find(self, text: str) -> list[Finding]:
+        present = self._hints(text)
+        if not present:
+            return []
         found: list[Finding] = []
-        lowered: str | None = None
-        for pattern in (*self._plain, *self._folded):
-            if pattern.folded:
-                lowered = text.lower() if lowered is None else lowered
-                if not pattern.hinted(lowered):
-                    continue
-            elif not pattern.hinted(text):
+        for pattern in self._patterns:
+            if not any(hint in present for hint in pattern.hints):
                 continue
             for match in pattern.regex.finditer(text):
                 start, end = match.span(pattern.group)
@@ -141,6 +134,29 @@ class SecretDetector:
                     start, end = _key_block(text, start, end)
                 found.append(Finding(pattern.label, start, end, f"looks like a {pattern.label.replace('_', ' ')}"))
         return found
+
+    def _hints(self, text: str) -> set[str]:
+        """The hints that occur in ``text`` (``://`` only beside an ``@``)."""
+        present = {hint for _, hint in self._automaton.iter(text)}
+        for hint, also in self._needs.items():
+            if hint in present and also not in text:
+                present.discard(hint)
+        return present
+
+
+def _cased(hint: str, pattern: _Pattern) -> Iterable[tuple[str, str]]:
+    """``(what to look for, the hint it stands for)``."""
+    if not pattern.folded:
+        return [(hint, hint)]
+    return [(variant, hint) for variant in {hint.lower(), hint.upper(), hint.title()}]
+
+
+def _automaton(words: Iterable[tuple[str, str]]) -> ahocorasick.Automaton:
+    automaton = ahocorasick.Automaton()
+    for word, hint in words:
+        automaton.add_word(word, hint)
+    automaton.make_automaton()
+    return automaton
 
 
 def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
