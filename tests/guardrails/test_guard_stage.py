@@ -90,3 +90,9 @@ def test_flag_passes_the_value_and_records_the_decision() -> None:
     [decision] = heard
     assert (decision.rule, decision.action.value, decision.found) == ("mail", "flag", ("EMAIL_ADDRESS",))
     assert stage.guard.counts[("mail", "flag", "pii", "results")] == 1
+
+
+def test_a_secret_behind_a_json_escape_in_a_raw_answer_is_still_masked() -> None:
+    line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"text","text":"\\u0041KIAIOSFODNN7EXAMPLE"}]}}'
+    screened = orjson.loads(GuardStage(Guard(RULES)).screen(invocation(), line))
+    assert screened["result"]["content"][0]["text"] == "[REDACTED:aws_access_key]"

@@ -27,10 +27,6 @@ class Detector(Protocol):
 
     def may_find(self, text: str) -> bool: ...
 
-    def may_find_raw(self, raw: bytes) -> bool:
-        """``may_find`` on the JSON text of a message, before it is parsed (escapes unread)."""
-        ...
-
     def find(self, text: str) -> list[Finding]: ...
 
 

@@ -2,9 +2,10 @@
 tool definitions.
 
 Results are judged in their JSON form, whichever path they came by: the full pipeline's
-result model is written as JSON, the fast path's raw answer is JSON already, and both go
-through ``screen_json``. That is what makes the two paths agree, and it keeps the common
-case cheap: a result in which no rule's hint occurs is never parsed.
+result model is written as JSON, the fast path's raw answer is JSON already, and both are
+judged by ``judge``. That is what makes the two paths agree. Parsing JSON costs a tenth of
+one look for the secrets' hints, so a result is parsed, its strings looked at once, and
+(when nothing is found) passed on as it came.
 """
 
 from __future__ import annotations
@@ -111,10 +112,6 @@ class Guard:
     def count(self, decisions: Sequence[Decision]) -> None:
         for d in decisions:
             self.counts[(d.rule, d.action.value, d.kind.value, d.where.value)] += 1
-
-    def may_find_raw(self, rules: Sequence[CompiledRule], raw: bytes) -> tuple[CompiledRule, ...]:
-        """The local rules whose detector may find something in ``raw`` JSON."""
-        return tuple(c for c in rules if c.detector is not None and c.detector.may_find_raw(raw))
 
     def judge(self, rules: Sequence[CompiledRule], value: Any, where: GuardPlace) -> Verdict:
         """Run the local ``rules`` over every string of the JSON ``value``: masks applied,

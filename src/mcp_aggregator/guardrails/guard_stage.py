@@ -108,11 +108,10 @@ class GuardStage:
         rules = self.rules(GuardPlace.RESULTS, invocation)
         if not rules:
             return result
+        # Written as JSON and read back: the very form the fast path judges (and cheaper than
+        # a model dump); a detector's own look for its hints decides whether it reads on.
         raw = result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
-        candidates = self.guard.may_find_raw(rules, raw)
-        if not candidates:
-            return result
-        verdict = self._judged(invocation, candidates, orjson.loads(raw))
+        verdict = self._judged(invocation, rules, orjson.loads(raw))
         if verdict is None:
             return result
         return type(result).model_validate(verdict.value)
@@ -121,14 +120,11 @@ class GuardStage:
         rules = self.rules(GuardPlace.RESULTS, invocation)
         if not rules:
             return line
-        candidates = self.guard.may_find_raw(rules, line)
-        if not candidates:
-            return line
         answer = orjson.loads(line)
         result = answer.get("result") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or result.get("resultType") == "input_required":
             return line
-        verdict = self._judged(invocation, candidates, result)
+        verdict = self._judged(invocation, rules, result)
         if verdict is None:
             return line
         answer["result"] = verdict.value

@@ -79,9 +79,6 @@ class InjectionDetector:
     def may_find(self, text: str) -> bool:
         return True
 
-    def may_find_raw(self, raw: bytes) -> bool:
-        return True
-
     def find(self, text: str) -> list[Finding]:
         found = [
             Finding(label, *match.span(), reason) for label, regex, reason in _RULES for match in regex.finditer(text)

@@ -18,9 +18,6 @@ class PatternDetector:
     def may_find(self, text: str) -> bool:
         return True
 
-    def may_find_raw(self, raw: bytes) -> bool:
-        return True
-
     def find(self, text: str) -> list[Finding]:
         return [
             Finding(self.label, *match.span(), f"matches the pattern {regex.pattern!r}")

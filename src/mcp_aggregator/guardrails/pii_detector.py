@@ -42,9 +42,6 @@ class PiiDetector:
             return True
         return _DIGITS.search(text) is not None
 
-    def may_find_raw(self, raw: bytes) -> bool:
-        return b"@" in raw or any(str(d).encode() in raw for d in range(10)) or b"\\u" in raw
-
     def find(self, text: str) -> list[Finding]:
         entities = self.entities
         found: list[Finding] = []

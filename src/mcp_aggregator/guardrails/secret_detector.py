@@ -108,12 +108,6 @@ class SecretDetector:
     def may_find(self, text: str) -> bool:
         return bool(self._hints(text))
 
-    def may_find_raw(self, raw: bytes) -> bool:
-        # An escaped character (``\u0041KIA``, ``:\/\/``) may hide a hint: such a message is read whole.
-        if b"\\u" in raw or b"\\/" in raw:
-            return True
-        return self.may_find(raw.decode("utf-8", "replace"))
-
     def find(self, text: str) -> list[Finding]:
         present = self._hints(text)
         if not present:
