@@ -96,3 +96,8 @@ def test_a_secret_behind_a_json_escape_in_a_raw_answer_is_still_masked() -> None
     line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"text","text":"\\u0041KIAIOSFODNN7EXAMPLE"}]}}'
     screened = orjson.loads(GuardStage(Guard(RULES)).screen(invocation(), line))
     assert screened["result"]["content"][0]["text"] == "[REDACTED:aws_access_key]"
+
+
+def test_an_answer_that_is_not_json_is_left_to_the_fast_path_to_fail() -> None:
+    line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"te'
+    assert GuardStage(Guard(RULES)).screen(invocation(), line) is line

@@ -120,7 +120,10 @@ class GuardStage:
         rules = self.rules(GuardPlace.RESULTS, invocation)
         if not rules:
             return line
-        answer = orjson.loads(line)
+        try:
+            answer = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return line  # not JSON: the fast path fails the call in the full pipeline's words
         result = answer.get("result") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or result.get("resultType") == "input_required":
             return line
