@@ -142,6 +142,35 @@ def bench_settings(rules: list[dict[str, Any]] | None, data_dir: Path) -> Settin
     return Settings.model_validate(data)
 
 
+async def pipeline_only(guarded: Gateway, bare: Gateway, n: int) -> dict[str, Any]:
+    """p50 of the gateways' whole stage chain around an upstream answer already in hand (the
+    result model, as the full pipeline gets it; the raw bytes, as the fast path does): what
+    the guardrails add without the upstream hop's noise."""
+    out: dict[str, Any] = {}
+    invocation = Invocation("tools/call", "bench", "echo", Caller(identity=ClientIdentity(profile="default")))
+    for name, size in (("2KB", 2048), ("200KB", 200 * 1024)):
+        model = types.CallToolResult(content=[types.TextContent(type="text", text=payload(size))])
+        wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+        raw = orjson.dumps({"jsonrpc": "2.0", "id": "agw:1", "result": wire})
+        rounds = n if size < 10_000 else max(n // 20, 50)
+        for form, answer in (("model", model), ("raw", raw)):
+
+            async def send(answer: object = answer) -> object:
+                return answer
+
+            samples: dict[str, list[float]] = {"default_rules": [], "no_guardrails": []}
+            for i in range(rounds * 2):
+                first = (i // 2) % 2 == 0
+                key, gateway = ("default_rules", guarded) if (i % 2 == 0) == first else ("no_guardrails", bare)
+                start = time.perf_counter()
+                await gateway.pipeline.through(invocation, send)
+                samples[key].append(time.perf_counter() - start)
+            row = {key: percentiles(values) for key, values in samples.items()}
+            row["added_p50_us"] = round(row["default_rules"]["p50_us"] - row["no_guardrails"]["p50_us"], 2)
+            out[f"{name} {form}"] = row
+    return out
+
+
 async def end_to_end(n: int) -> dict[str, Any]:
     """p50 of a call through the full pipeline to a stdio upstream, default rules vs none,
     the two gateways' calls interleaved so that the machine's load falls on both alike."""
@@ -152,6 +181,7 @@ async def end_to_end(n: int) -> dict[str, Any]:
             bare = await stack.enter_async_context(Gateway(bench_settings([], Path(two))))
             for gateway in (guarded, bare):
                 await gateway.wait_settled(30)
+            out["pipeline"] = await pipeline_only(guarded, bare, n * 4)
             for name, size in (("2KB", 2048), ("200KB", 200 * 1024)):
                 text = payload(size)
                 rounds = n if size < 10_000 else max(n // 5, 40)
@@ -241,7 +271,12 @@ def print_table(report: dict[str, Any]) -> None:
         for path, cost in row.items():
             goal = "<= 200 us" if size == "2KB" else ""
             print(f"{'stage p50, ' + size + ', ' + path:58} {cost['p50_us']:>13.1f} us  {goal}")
+    for case, row in report["end_to_end"]["pipeline"].items():
+        goal = "<= 200 us" if case.startswith("2KB") else ""
+        print(f"{'stage chain added p50, ' + case:58} {row['added_p50_us']:>13.1f} us  {goal}")
     for size, row in report["end_to_end"].items():
+        if size == "pipeline":
+            continue
         print(f"{'end to end p50, ' + size + ', default rules':58} {row['default_rules']['p50_us']:>13.1f} us")
         print(f"{'end to end p50, ' + size + ', no guardrails':58} {row['no_guardrails']['p50_us']:>13.1f} us")
         goal = "<= 200 us" if size == "2KB" else ""
