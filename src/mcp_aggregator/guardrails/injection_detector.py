@@ -20,7 +20,10 @@ _RULES: Final = (
         "hidden_instruction",
         re.compile(
             r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|assistant|system[_-]?prompt)\s*>"
-            r"|\[\s*(?:system|inst)\s*\]|<!--.{0,2000}?-->",
+            r"|\[\s*(?:system|inst)\s*\]"
+            # An HTML comment that speaks to the model (not ``<!-- toc -->`` or a linter's note).
+            r"|<!--(?:(?!-->).){0,2000}?\b(?:assistant|model|llm|agent|ignore|instructions?|must|always|never"
+            r"|do\s+not|user|system)\b.{0,2000}?-->",
             re.IGNORECASE | re.DOTALL,
         ),
         "a marker that sets text apart as instructions for the model",
@@ -41,7 +44,7 @@ _RULES: Final = (
         "credential_access",
         re.compile(
             # Reading private files, whatever is done with them; moving secrets anywhere.
-            r"\b(?:read|open|cat|load|access|include|copy|send|upload|attach|pass|get)\b[^.\n]{0,80}?"
+            r"\b(?:read|cat|load|include|copy|send|upload|attach|pass)\b[^.\n]{0,80}?"
             r"(?:~/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|/etc/(?:passwd|shadow)"
             r"|(?<![\w.])\.env\b|\bmcp\.json\b|\bprivate\s+keys?\b|\bssh\s+keys?\b|\bcredentials\s+file\b)"
             r"|\b(?:pass|send|include|attach|upload|forward|append|copy)\b[^.\n]{0,40}?"
@@ -53,8 +56,11 @@ _RULES: Final = (
     (
         "data_exfiltration",
         re.compile(
-            r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|email)\b[^.\n]{0,80}?"
-            r"(?:https?://\S+|\bto\s+(?:the\s+)?(?:following|this|that|my)\s+(?:url|address|endpoint|server|webhook)\b)",
+            # Sending something's content somewhere: a verb, what is sent, then where to.
+            r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|email)\b[^.\n]{0,40}?"
+            r"\b(?:contents?|data|files?|output|results?|conversation|history|keys?|tokens?|credentials|secrets?"
+            r"|passwords?|information|messages?)\b[^.\n]{0,40}?\b(?:to|at)\s+"
+            r"(?:https?://\S+|(?:the\s+)?(?:following|this|that|my)\s+(?:url|address|endpoint|server|webhook)\b)",
             re.IGNORECASE,
         ),
         "a request to send data to another place",
