@@ -167,3 +167,22 @@ async def test_every_decision_is_audited_and_counted_without_the_value() -> None
         )
         assert 'rule="poison",action="block",kind="injection",where="descriptions"} 1' in metrics
         assert 'rule="poison",action="block",kind="injection",where="results"} 1' in metrics
+
+
+async def test_a_blocked_argument_is_refused_alike_on_both_paths_naming_the_rule() -> None:
+    rules = [{"name": "tickets", "kind": "pattern", "patterns": [r"TICKET-\d+"], "on": ["arguments"], "action": "block"}]
+    refusals = []
+    for fast_path in (True, False):
+        async with (
+            served_over_http(guarded_settings(rules, fast_path=fast_path)) as served,
+            Client(served.mcp_url, mode="auto", cache=None) as client,
+        ):
+            with pytest.raises(MCPError) as info:
+                await client.call_tool("leaky__echo", {"text": "see TICKET-42"})
+            refusals.append((info.value.error.code, info.value.error.message))
+            fine = await client.call_tool("leaky__echo", {"text": "no ticket"})
+            assert text_of(fine) == "no ticket"
+    assert refusals[0] == refusals[1]
+    code, message = refusals[0]
+    assert code == -32007
+    assert "guardrail 'tickets' (pattern) found tickets in the arguments" in message and "TICKET-42" not in message
