@@ -170,7 +170,8 @@ async def test_every_decision_is_audited_and_counted_without_the_value() -> None
 
 
 async def test_a_blocked_argument_is_refused_alike_on_both_paths_naming_the_rule() -> None:
-    rules = [{"name": "tickets", "kind": "pattern", "patterns": [r"TICKET-\d+"], "on": ["arguments"], "action": "block"}]
+    rule = {"name": "tickets", "kind": "pattern", "patterns": [r"TICKET-\d+"], "on": ["arguments"], "action": "block"}
+    rules = [rule]
     refusals = []
     for fast_path in (True, False):
         async with (
