@@ -17,8 +17,10 @@ SRC = REPO / "src" / "mcp_aggregator"
 OPTIONAL_MODULES = {
     SRC / "search" / "qdrant_index.py": "qdrant",
     SRC / "search" / "sentence_transformer_embedder.py": "sentence-transformers",
+    SRC / "guardrails" / "pii_detector.py": "pii",
 }
-"""Modules imported only when configured (``search.build``); their imports belong to an extra."""
+"""Modules imported only when configured (``search.build``, ``guardrails.guard``); their imports
+belong to an extra."""
 USED_WITHOUT_IMPORT = {
     "aiosqlite": "the SQLAlchemy driver a sqlite+aiosqlite:// database URL names",
     "asyncpg": "the SQLAlchemy driver a postgresql+asyncpg:// database URL names",

@@ -40,7 +40,10 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   │                            (or it is new and held): 409 / JSON-RPC -32006
     │   └── AccessDeniedError        the client or its profile may not make this call
     │       └── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
-    │                                JSON-RPC -32007, the rule named
+    │           │                    JSON-RPC -32007, the rule named
+    │           └── GuardrailBlockedError  a guardrail's ``block`` found something in the
+    │                                arguments (or in a prompt or resource): the rule and
+    │                                the kind of finding named, never the value
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
@@ -309,6 +312,13 @@ class PolicyDeniedError(AccessDeniedError):
         elif reason:
             text += f" (the rule could not be evaluated: {reason})"
         super().__init__(text)
+
+
+class GuardrailBlockedError(PolicyDeniedError):
+    """A guardrail rule with ``block`` refused what it saw (``explanation``: rule, kind, labels)."""
+
+    def __init__(self, rule: str, tool: str, explanation: str) -> None:
+        super().__init__(rule, tool, message=explanation)
 
 
 class SearchError(AggregatorError):

@@ -13,11 +13,13 @@ from types import TracebackType
 from typing import Any, Self
 
 import anyio
+import httpx
 import mcp_types as types
 from anyio.abc import TaskGroup
 
 from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
+from mcp_aggregator.audit.audit_entry import Outcome
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
 from mcp_aggregator.catalog import Catalog, Route
@@ -30,6 +32,12 @@ from mcp_aggregator.credentials import AuthStatus, SecretBox
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.credentials.per_user import PerUserTokens
 from mcp_aggregator.errors import StateError, UpstreamError
+from mcp_aggregator.guardrails import GuardAction, GuardPlace
+from mcp_aggregator.guardrails.decision import Decision
+from mcp_aggregator.guardrails.description_screen import DescriptionScreen
+from mcp_aggregator.guardrails.guard import Guard, guard_for
+from mcp_aggregator.guardrails.guard_stage import GuardStage
+from mcp_aggregator.guardrails.webhook_stage import WebhookStage
 from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
 from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
@@ -49,7 +57,7 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Invocation, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
@@ -163,12 +171,21 @@ class Gateway:
         policies = policy_stages(settings.policies, lambda: self.catalog)
         # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
         per_user = PerUserTokens(self.credentials)
+        self.guard: Guard = guard_for(settings.guardrails, {p.name: p.guardrails for p in settings.profiles})
+        """The guardrails (``guardrails:`` and the profiles' own); counted decisions in ``guard.counts``."""
+        self._webhooks = httpx.AsyncClient() if self.guard.hooked else None
+        guards = self._guard_stages()
         self.pipeline = CallPipeline(
             self,
-            (scrub_errors(self.scrub), *watching, *policies, per_user, *stages),
+            (scrub_errors(self.scrub), *watching, *policies, *guards, per_user, *stages),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
-            raw_ok=self.tracing is None,
+            # Tracing wraps the upstream request; a webhook is awaited: both need the full pipeline.
+            raw_ok=self.tracing is None and self._webhooks is None,
         )
+        self.descriptions: DescriptionScreen | None = None
+        """The guardrails on tool definitions; None when no rule judges them."""
+        if self.guard.watches(GuardPlace.DESCRIPTIONS):
+            self.catalogue.screen = self.descriptions = DescriptionScreen(self.guard, self._listing_judged)
         self.sandbox = CodeSandbox(settings.code_mode)
         """Runs code-mode scripts; its worker pool starts at the first script."""
 
@@ -179,6 +196,8 @@ class Gateway:
             stack.callback(self._mirror.close)
             if self.tracing is not None:
                 stack.push_async_callback(self.tracing.shutdown)
+            if self._webhooks is not None:
+                stack.push_async_callback(self._webhooks.aclose)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             await stack.enter_async_context(self.credentials.open(self._registry))
             if self.audit is not None:
@@ -237,6 +256,32 @@ class Gateway:
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
+        """Why a guardrail holds a tool with this pending definition (empty: none does)."""
+        return [] if self.descriptions is None else self.descriptions.reasons(server, definition)
+
+    def _guard_stages(self) -> tuple[Stage, ...]:
+        """The guardrails' stage on the call path; none when no rule judges arguments or results."""
+        guard = self.guard
+        if not (guard.watches(GuardPlace.ARGUMENTS) or guard.watches(GuardPlace.RESULTS)):
+            return ()
+        local = GuardStage(guard, self._call_judged if self.audit is not None else None)
+        return (local,) if self._webhooks is None else (WebhookStage(local, self._webhooks),)
+
+    def _call_judged(self, invocation: Invocation, decisions: Sequence[Decision]) -> None:
+        if self.audit is not None:
+            self.audit.writer.note(invocation, [decision.to_json() for decision in decisions])
+
+    def _listing_judged(self, server: str, tool: str, decisions: Sequence[Decision]) -> None:
+        """A tool's definition judged at its first listing: audited as a ``tools/list`` of it
+        (``denied`` when held)."""
+        if self.audit is None:
+            return
+        invocation = Invocation("tools/list", server, tool, NO_CALLER)
+        held = any(decision.action is GuardAction.BLOCK for decision in decisions)
+        self.audit.writer.note(invocation, [decision.to_json() for decision in decisions])
+        self.audit.writer.record(invocation, Outcome.DENIED if held else Outcome.OK, None, 0.0)
 
     def _audit_trail(self, clock: WallClock | None) -> AuditTrail | None:
         if not self.settings.audit.enabled:

@@ -50,12 +50,21 @@ def _code_mode(result: dict[str, Any]) -> None:
     assert result["latency"]["one_script_two_calls"]["p50_ms"] > 0
 
 
+def _guardrails(result: dict[str, Any]) -> None:
+    assert result["stage_cost"]["2KB"]["fast_path_raw"]["p50_us"] > 0
+    assert result["end_to_end"]["2KB"]["no_guardrails"]["p50_us"] > 0
+    # Both corpora are fixed: the default rules alter no benign result and find the labelled ones.
+    assert result["false_positives"]["results"] > 200 and result["false_positives"]["altered_pct"] <= 1
+    assert result["detection"]["detected_pct"] >= 95
+
+
 SCRIPTS = [
     ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
     ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
     ("search_bench.py", ["--size", "600", "--no-e5", "--quick"], "--json", _search),
     ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
     ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
+    ("guardrails_bench.py", ["--quick"], "--json", _guardrails),
 ]
 
 

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.credentials.credential_book import Credentials
+from mcp_aggregator.guardrails.guard import Guard
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.registry import Registry, ServerRecord
@@ -65,6 +66,15 @@ class AdminGateway(Protocol):
 
     def scrub(self, text: str) -> str:
         """``text`` with every server's secrets (literal or ``${VAR}``-expanded) as ``***``."""
+        ...
+
+    @property
+    def guard(self) -> Guard:
+        """The guardrails; ``guard.counts``: their decisions since start."""
+        ...
+
+    def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
+        """Why a guardrail holds a tool with this pending definition (empty: none does)."""
         ...
 
     async def flush(self) -> None:

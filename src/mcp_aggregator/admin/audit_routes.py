@@ -41,6 +41,9 @@ class AuditItem(BaseModel):
     error: str | None = None
     request_id: str | None = Field(None, description="The HTTP request's id (X-Request-Id, as in the access log)")
     jsonrpc_id: str | None = Field(None, description="The client's JSON-RPC id of the request")
+    guardrails: list[dict[str, Any]] | None = Field(
+        None, description="What guardrail rules decided: {rule, action, kind, where, found} (never a value)"
+    )
 
 
 class AuditPageOut(BaseModel):
@@ -93,7 +96,8 @@ async def audit(
     Each item: time, client, profile, method, server, tool, outcome (``ok``, ``error``,
     ``denied``), duration, the SHA-256 of the arguments (and their values, secrets hidden,
     with ``audit.include_arguments``), the error text, the HTTP request's id
-    (``request_id``, the ``X-Request-Id`` of the call's request) and the JSON-RPC id. Calls
+    (``request_id``, the ``X-Request-Id`` of the call's request), the JSON-RPC id and what
+    guardrail rules decided on it (``guardrails``: rule, action, kind, where, labels found). Calls
     made in the last second may not be written yet. A bad parameter is a 422 naming it.
     """
     log = _log(gateway)

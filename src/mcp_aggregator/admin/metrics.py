@@ -31,11 +31,15 @@ def _number(value: float) -> str:
 
 
 def render_metrics(
-    servers: Sequence[ServerSample], total_tools: int, auth: Mapping[str, tuple[AuthStatus, int]] | None = None
+    servers: Sequence[ServerSample],
+    total_tools: int,
+    auth: Mapping[str, tuple[AuthStatus, int]] | None = None,
+    guardrails: Mapping[tuple[str, str, str, str], int] | None = None,
 ) -> str:
     """Pure: the exposition text. Every status appears, zero included, so dashboards see 0s.
 
-    ``auth`` is, by server name, each OAuth upstream's sign-in status and failed refreshes.
+    ``auth`` is, by server name, each OAuth upstream's sign-in status and failed refreshes;
+    ``guardrails`` counts the guardrails' decisions by (rule, action, kind, where).
     """
     signed = sorted((auth or {}).items())
     by_status = Counter(server.status for server in servers)
@@ -100,6 +104,18 @@ def render_metrics(
             [(f'{{server="{escape_label(name)}"}}', failures) for name, (_, failures) in signed],
             kind="counter",
         ),
+        *_family(
+            "mcp_aggregator_guardrail_decisions_total",
+            "Guardrail decisions (mask, block, flag) since start, by rule, kind and where.",
+            [
+                (
+                    f'{{rule="{escape_label(rule)}",action="{action}",kind="{kind}",where="{where}"}}',
+                    count,
+                )
+                for (rule, action, kind, where), count in sorted((guardrails or {}).items())
+            ],
+            kind="counter",
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -113,4 +129,5 @@ async def metrics(gateway: GatewayDep) -> PlainTextResponse:
     samples = await collect_samples(gateway)
     total_tools = len(await gateway.registry.list_tools())
     auth = gateway.credentials.refresh_failures()
-    return PlainTextResponse(render_metrics(samples, total_tools, auth), media_type=CONTENT_TYPE)
+    text = render_metrics(samples, total_tools, auth, gateway.guard.counts)
+    return PlainTextResponse(text, media_type=CONTENT_TYPE)

@@ -79,6 +79,9 @@ class ToolPublic(BaseModel):
     pin_status: str | None = Field(default=None, description="approved | changed | new; null when pinning is off")
     approved_definition: dict[str, Any] | None = None
     pending_definition: dict[str, Any] | None = None
+    hold_reasons: list[str] = Field(
+        default_factory=list, description="Why a guardrail holds the pending definition (empty: pinning alone does)"
+    )
 
 
 class ToolApproval(BaseModel):

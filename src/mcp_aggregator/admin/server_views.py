@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.schemas import OriginPublic, ServerDetail, ServerPublic, ToolPublic
@@ -30,12 +31,16 @@ def tool_public(tool: ToolRecord) -> ToolPublic:
 
 
 def tools_with_pins(
-    server: ServerRecord, tools: Sequence[ToolRecord], pins: Sequence[ToolPinRecord] | None
+    server: ServerRecord,
+    tools: Sequence[ToolRecord],
+    pins: Sequence[ToolPinRecord] | None,
+    reasons: Callable[[str, dict[str, Any]], list[str]] = lambda server, definition: [],
 ) -> list[ToolPublic]:
     """The served tools with their pin state, then the held ones with both definitions.
 
     ``pins`` is ``None`` when pinning is off. A held tool is not in the registry's tool list
-    (it is not served), so its entry is built from the pending definition.
+    (it is not served), so its entry is built from the pending definition; ``reasons`` says
+    why a guardrail holds it (server name, pending definition).
     """
     out = [tool_public(tool) for tool in tools]
     if pins is None:
@@ -63,6 +68,7 @@ def tools_with_pins(
                 pin_status="new" if pin.fingerprint is None else "changed",
                 approved_definition=pin.definition,
                 pending_definition=pending,
+                hold_reasons=reasons(server.name, pending),
             )
         )
     return out

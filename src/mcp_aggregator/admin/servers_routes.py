@@ -130,14 +130,15 @@ async def list_server_tools(gateway: GatewayDep, server_id: str) -> list[ToolPub
 
     With definition pinning on, each has a ``pin_status``; tools held because their
     definition changed (or, with ``security.new_tools: hold``, because they are new) come
-    last, with the approved and the pending definition.
+    last, with the approved and the pending definition; ``hold_reasons`` says why a
+    guardrail holds one (an injected instruction in its description, say).
     """
     await gateway.flush()
     record = await gateway.registry.get_server(server_id)
     tools = await gateway.registry.list_tools(record.id)
     pinning = gateway.settings.security.pin_tool_definitions
     pins = await gateway.registry.list_tool_pins(record.id) if pinning else None
-    return tools_with_pins(record, tools, pins)
+    return tools_with_pins(record, tools, pins, gateway.hold_reasons)
 
 
 @router.post("/{server_id}/tools/approve", responses=NOT_FOUND)

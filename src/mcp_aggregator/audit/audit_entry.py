@@ -60,6 +60,8 @@ class AuditEntry:
     request_id: str | None = None
     jsonrpc_id: str | None = None
     id: int | None = None
+    guardrails: tuple[dict[str, Any], ...] | None = None
+    """What guardrail rules decided on the call (``{rule, action, kind, where, found}``, never a value)."""
 
     def to_json(self, *, with_arguments: bool) -> dict[str, Any]:
         """The REST API's shape of the entry (``arguments`` only when kept and asked for)."""
@@ -83,6 +85,8 @@ class AuditEntry:
             item["request_id"] = self.request_id
         if self.jsonrpc_id is not None:
             item["jsonrpc_id"] = self.jsonrpc_id
+        if self.guardrails:
+            item["guardrails"] = list(self.guardrails)
         return item
 
 

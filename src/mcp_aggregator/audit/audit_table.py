@@ -1,4 +1,4 @@
-"""The ``audit_log`` table (migrations 0005 and 0006), in the registry's database and schema."""
+"""The ``audit_log`` table (migrations 0005, 0006 and 0008), in the registry's database and schema."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ audit_log = Table(
     Column("error", Text),
     Column("jsonrpc_id", String(255)),
     Column("request_id", String(128)),
+    Column("guardrails", Json),
     CheckConstraint("outcome IN ('ok', 'error', 'denied')", name="outcome"),
     Index("ix_audit_log_time", "time"),
     Index("ix_audit_log_client", "client", "id"),

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -37,7 +38,10 @@ logger = logging.getLogger(__name__)
 WallClock = Callable[[], float]
 """Seconds since the epoch (``time.time``): when a call was made."""
 
-_Pending = tuple[float, Invocation, Outcome, BaseException | None, float]
+_Pending = tuple[float, Invocation, Outcome, BaseException | None, float, tuple[dict[str, Any], ...] | None]
+
+_MAX_NOTED = 10_000
+"""Calls with guardrail notes waiting for their record: a bound, should a call never be recorded."""
 
 
 WRITE_GRACE_SECS = 10.0
@@ -82,14 +86,23 @@ class AuditWriter:
         self.failed = 0
         """Records the database refused (their batch is logged and given up)."""
         self._reported_drops = 0
+        self._notes: dict[int, list[dict[str, Any]]] = {}
+
+    def note(self, invocation: Invocation, decisions: list[dict[str, Any]]) -> None:
+        """Attach guardrail decisions to the call ``invocation`` (its record, made later, carries
+        them). Keyed by the invocation's identity: every audited call has its own."""
+        if len(self._notes) >= _MAX_NOTED:
+            self._notes.clear()
+        self._notes.setdefault(id(invocation), []).extend(decisions)
 
     def record(self, invocation: Invocation, outcome: Outcome, error: BaseException | None, duration: float) -> None:
         """Queue one call's record (``duration`` in seconds); never blocks, never raises."""
         pending = self._pending
+        notes = self._notes.pop(id(invocation), None) if self._notes else None
         if len(pending) >= self._settings.queue_size:
             self.dropped += 1
             return
-        pending.append((self.clock(), invocation, outcome, error, duration))
+        pending.append((self.clock(), invocation, outcome, error, duration, tuple(notes) if notes else None))
         self.submitted += 1
         if len(pending) == 1:
             self._wake.set()
@@ -169,7 +182,7 @@ class AuditWriter:
         return entries
 
     def _entry(self, item: _Pending) -> AuditEntry:
-        at, invocation, outcome, error, duration = item
+        at, invocation, outcome, error, duration, guardrails = item
         identity = invocation.caller.identity
         arguments = invocation.arguments
         kept = None
@@ -190,4 +203,5 @@ class AuditWriter:
             error=error_text(error, self._scrub) if error is not None else None,
             request_id=None if caller.http_request_id is None else caller.http_request_id[:128],
             jsonrpc_id=None if caller.request_id is None else storable(str(caller.request_id))[:255],
+            guardrails=guardrails,
         )

@@ -10,7 +10,7 @@ be exposed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import mcp_types as types
 
@@ -28,6 +28,9 @@ from mcp_aggregator.upstreams.upstream_set import UpstreamSet
 logger = logging.getLogger(__name__)
 
 ChangeListener = Callable[[], None]
+DescriptionScreen = Callable[[str, Sequence[types.Tool]], tuple[tuple[types.Tool, ...], frozenset[str]]]
+"""Judges a server's listed tools (the guardrails): the tools as served (a masked description
+put in), and the names of those to hold until an admin approves them."""
 
 
 class CatalogService:
@@ -47,6 +50,8 @@ class CatalogService:
         self._scrub = scrub
         self.pins: ToolPinBook | None = None
         """Definition pinning (set once the registry's pins are loaded); ``None``: every tool passes."""
+        self.screen: DescriptionScreen | None = None
+        """The guardrails on tool definitions; ``None``: none judge them."""
         self.discovery_refusals: dict[str, str] = {}
         self.known_tools: dict[str, tuple[types.Tool, ...]] = {}
         self._known_features: dict[str, ServerFeatures] = {}
@@ -62,11 +67,17 @@ class CatalogService:
     def discovered(self, name: str, connection: UpstreamConnection) -> bool:
         """Take a server's discovery; False when BR-003's limits refuse its tools.
 
-        Tools held by definition pinning are left out: not served, searched or stored.
+        Tools held by definition pinning, or by a guardrail on their definition, are left out:
+        not served, searched or stored.
         """
         tools = connection.tools
+        suspect: frozenset[str] = frozenset()
+        if self.screen is not None:
+            tools, suspect = self.screen(name, tools)
         if self.pins is not None:
-            tools = self.pins.review(self._upstreams.ids[name], name, tools)
+            tools = self.pins.review(self._upstreams.ids[name], name, tools, suspect)
+        elif suspect:
+            tools = tuple(tool for tool in tools if tool.name not in suspect)
         others = sum(len(t) for n, t in self.known_tools.items() if n != name)
         try:
             check_tool_limits(self._limits, name, len(tools), others)

@@ -41,12 +41,15 @@ class ToolPinBook:
         for server_id, pin in pins:
             self._pins.setdefault(server_id, {})[pin.tool_name] = pin
 
-    def review(self, server_id: str, server_name: str, tools: Sequence[types.Tool]) -> tuple[types.Tool, ...]:
-        """The tools of this discovery that may be served; held ones are kept aside."""
+    def review(
+        self, server_id: str, server_name: str, tools: Sequence[types.Tool], suspect: Collection[str] = ()
+    ) -> tuple[types.Tool, ...]:
+        """The tools of this discovery that may be served; held ones are kept aside. A tool in
+        ``suspect`` whose definition is not approved yet is held (with pinning off: left out)."""
         self._names[server_id] = server_name
         if not self.enabled:
-            return tuple(tools)
-        review = review_tools(self._pins.get(server_id, {}), tools, new_tools=self._new_tools)
+            return tuple(tool for tool in tools if tool.name not in suspect)
+        review = review_tools(self._pins.get(server_id, {}), tools, new_tools=self._new_tools, suspect=suspect)
         if review.modified:
             self._pins[server_id] = review.pins
             self._persist(server_id, list(review.pins.values()))

@@ -88,13 +88,21 @@ class PinReview:
         return [pin for pin in self.pins.values() if pin.held]
 
 
-def review_tools(pins: Mapping[str, ToolPin], tools: Sequence[types.Tool], *, new_tools: NewToolPolicy) -> PinReview:
+def review_tools(
+    pins: Mapping[str, ToolPin],
+    tools: Sequence[types.Tool],
+    *,
+    new_tools: NewToolPolicy,
+    suspect: Collection[str] = (),
+) -> PinReview:
     """Decide, for one server's discovered ``tools``, which are served and which are held.
 
     * no pins at all: the server's first discovery; every tool is pinned and served;
     * same fingerprint as the pin: served (a pending change the upstream took back is dropped);
     * different fingerprint: held as ``changed``, the pinned definition kept;
-    * unpinned name on a known server: pinned and served (``allow``) or held as ``new`` (``hold``).
+    * unpinned name on a known server: pinned and served (``allow``) or held as ``new`` (``hold``);
+    * an unpinned name in ``suspect`` (a guardrail found something in its definition): held as
+      ``new``, first discovery or not, until an admin approves it.
 
     Pins of tools no longer listed are kept, so a tool that vanishes and comes back rewritten
     is still caught.
@@ -107,7 +115,7 @@ def review_tools(pins: Mapping[str, ToolPin], tools: Sequence[types.Tool], *, ne
         seen = fingerprint(definition)
         pin = pins.get(tool.name)
         if pin is None:
-            if first_sight or new_tools is NewToolPolicy.ALLOW:
+            if tool.name not in suspect and (first_sight or new_tools is NewToolPolicy.ALLOW):
                 out[tool.name] = ToolPin(tool.name, seen, definition)
                 exposable.append(tool)
             else:

@@ -13,6 +13,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from mcp_aggregator.guardrails.config import GuardrailRule, check_rule_names
 from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE
 from mcp_aggregator.identity.policies import compile_rule
 from mcp_aggregator.settings.serve_settings import Exposure, ServeSettings
@@ -68,6 +69,7 @@ class ProfileSettings(BaseModel):
     ``servers`` takes whole servers, ``tools`` / ``prompts`` / ``resources`` single items by
     canonical name (``server.name``; a resource by ``server`` and URI: ``server:uri``), each
     entry a glob (``vcs.git_*``). A kind with no pattern of its own follows ``servers``.
+    ``guardrails``: rules for this profile's calls, on top of the global ones.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -80,6 +82,7 @@ class ProfileSettings(BaseModel):
     resources: tuple[str, ...] = ()
     exposure: Exposure | None = None
     overrides: tuple[ToolOverride, ...] = ()
+    guardrails: tuple[GuardrailRule, ...] = ()
 
     @field_validator("name")
     @classmethod
@@ -101,6 +104,7 @@ class ProfileSettings(BaseModel):
     @model_validator(mode="after")
     def _unique_overrides(self) -> ProfileSettings:
         _check_overrides(self.overrides)
+        check_rule_names(self.guardrails, "guardrails")
         return self
 
 

@@ -116,6 +116,20 @@ class GateStage(Protocol):
     def admit(self, invocation: Invocation) -> None: ...
 
 
+@runtime_checkable
+class ScreenStage(Protocol):
+    """A gate that also judges what comes back (``screen``: the result model, or the raw bytes
+    of the upstream's answer on the fast path) and may change it or refuse it (raising an
+    ``AggregatorError``). Synchronous, so a callback-settled call is screened too. The
+    guardrails are one."""
+
+    async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
+
+    def admit(self, invocation: Invocation) -> None: ...
+
+    def screen(self, invocation: Invocation, outcome: T) -> T: ...
+
+
 class CallPipeline:
     """Routes and forwards every client request bound for an upstream."""
 
@@ -130,6 +144,7 @@ class CallPipeline:
         self._routes = routes
         self._stages = tuple(stages)
         self._gates = tuple(stage for stage in self._stages if isinstance(stage, GateStage))
+        self._screens = tuple(stage for stage in self._stages if isinstance(stage, ScreenStage))
         # Sorted once: a runtime protocol check per stage and call would show on the fast path.
         self._on_error = tuple(stage for stage in self._stages if isinstance(stage, ErrorStage))
         self._watchers = tuple(stage for stage in self._stages if isinstance(stage, WatchStage))
@@ -168,7 +183,14 @@ class CallPipeline:
         """What ``through`` would have made of a call that ended with ``outcome``, for a call
         answered by callback (only while ``errors_only``): counted for metrics, an
         ``UpstreamError`` passed through the stages' ``on_error``, and every outcome shown to
-        the ``WatchStage``s (``started``: the call's ``time.perf_counter()`` at its start)."""
+        the ``WatchStage``s (``started``: the call's ``time.perf_counter()`` at its start).
+        A result goes through the ``ScreenStage``s first (it may come back changed, or refused)."""
+        if self._screens and not isinstance(outcome, AggregatorError):
+            try:
+                for screen in self._screens:
+                    outcome = screen.screen(invocation, outcome)
+            except AggregatorError as exc:
+                outcome = exc
         if isinstance(outcome, UpstreamError):
             for stage in self._on_error:
                 stage.on_error(invocation, outcome)

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
+from mcp_aggregator.guardrails.config import GuardrailRule, check_rule_names
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.identity.config import (
     ClientSettings,
@@ -50,6 +51,14 @@ class Settings(BaseModel):
     @classmethod
     def _registries(cls, value: tuple[McpRegistrySource, ...]) -> tuple[McpRegistrySource, ...]:
         return check_unique_sources(value)
+
+    guardrails: tuple[GuardrailRule, ...] | None = None
+    """None (no section): ``DEFAULT_RULES``, secrets masked in results; ``[]``: no rules."""
+
+    @model_validator(mode="after")
+    def _guardrail_names(self) -> Settings:
+        check_rule_names(self.guardrails or (), "guardrails")
+        return self
 
     @model_validator(mode="after")
     def _identity(self) -> Settings:

@@ -1,0 +1,295 @@
+"""Benchmarks of the guardrails (issue 37).
+
+Usage::
+
+    .venv/bin/python bench/guardrails_bench.py [--quick]
+
+Measures, against the goals:
+- what the default rules (secrets masked in results) add per call, p50, on a 2 KB and a
+  200 KB benign result: the stage's own work on the full pipeline's result model and on the
+  fast path's raw answer, and end to end (a gateway with the default rules beside one with
+  ``guardrails: []``, the same stdio upstream, calls interleaved)     goal <= 0.2 ms at 2 KB
+- false positives on the benign corpus (``bench/data/guardrails/benign``: real results of
+  the demo's servers, READMEs, code with hashes and UUIDs, cut into 2 KB results): share of
+  results the default rules alter                                      goal <= 1 %
+  (the opt-in pii and injection detectors' share shown beside, for information)
+- detection on the labelled corpus (``bench/data/guardrails/labelled.jsonl``)  goal >= 95 %
+
+Prints a table and writes ``bench/results/guardrails.json`` (``--json PATH``: elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.guardrails import GuardrailRule
+from mcp_aggregator.guardrails.config import GuardPlace
+from mcp_aggregator.guardrails.guard import Guard, guard_for
+from mcp_aggregator.guardrails.guard_stage import GuardStage
+from mcp_aggregator.guardrails.injection_detector import InjectionDetector
+from mcp_aggregator.guardrails.pii_detector import PiiDetector
+from mcp_aggregator.guardrails.secret_detector import SecretDetector
+from mcp_aggregator.identity import ClientIdentity
+from mcp_aggregator.relay import Caller, Invocation
+from mcp_aggregator.settings import Settings
+
+HERE = Path(__file__).parent
+DATA = HERE / "data" / "guardrails"
+RESULTS_PATH = HERE / "results" / "guardrails.json"
+CHUNK = 2048
+ECHO = str(HERE / "echo_server.py")
+
+
+def documents() -> Iterator[tuple[str, str]]:
+    """The benign documents cut into 2 KB results: (source, text)."""
+    for path in sorted((DATA / "benign" / "documents").iterdir()):
+        text = path.read_text(errors="replace")
+        for start in range(0, len(text), CHUNK):
+            yield path.name, text[start : start + CHUNK]
+
+
+def benign_results() -> list[tuple[str, dict[str, Any]]]:
+    """Every benign result as wire JSON: the captured ones, then the documents as text results."""
+    out = []
+    for line in (DATA / "benign" / "results.jsonl").read_bytes().splitlines():
+        item = orjson.loads(line)
+        out.append((f"{item['server']} {item['tool']}", item["result"]))
+    for source, text in documents():
+        out.append((source, {"content": [{"type": "text", "text": text}], "isError": False}))
+    return out
+
+
+def payload(size: int) -> str:
+    """``size`` characters of benign text (READMEs and code), as a real tool result reads."""
+    text = "".join(chunk for _, chunk in documents())
+    while len(text) < size:
+        text += text
+    return text[:size]
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_us": round(statistics.median(ordered) * 1e6, 2),
+        "p95_us": round(ordered[int(len(ordered) * 0.95)] * 1e6, 2),
+    }
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def stage_costs(n: int) -> dict[str, Any]:
+    """The default rules' own work per result, on both paths' forms of it."""
+    stage = GuardStage(guard_for(None, {}))
+    invocation = Invocation("tools/call", "bench", "echo", Caller(identity=ClientIdentity(profile="default")))
+    out: dict[str, Any] = {}
+    secret = "deploy with AKIAIOSFODNN7EXAMPLE and go\n"
+    for name, text in (
+        ("2KB", payload(2048)),
+        ("200KB", payload(200 * 1024)),
+        ("2KB with a secret", secret + payload(2048 - len(secret))),
+    ):
+        model = types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+        raw = orjson.dumps({"jsonrpc": "2.0", "id": "agw:1", "result": wire})
+        rounds = n if len(text) < 10_000 else max(n // 10, 50)
+        out[name] = {
+            "full_pipeline_model": percentiles(timed(lambda m=model: stage.screen(invocation, m), rounds)),
+            "fast_path_raw": percentiles(timed(lambda r=raw: stage.screen(invocation, r), rounds)),
+        }
+    return out
+
+
+def bench_settings(rules: list[dict[str, Any]] | None, data_dir: Path) -> Settings:
+    data: dict[str, Any] = {
+        "servers": [
+            {
+                "name": "bench",
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": [str(HERE / "echo_server.py"), "stdio"],
+            }
+        ],
+        "serve": {"exposure": "passthrough", "data_dir": str(data_dir)},
+        "registry": {"database_url": f"sqlite+aiosqlite:///{data_dir / 'registry.db'}"},
+        "search": {"embedder": "none"},
+    }
+    if rules is not None:
+        data["guardrails"] = rules
+    return Settings.model_validate(data)
+
+
+async def pipeline_only(guarded: Gateway, bare: Gateway, n: int) -> dict[str, Any]:
+    """p50 of the gateways' whole stage chain around an upstream answer already in hand (the
+    result model, as the full pipeline gets it; the raw bytes, as the fast path does): what
+    the guardrails add without the upstream hop's noise."""
+    out: dict[str, Any] = {}
+    invocation = Invocation("tools/call", "bench", "echo", Caller(identity=ClientIdentity(profile="default")))
+    for name, size in (("2KB", 2048), ("200KB", 200 * 1024)):
+        model = types.CallToolResult(content=[types.TextContent(type="text", text=payload(size))])
+        wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+        raw = orjson.dumps({"jsonrpc": "2.0", "id": "agw:1", "result": wire})
+        rounds = n if size < 10_000 else max(n // 20, 50)
+        for form, answer in (("model", model), ("raw", raw)):
+
+            async def send(answer: object = answer) -> object:
+                return answer
+
+            samples: dict[str, list[float]] = {"default_rules": [], "no_guardrails": []}
+            for i in range(rounds * 2):
+                first = (i // 2) % 2 == 0
+                key, gateway = ("default_rules", guarded) if (i % 2 == 0) == first else ("no_guardrails", bare)
+                start = time.perf_counter()
+                await gateway.pipeline.through(invocation, send)
+                samples[key].append(time.perf_counter() - start)
+            row = {key: percentiles(values) for key, values in samples.items()}
+            row["added_p50_us"] = round(row["default_rules"]["p50_us"] - row["no_guardrails"]["p50_us"], 2)
+            out[f"{name} {form}"] = row
+    return out
+
+
+async def end_to_end(n: int) -> dict[str, Any]:
+    """p50 of a call through the full pipeline to a stdio upstream, default rules vs none,
+    the two gateways' calls interleaved so that the machine's load falls on both alike."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+        async with AsyncExitStack() as stack:
+            guarded = await stack.enter_async_context(Gateway(bench_settings(None, Path(one))))
+            bare = await stack.enter_async_context(Gateway(bench_settings([], Path(two))))
+            for gateway in (guarded, bare):
+                await gateway.wait_settled(30)
+            out["pipeline"] = await pipeline_only(guarded, bare, n * 4)
+            for name, size in (("2KB", 2048), ("200KB", 200 * 1024)):
+                text = payload(size)
+                rounds = n if size < 10_000 else max(n // 5, 40)
+                samples: dict[str, list[float]] = {"default_rules": [], "no_guardrails": []}
+                for i in range(rounds * 2):
+                    # A B B A: neither gateway always goes first.
+                    first = (i // 2) % 2 == 0
+                    which = ("default_rules", guarded) if (i % 2 == 0) == first else ("no_guardrails", bare)
+                    start = time.perf_counter()
+                    await which[1].pipeline.call_tool_result("bench__echo", {"text": text})
+                    samples[which[0]].append(time.perf_counter() - start)
+                row = {key: percentiles(values[5:]) for key, values in samples.items()}
+                row["added_p50_us"] = round(row["default_rules"]["p50_us"] - row["no_guardrails"]["p50_us"], 2)
+                out[name] = row
+    return out
+
+
+def false_positives() -> dict[str, Any]:
+    results = benign_results()
+    default = guard_for(None, {})
+    default_rules = default.applying(GuardPlace.RESULTS, "s", "t", "default")
+    opt_in = Guard(
+        [
+            GuardrailRule.model_validate({"name": "pii", "kind": "pii", "action": "flag"}),
+            GuardrailRule.model_validate({"name": "injection", "kind": "injection", "action": "flag"}),
+        ]
+    )
+    opt_rules = opt_in.applying(GuardPlace.RESULTS, "s", "t", "default")
+    altered: list[str] = []
+    flagged: Counter[str] = Counter()
+    for source, result in results:
+        if default.judge(default_rules, result, GuardPlace.RESULTS).changed:
+            altered.append(source)
+        for decision in opt_in.judge(opt_rules, result, GuardPlace.RESULTS).decisions:
+            flagged[decision.rule] += 1
+    total = len(results)
+    return {
+        "results": total,
+        "altered_by_default_rules": len(altered),
+        "altered_pct": round(100 * len(altered) / total, 2),
+        "altered_sources": altered,
+        "opt_in_flagged_pct": {rule: round(100 * count / total, 2) for rule, count in sorted(flagged.items())},
+    }
+
+
+def detection() -> dict[str, Any]:
+    secrets, pii = SecretDetector(), PiiDetector()
+    per_label: dict[str, list[int]] = {}
+    for line in (DATA / "labelled.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        detector = secrets if row["kind"] == "secrets" else pii
+        found = row["label"] in {f.label for f in detector.find(row["text"])}
+        per_label.setdefault(row["label"], [0, 0])[0] += found
+        per_label[row["label"]][1] += 1
+    hits = sum(h for h, _ in per_label.values())
+    total = sum(t for _, t in per_label.values())
+    return {
+        "texts": total,
+        "detected_pct": round(100 * hits / total, 2),
+        "per_label_pct": {label: round(100 * h / t, 1) for label, (h, t) in sorted(per_label.items())},
+        "injection_detector_loaded": InjectionDetector.__name__,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--json", type=Path, default=RESULTS_PATH, help="where to write the results")
+    args = parser.parse_args()
+    n = 100 if args.quick else 2000
+    report: dict[str, Any] = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()[0]},
+        "stage_cost": stage_costs(n),
+        "end_to_end": anyio.run(end_to_end, n // 4),
+        "false_positives": false_positives(),
+        "detection": detection(),
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print_table(report)
+    print(json.dumps(report))
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(f"{'measure':58} {'value':>16}  goal")
+    for size, row in report["stage_cost"].items():
+        for path, cost in row.items():
+            goal = "<= 200 us" if size == "2KB" else ""
+            print(f"{'stage p50, ' + size + ', ' + path:58} {cost['p50_us']:>13.1f} us  {goal}")
+    for case, row in report["end_to_end"]["pipeline"].items():
+        goal = "<= 200 us" if case.startswith("2KB") else ""
+        print(f"{'stage chain added p50, ' + case:58} {row['added_p50_us']:>13.1f} us  {goal}")
+    for size, row in report["end_to_end"].items():
+        if size == "pipeline":
+            continue
+        print(f"{'end to end p50, ' + size + ', default rules':58} {row['default_rules']['p50_us']:>13.1f} us")
+        print(f"{'end to end p50, ' + size + ', no guardrails':58} {row['no_guardrails']['p50_us']:>13.1f} us")
+        goal = "<= 200 us" if size == "2KB" else ""
+        print(f"{'end to end added p50, ' + size:58} {row['added_p50_us']:>13.1f} us  {goal}")
+    fp = report["false_positives"]
+    print(
+        f"{'benign results altered by the default rules':58} {fp['altered_pct']:>14.2f} %  <= 1 %  (of {fp['results']})"
+    )
+    for rule, pct in fp["opt_in_flagged_pct"].items():
+        print(f"{'benign results an opt-in ' + rule + ' rule would act on':58} {pct:>14.2f} %")
+    det = report["detection"]
+    print(f"{'labelled secrets and PII detected':58} {det['detected_pct']:>14.2f} %  >= 95 %  (of {det['texts']})")
+
+
+if __name__ == "__main__":
+    main()

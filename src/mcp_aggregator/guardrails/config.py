@@ -1,0 +1,153 @@
+"""Settings of the guardrails (the ``guardrails:`` section, and a profile's own).
+
+A rule names a detector (``kind``), where it looks (``on``), what it does with a finding
+(``action``) and, optionally, the servers, tools and profiles it applies to (globs). With no
+``guardrails:`` section at all the gateway masks secrets in results (``DEFAULT_RULES``);
+``guardrails: []`` turns every rule off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Final, Self
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
+
+
+class GuardKind(StrEnum):
+    SECRETS = "secrets"
+    PII = "pii"
+    INJECTION = "injection"
+    PATTERN = "pattern"
+    WEBHOOK = "webhook"
+
+
+class GuardPlace(StrEnum):
+    RESULTS = "results"
+    ARGUMENTS = "arguments"
+    DESCRIPTIONS = "descriptions"
+
+
+class GuardAction(StrEnum):
+    MASK = "mask"
+    BLOCK = "block"
+    FLAG = "flag"
+
+
+class FailurePolicy(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class PiiEntity(StrEnum):
+    EMAIL_ADDRESS = "EMAIL_ADDRESS"
+    PHONE_NUMBER = "PHONE_NUMBER"
+    CREDIT_CARD = "CREDIT_CARD"
+    IBAN_CODE = "IBAN_CODE"
+    IP_ADDRESS = "IP_ADDRESS"
+
+
+_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class GuardrailRule(BaseModel):
+    """One rule; see the module docstring. Fields that belong to another kind are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str
+    kind: GuardKind
+    on: tuple[GuardPlace, ...] = Field(default=(GuardPlace.RESULTS,), min_length=1)
+    action: GuardAction = GuardAction.MASK
+    entities: tuple[PiiEntity, ...] = ()
+    """``pii`` only; empty: every entity."""
+    region: str = "US"
+    """``pii`` only: the country whose national phone format is read (``+`` numbers always are)."""
+    patterns: tuple[str, ...] = ()
+    """``pattern`` only: the operator's regular expressions (Python syntax)."""
+    url: HttpUrl | None = None
+    """``webhook`` only: where the call or result is posted as JSON."""
+    timeout_secs: float = Field(2.0, gt=0, le=60)
+    failure: FailurePolicy | None = None
+    """``webhook`` only: what a webhook that cannot be asked means; default ``closed`` for a
+    ``block`` rule (the call is refused), else ``open``."""
+    servers: tuple[str, ...] = ("*",)
+    tools: tuple[str, ...] = ("*",)
+    profiles: tuple[str, ...] = ("*",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_on(cls, data: Any) -> Any:
+        """YAML 1.1 (PyYAML) reads a bare ``on:`` key as the boolean true: take it as ``on``."""
+        if isinstance(data, dict) and True in data and "on" not in data:
+            data = {("on" if key is True else key): value for key, value in data.items()}
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("a name of letters, digits, '_', '.' or '-' (at most 64)")
+        return value
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, pattern in enumerate(value):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"patterns[{index}] is not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> Self:
+        kind = self.kind
+        if self.entities and kind is not GuardKind.PII:
+            raise ValueError("entities: only a pii rule takes entities")
+        if self.patterns and kind is not GuardKind.PATTERN:
+            raise ValueError("patterns: only a pattern rule takes patterns")
+        if kind is GuardKind.PATTERN and not self.patterns:
+            raise ValueError("patterns: a pattern rule needs at least one pattern")
+        if (self.url is not None or self.failure is not None) and kind is not GuardKind.WEBHOOK:
+            raise ValueError("url: only a webhook rule takes url and failure")
+        if kind is GuardKind.WEBHOOK and self.url is None:
+            raise ValueError("url: a webhook rule needs the url of its service")
+        if kind is GuardKind.WEBHOOK and GuardPlace.DESCRIPTIONS in self.on:
+            raise ValueError("on: a webhook rule judges arguments and results, not descriptions")
+        if GuardPlace.DESCRIPTIONS in self.on and self.profiles != ("*",):
+            raise ValueError("profiles: descriptions are judged once for every profile; drop the filter")
+        return self
+
+    @property
+    def failure_policy(self) -> FailurePolicy:
+        if self.failure is not None:
+            return self.failure
+        return FailurePolicy.CLOSED if self.action is GuardAction.BLOCK else FailurePolicy.OPEN
+
+
+DEFAULT_RULES: Final = (GuardrailRule(name="secrets", kind=GuardKind.SECRETS, on=(GuardPlace.RESULTS,)),)
+
+
+def effective_rules(
+    rules: tuple[GuardrailRule, ...] | None, profiles: Mapping[str, tuple[GuardrailRule, ...]]
+) -> tuple[GuardrailRule, ...]:
+    """The global rules (``DEFAULT_RULES`` when the section is absent), then each profile's
+    own rules limited to that profile."""
+    out = list(DEFAULT_RULES if rules is None else rules)
+    for profile, own in profiles.items():
+        out.extend(rule.model_copy(update={"profiles": (profile,)}) for rule in own)
+    return tuple(out)
+
+
+def check_rule_names(rules: tuple[GuardrailRule, ...], where: str) -> None:
+    """Raises ``ValueError`` naming the duplicate: a rule's name is what the audit records."""
+    seen: dict[str, int] = {}
+    for index, rule in enumerate(rules):
+        if rule.name in seen:
+            raise ValueError(
+                f"{where}[{index}].name: duplicate rule name {rule.name!r} (also {where}[{seen[rule.name]}])"
+            )
+        seen[rule.name] = index

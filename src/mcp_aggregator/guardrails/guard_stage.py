@@ -1,0 +1,152 @@
+"""``GuardStage``: the guardrails on the call pipeline (arguments on their way out, results
+on their way back), the same on the full pipeline and the fast path.
+
+A ``ScreenStage``: ``admit`` judges a call's arguments before it goes, ``screen`` its result
+(a result model, or the raw bytes of the upstream's answer), so the fast path's callback lane
+applies the same rules without a coroutine. ``mask`` rewrites arguments in place (the call's
+own dict, which both paths send), ``block`` refuses arguments with ``GuardrailBlockedError``
+and turns a tool's result into an error result naming the rule and the kind of finding.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any, Final, TypeVar
+
+import mcp_types as types
+import orjson
+
+from mcp_aggregator.catalog.naming import namespace
+from mcp_aggregator.errors import GuardrailBlockedError
+from mcp_aggregator.guardrails.config import GuardPlace
+from mcp_aggregator.guardrails.decision import Decision
+from mcp_aggregator.guardrails.guard import CompiledRule, Guard, Verdict
+from mcp_aggregator.relay.pipeline import Invocation, Next
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_TOOLS_CALL: Final = "tools/call"
+_WITH_ARGUMENTS: Final = frozenset((_TOOLS_CALL, "prompts/get"))
+_WITH_RESULTS: Final = frozenset((_TOOLS_CALL, "prompts/get", "resources/read"))
+
+DecisionSink = Callable[[Invocation, Sequence[Decision]], None]
+"""Told of what the rules decided on a call (the audit notes it)."""
+
+
+def blocked_text(decision: Decision) -> str:
+    return f"Blocked by {decision.explanation}"
+
+
+def blocked_result(decision: Decision) -> dict[str, Any]:
+    """The error result (wire JSON) a tool call gets in place of a blocked result."""
+    return {"content": [{"type": "text", "text": blocked_text(decision)}], "isError": True}
+
+
+class GuardStage:
+    """See the module docstring. ``sink`` hears every decision (audit); ``guard.counts`` counts them."""
+
+    def __init__(self, guard: Guard, sink: DecisionSink | None = None) -> None:
+        self.guard = guard
+        self._sink = sink
+        self._arguments = guard.watches(GuardPlace.ARGUMENTS)
+        self._results = guard.watches(GuardPlace.RESULTS)
+
+    async def __call__(self, invocation: Invocation, send: Next) -> Any:
+        self.admit(invocation)
+        return self.screen(invocation, await send())
+
+    def admit(self, invocation: Invocation) -> None:
+        """Judge the call's arguments; raises ``GuardrailBlockedError`` for a ``block``."""
+        if not self._arguments or invocation.method not in _WITH_ARGUMENTS or not invocation.arguments:
+            return
+        rules = self.rules(GuardPlace.ARGUMENTS, invocation)
+        if not rules:
+            return
+        arguments = invocation.arguments
+        verdict = self.guard.judge(rules, dict(arguments), GuardPlace.ARGUMENTS)
+        self.decided(invocation, verdict.decisions)
+        if verdict.blocked is not None:
+            raise GuardrailBlockedError(
+                verdict.blocked.rule, namespace(invocation.server, invocation.target), verdict.blocked.explanation
+            )
+        if verdict.changed and isinstance(arguments, MutableMapping):
+            arguments.clear()
+            arguments.update(verdict.value)
+
+    def screen(self, invocation: Invocation, outcome: T) -> T:
+        """``outcome`` as the client gets it: unchanged, masked, or turned into an error result;
+        raises ``GuardrailBlockedError`` for a blocked prompt or resource."""
+        if not self._results or invocation.method not in _WITH_RESULTS:
+            return outcome
+        if isinstance(outcome, bytes):
+            return self._screen_raw(invocation, outcome)  # type: ignore[return-value]
+        if isinstance(outcome, types.Result) and not isinstance(outcome, types.InputRequiredResult):
+            return self._screen_model(invocation, outcome)  # type: ignore[return-value]
+        return outcome
+
+    def rules(self, place: GuardPlace, invocation: Invocation) -> tuple[CompiledRule, ...]:
+        return self.guard.applying(place, invocation.server, invocation.target, invocation.caller.identity.profile)
+
+    def decided(self, invocation: Invocation, decisions: Sequence[Decision]) -> None:
+        if not decisions:
+            return
+        self.guard.count(decisions)
+        for decision in decisions:
+            logger.info(
+                "%s %s: %s (%s)",
+                invocation.method,
+                namespace(invocation.server, invocation.target),
+                decision.explanation,
+                decision.action.value,
+            )
+        if self._sink is not None:
+            self._sink(invocation, decisions)
+
+    def _screen_model(self, invocation: Invocation, result: types.Result) -> types.Result:
+        rules = self.rules(GuardPlace.RESULTS, invocation)
+        if not rules:
+            return result
+        # Written as JSON and read back: the very form the fast path judges (and cheaper than
+        # a model dump); a detector's own look for its hints decides whether it reads on.
+        raw = result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
+        verdict = self._judged(invocation, rules, orjson.loads(raw))
+        if verdict is None:
+            return result
+        return type(result).model_validate(verdict.value)
+
+    def _screen_raw(self, invocation: Invocation, line: bytes) -> bytes:
+        rules = self.rules(GuardPlace.RESULTS, invocation)
+        if not rules:
+            return line
+        try:
+            answer = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return line  # not JSON: the fast path fails the call in the full pipeline's words
+        result = answer.get("result") if isinstance(answer, dict) else None
+        if not isinstance(result, dict) or result.get("resultType") == "input_required":
+            return line
+        verdict = self._judged(invocation, rules, result)
+        if verdict is None:
+            return line
+        answer["result"] = verdict.value
+        return orjson.dumps(answer)
+
+    def _judged(self, invocation: Invocation, rules: Sequence[CompiledRule], result: dict[str, Any]) -> Verdict | None:
+        """The verdict on a result's JSON (its ``value`` what the client gets), or None when it
+        goes unchanged. Raises ``GuardrailBlockedError`` for a blocked prompt or resource."""
+        verdict = self.guard.judge(rules, result, GuardPlace.RESULTS)
+        self.decided(invocation, verdict.decisions)
+        blocked = verdict.blocked
+        if blocked is not None:
+            if invocation.method != _TOOLS_CALL:
+                raise GuardrailBlockedError(
+                    blocked.rule, namespace(invocation.server, invocation.target), blocked.explanation
+                )
+            verdict.value = blocked_result(blocked)
+            if "resultType" in result:
+                # A 2026-07-28 result says it is complete; the error result in its place does too.
+                verdict.value["resultType"] = result["resultType"]
+            return verdict
+        return verdict if verdict.changed else None

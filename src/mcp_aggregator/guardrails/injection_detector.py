@@ -1,0 +1,95 @@
+"""``InjectionDetector``: instructions hidden in what a tool says, for the model to obey.
+
+The tool-poisoning shapes of the OWASP MCP Top 10, each finding with its reason: markers
+that set text apart as instructions (``<IMPORTANT>``, ``<system>``, an HTML comment),
+phrasing that overrides the model's instructions ("ignore previous instructions", "do not
+tell the user"), requests to read credentials or to send data elsewhere, invisible and
+bidirectional Unicode, and (in descriptions) long base64 blobs. No library ships these as
+rules without a model (LLM Guard's scanners load transformers), so the patterns are ours.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from mcp_aggregator.guardrails.finding import Finding
+
+_RULES: Final = (
+    (
+        "hidden_instruction",
+        re.compile(
+            r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|assistant|system[_-]?prompt)\s*>"
+            r"|\[\s*(?:system|inst)\s*\]"
+            # An HTML comment that speaks to the model (not ``<!-- toc -->`` or a linter's note).
+            r"|<!--(?:(?!-->).){0,2000}?\b(?:assistant|model|llm|agent|ignore|instructions?|must|always|never"
+            r"|do\s+not|user|system)\b.{0,2000}?-->",
+            re.IGNORECASE | re.DOTALL,
+        ),
+        "a marker that sets text apart as instructions for the model",
+    ),
+    (
+        "instruction_override",
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
+            r"(?:previous|prior|above|earlier|preceding|other|system|original)?\s*"
+            r"(?:instructions?|prompts?|rules|directions|guidelines|constraints)\b"
+            r"|\byou\s+are\s+now\s+(?:a|an|in)\b|\bnew\s+instructions\s*:"
+            r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|show)\b[^.\n]{0,40}\buser\b",
+            re.IGNORECASE,
+        ),
+        "phrasing that overrides the model's instructions or hides from the user",
+    ),
+    (
+        "credential_access",
+        re.compile(
+            # Reading private files, whatever is done with them; moving secrets anywhere.
+            r"\b(?:read|cat|load|include|copy|send|upload|attach|pass)\b[^.\n]{0,80}?"
+            r"(?:~/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|/etc/(?:passwd|shadow)"
+            r"|(?<![\w.])\.env\b|\bmcp\.json\b|\bprivate\s+keys?\b|\bssh\s+keys?\b|\bcredentials\s+file\b)"
+            r"|\b(?:pass|send|include|attach|upload|forward|append|copy)\b[^.\n]{0,40}?"
+            r"\b(?:passwords?|api[_\s-]?keys?|credentials|secrets?|tokens?)\b[^.\n]{0,40}?\b(?:to|as|in|into)\b",
+            re.IGNORECASE,
+        ),
+        "a request to read credentials or private files",
+    ),
+    (
+        "data_exfiltration",
+        re.compile(
+            # Sending something's content somewhere: a verb, what is sent, then where to.
+            r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|email)\b[^.\n]{0,40}?"
+            r"\b(?:contents?|data|files?|output|results?|conversation|history|keys?|tokens?|credentials|secrets?"
+            r"|passwords?|information|messages?)\b[^.\n]{0,40}?\b(?:to|at)\s+"
+            r"(?:https?://\S+|(?:the\s+)?(?:following|this|that|my)\s+(?:url|address|endpoint|server|webhook)\b)",
+            re.IGNORECASE,
+        ),
+        "a request to send data to another place",
+    ),
+    (
+        "invisible_unicode",
+        re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]+"),
+        "invisible or bidirectional Unicode that hides text from a reader",
+    ),
+)
+_BLOB: Final = re.compile(r"[A-Za-z0-9+/]{160,}={0,2}")
+_BLOB_RULE: Final = ("encoded_blob", "a long base64 blob the reader cannot see into")
+
+
+class InjectionDetector:
+    """See the module docstring; ``blobs``: also report long base64 runs (for descriptions,
+    where data has no business; results carry images and files that way)."""
+
+    def __init__(self, *, blobs: bool = False) -> None:
+        self.blobs = blobs
+
+    def may_find(self, text: str) -> bool:
+        return True
+
+    def find(self, text: str) -> list[Finding]:
+        found = [
+            Finding(label, *match.span(), reason) for label, regex, reason in _RULES for match in regex.finditer(text)
+        ]
+        if self.blobs:
+            label, reason = _BLOB_RULE
+            found.extend(Finding(label, *match.span(), reason) for match in _BLOB.finditer(text))
+        return found

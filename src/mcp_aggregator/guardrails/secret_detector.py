@@ -1,0 +1,162 @@
+"""``SecretDetector``: credentials in text, by the plugins of ``detect-secrets``.
+
+The patterns are the plugins' own (``denylist``); each plugin runs only where one of its
+literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), all found in one pass by an
+Aho-Corasick automaton (``pyahocorasick``), so a text without any costs one scan. Beyond the
+plugins: a private-key block is masked whole (the plugin matches its header line only), and
+an AWS secret access key is also caught after a ``secret``-named key without quotes (how
+JSON and INI results carry it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import ahocorasick
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.stripe import StripeDetector
+
+from mcp_aggregator.guardrails.finding import Finding
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    label: str
+    regex: re.Pattern[str]
+    hints: tuple[str, ...]
+    """Literal strings one of which a match contains (lower case when ``folded``)."""
+    group: int = 0
+    """The group that is the secret (0: the whole match)."""
+    folded: bool = False
+    """Case-blind: its hints count in lower, upper and title case."""
+    also: str = ""
+    """A second literal a match contains too (``@`` beside ``://``: URLs alone are common)."""
+
+
+def _denylist(plugin: type[RegexBasedDetector]) -> tuple[re.Pattern[str], ...]:
+    """The plugin's patterns (a class attribute, typed in the base class as a property)."""
+    return tuple(vars(plugin)["denylist"])
+
+
+def _plugin(plugin: type[RegexBasedDetector], index: int) -> re.Pattern[str]:
+    return _denylist(plugin)[index]
+
+
+_AWS_SECRET_KEYED: Final = re.compile(
+    r"secret[\w-]{0,20}[\"']?\s*[:=]\s*[\"']?([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])", re.IGNORECASE
+)
+_HEX_DIGEST: Final = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_KEY_BLOCK_END: Final = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_BLOCK_START: Final = re.compile(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+
+_GITLAB_HINTS: Final = (
+    "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-",
+)  # fmt: skip
+
+_PATTERNS: Final = (
+    _Pattern("aws_access_key", _plugin(AWSKeyDetector, 0), ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
+    _Pattern("aws_secret_key", _plugin(AWSKeyDetector, 1), ("aws",), group=1, folded=True),
+    _Pattern("aws_secret_key", _AWS_SECRET_KEYED, ("secret",), group=1, folded=True),
+    _Pattern("github_token", _plugin(GitHubTokenDetector, 0), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _Pattern("github_token", re.compile(r"github_pat_[A-Za-z0-9_]{60,}"), ("github_pat_",)),
+    *(_Pattern("gitlab_token", regex, _GITLAB_HINTS) for regex in _denylist(GitLabTokenDetector)),
+    _Pattern("slack_token", _plugin(SlackDetector, 0), ("xox",), folded=True),
+    _Pattern("slack_webhook", _plugin(SlackDetector, 1), ("hooks.slack.com",)),
+    _Pattern("stripe_key", _plugin(StripeDetector, 0), ("k_live_",)),
+    *(
+        _Pattern("private_key", regex, ("PRIVATE KEY", "PuTTY-User-Key-File"))
+        for regex in _denylist(PrivateKeyDetector)
+    ),
+    _Pattern("jwt", _plugin(JwtTokenDetector, 0), ("eyJ",)),
+    _Pattern("basic_auth_password", _plugin(BasicAuthDetector, 0), ("://",), group=1, also="@"),
+    _Pattern("openai_key", _plugin(OpenAIDetector, 0), ("T3BlbkFJ",)),
+    _Pattern("sendgrid_key", _plugin(SendGridDetector, 0), ("SG.",)),
+    _Pattern("npm_token", _plugin(NpmDetector, 0), ("_authToken",), group=1),
+    *(_Pattern("pypi_token", regex, ("pypi-",)) for regex in _denylist(PypiTokenDetector)),
+    _Pattern("azure_storage_key", _plugin(AzureStorageKeyDetector, 0), ("AccountKey=",)),
+)
+
+
+class SecretDetector:
+    """See the module docstring."""
+
+    def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
+        self._patterns = tuple(patterns)
+        # One pass finds every hint (Aho-Corasick): a text is read once, whatever its size and
+        # however many plugins there are. A case-blind pattern's hints are looked for as
+        # written in lower, upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper
+        # than a lower-cased copy of every text, and how keys are written in practice.
+        self._automaton = _automaton(word for p in patterns for hint in p.hints for word in _cased(hint, p))
+        self._needs = {hint: p.also for p in patterns if p.also for hint in p.hints}
+        """Hints that count only beside a second literal (``://`` with ``@``)."""
+
+    def may_find(self, text: str) -> bool:
+        return bool(self._hints(text))
+
+    def find(self, text: str) -> list[Finding]:
+        present = self._hints(text)
+        if not present:
+            return []
+        found: list[Finding] = []
+        for pattern in self._patterns:
+            if not any(hint in present for hint in pattern.hints):
+                continue
+            for match in pattern.regex.finditer(text):
+                start, end = match.span(pattern.group)
+                if start < 0 or start == end:
+                    continue
+                if pattern.label == "jwt" and not JwtTokenDetector.is_formally_valid(match.group(0)):
+                    continue
+                if pattern.label == "aws_secret_key" and _HEX_DIGEST.fullmatch(text, start, end):
+                    continue  # a SHA-1 hex digest has the length of a secret key, not its alphabet
+                if pattern.label == "private_key":
+                    start, end = _key_block(text, start, end)
+                found.append(Finding(pattern.label, start, end, f"looks like a {pattern.label.replace('_', ' ')}"))
+        return found
+
+    def _hints(self, text: str) -> set[str]:
+        """The hints that occur in ``text`` (``://`` only beside an ``@``)."""
+        present = {hint for _, hint in self._automaton.iter(text)}
+        for hint, also in self._needs.items():
+            if hint in present and also not in text:
+                present.discard(hint)
+        return present
+
+
+def _cased(hint: str, pattern: _Pattern) -> Iterable[tuple[str, str]]:
+    """``(what to look for, the hint it stands for)``."""
+    if not pattern.folded:
+        return [(hint, hint)]
+    return [(variant, hint) for variant in {hint.lower(), hint.upper(), hint.title()}]
+
+
+def _automaton(words: Iterable[tuple[str, str]]) -> ahocorasick.Automaton:
+    automaton = ahocorasick.Automaton()
+    for word, hint in words:
+        automaton.add_word(word, hint)
+    automaton.make_automaton()
+    return automaton
+
+
+def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
+    """The whole ``-----BEGIN ... PRIVATE KEY-----`` … ``-----END ...-----`` block around a header match."""
+    head = _KEY_BLOCK_START.search(text, max(0, start - 16), end + 16)
+    if head is None:
+        return start, end
+    tail = _KEY_BLOCK_END.search(text, head.end())
+    return head.start(), tail.end() if tail is not None else len(text)

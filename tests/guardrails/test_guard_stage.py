@@ -1,0 +1,103 @@
+"""The stage judges a result model (full pipeline) and the raw answer (fast path) alike,
+masks arguments in place, and refuses what a ``block`` rule finds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import orjson
+import pytest
+
+from mcp_aggregator.errors import GuardrailBlockedError
+from mcp_aggregator.guardrails import GuardrailRule
+from mcp_aggregator.guardrails.guard import Guard
+from mcp_aggregator.guardrails.guard_stage import GuardStage
+from mcp_aggregator.identity import ClientIdentity
+from mcp_aggregator.relay import Caller, Invocation
+from tests.guardrails.leaky_server import AWS_ACCESS_KEY, INJECTED
+
+RULES = [
+    GuardrailRule.model_validate({"name": "secrets", "kind": "secrets", "on": ["results", "arguments"]}),
+    GuardrailRule.model_validate({"name": "mail", "kind": "pii", "entities": ["EMAIL_ADDRESS"], "action": "flag"}),
+    GuardrailRule.model_validate({"name": "poison", "kind": "injection", "action": "block"}),
+]
+
+
+def invocation(method: str = "tools/call", arguments: dict[str, Any] | None = None) -> Invocation:
+    return Invocation(method, "srv", "tool", Caller(identity=ClientIdentity(profile="default")), None, arguments)
+
+
+def both_ways(result: types.CallToolResult) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The screened result as the full pipeline and as the fast path give it (wire JSON)."""
+    stage = GuardStage(Guard(RULES))
+    model = stage.screen(invocation(), result)
+    wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    line = orjson.dumps({"jsonrpc": "2.0", "id": "agw:1", "result": wire})
+    raw = orjson.loads(stage.screen(invocation(), line))["result"]
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True), raw
+
+
+CASES = [
+    types.CallToolResult(content=[types.TextContent(type="text", text="nothing here")]),
+    types.CallToolResult(
+        content=[types.TextContent(type="text", text=f'{{"key": "{AWS_ACCESS_KEY}"}}')],
+        structured_content={"key": AWS_ACCESS_KEY, "nested": [{"mail": "a@b.example.org"}]},
+    ),
+    types.CallToolResult(content=[types.TextContent(type="text", text=INJECTED)]),
+    types.CallToolResult(
+        content=[types.ImageContent(type="image", data="QUtJQUlPU0ZPRE5ON0VYQU1QTEU=", mime_type="image/png")]
+    ),
+]
+
+
+@pytest.mark.parametrize("result", CASES)
+def test_the_model_and_the_raw_answer_are_screened_alike(result: types.CallToolResult) -> None:
+    model, raw = both_ways(result)
+    assert model == raw
+
+
+def test_a_masked_structured_result_stays_valid_and_names_the_kind() -> None:
+    model, _ = both_ways(CASES[1])
+    assert model["structuredContent"] == {"key": "[REDACTED:aws_access_key]", "nested": [{"mail": "a@b.example.org"}]}
+    assert orjson.loads(model["content"][0]["text"]) == {"key": "[REDACTED:aws_access_key]"}
+
+
+def test_a_raw_answer_without_a_hint_is_passed_on_as_the_same_bytes() -> None:
+    line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"text","text":"plain"}]}}'
+    assert GuardStage(Guard(RULES)).screen(invocation(), line) is line
+
+
+def test_arguments_are_masked_in_place_before_they_leave() -> None:
+    arguments = {"text": f"key {AWS_ACCESS_KEY}", "n": 3}
+    GuardStage(Guard(RULES)).admit(invocation(arguments=arguments))
+    assert arguments == {"text": "key [REDACTED:aws_access_key]", "n": 3}
+
+
+def test_a_blocked_prompt_or_resource_is_refused_naming_the_rule_not_the_value() -> None:
+    result = types.ReadResourceResult(contents=[types.TextResourceContents(uri="notes://x", text=INJECTED)])
+    with pytest.raises(GuardrailBlockedError) as info:
+        GuardStage(Guard(RULES)).screen(invocation("resources/read"), result)
+    assert info.value.rule == "poison"
+    assert "injection" in str(info.value) and "id_rsa" not in str(info.value)
+
+
+def test_flag_passes_the_value_and_records_the_decision() -> None:
+    heard: list[Any] = []
+    stage = GuardStage(Guard(RULES), lambda inv, decisions: heard.extend(decisions))
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="write to a@b.example.org")])
+    assert stage.screen(invocation(), result) == result
+    [decision] = heard
+    assert (decision.rule, decision.action.value, decision.found) == ("mail", "flag", ("EMAIL_ADDRESS",))
+    assert stage.guard.counts[("mail", "flag", "pii", "results")] == 1
+
+
+def test_a_secret_behind_a_json_escape_in_a_raw_answer_is_still_masked() -> None:
+    line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"text","text":"\\u0041KIAIOSFODNN7EXAMPLE"}]}}'
+    screened = orjson.loads(GuardStage(Guard(RULES)).screen(invocation(), line))
+    assert screened["result"]["content"][0]["text"] == "[REDACTED:aws_access_key]"
+
+
+def test_an_answer_that_is_not_json_is_left_to_the_fast_path_to_fail() -> None:
+    line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"te'
+    assert GuardStage(Guard(RULES)).screen(invocation(), line) is line
