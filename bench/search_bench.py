@@ -268,8 +268,11 @@ MODEL_COLUMNS = {
     "dev set nDCG@10": ("mcp_devset shipped", "ndcg@10"),
     "dev set R@5": ("mcp_devset shipped", "recall@5"),
     "short p95 ms": ("catalogue", "short_p95_ms"),
+    "short p95 ms, CPU": ("catalogue", "short_p95_ms_cpu"),
     "task p95 ms": ("catalogue", "task_p95_ms"),
+    "task p95 ms, CPU": ("catalogue", "task_p95_ms_cpu"),
     "cold index 527 s": ("", "cold_index_s_527_tools"),
+    "load before": ("catalogue", "load_avg_1m_before"),
     "warm index s": ("catalogue", "index_s_cached_vectors"),
 }
 
