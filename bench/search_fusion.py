@@ -86,7 +86,7 @@ class FusionFeatures:
 
 
 def training_rows(
-    data: Path, embedder: Embedder, cache: EmbeddingCache, per_source: int, seed: int
+    data: Path, embedder: Embedder, cache: EmbeddingCache, per_source: int, seed: int, pool: int
 ) -> tuple[Floats, Floats]:
     """Features and labels of sampled public training queries, each among its source's tools."""
     rng = random.Random(seed)
@@ -110,16 +110,24 @@ def training_rows(
     for (source, query), keys in gold.items():
         by_source[source].append((query, keys))
     for source, queries in sorted(by_source.items()):
-        docs = list({d.key: d for d in tools[source]}.values())
-        features = FusionFeatures(docs, embedder, cache)
         rng.shuffle(queries)
-        for query, keys in queries[:per_source]:
+        queries = queries[:per_source]
+        # The sampled queries' tools, their servers' other tools, then random ones up to ``pool``.
+        every = list({d.key: d for d in tools[source]}.values())
+        wanted = {k for _, keys in queries for k in keys}
+        servers = {d.server for d in every if d.key in wanted}
+        docs = [d for d in every if d.server in servers]
+        rest = [d for d in every if d.server not in servers]
+        rng.shuffle(rest)
+        docs += rest[: max(0, pool - len(docs))]
+        features = FusionFeatures(docs, embedder, cache)
+        for query, keys in queries:
             x = features(query)
             top = set(np.argsort(-x[:, 4])[:30].tolist()) | set(np.argsort(-x[:, :4].sum(1))[:30].tolist())
             rows = sorted(top | {i for i, k in enumerate(features.keys) if k in keys})
             xs.append(x[rows])
             ys.append(np.array([features.keys[i] in keys for i in rows], dtype=np.float32))
-        print(f"  {source}: {min(per_source, len(queries))} queries over {len(docs)} tools", flush=True)
+        print(f"  {source}: {len(queries)} queries over {len(docs)} tools", flush=True)
     return np.concatenate(xs), np.concatenate(ys)
 
 
@@ -145,7 +153,7 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = EmbeddingCache(Path(tmp) / "cache.db")
         print(f"fitting on {args.data} with {embedder.model_id}", flush=True)
-        x, y = training_rows(args.data, embedder, cache, args.per_source, args.seed)
+        x, y = training_rows(args.data, embedder, cache, args.per_source, args.seed, args.pool)
         coef, intercept = fit(x, y)
         weights = dict(zip(FEATURES, [round(float(c), 4) for c in coef], strict=True))
         print(f"{len(y)} rows, {int(y.sum())} positive; weights {weights}")
@@ -169,6 +177,7 @@ if __name__ == "__main__":
     parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and tools.jsonl")
     parser.add_argument("--model", default="base", choices=["base", "tools"], help="search.onnx_model")
     parser.add_argument("--per-source", type=int, default=150, help="training queries sampled per source")
+    parser.add_argument("--pool", type=int, default=600, help="tools per source each query is ranked among")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "search_fusion.json")
     anyio.run(main, parser.parse_args())

@@ -56,7 +56,7 @@ def test_the_tuned_model_is_told_apart_from_the_base_one_in_the_embedding_cache(
 def test_a_tuned_model_file_that_is_not_the_pinned_one_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "model.onnx"
     other.write_bytes(packaged_model("tools").path.read_bytes()[:-16] + b"\0" * 16)
-    with pytest.raises(SearchError, match="sha256"):
+    with pytest.raises(SearchError, match="not the one this version of mcp-aggregator ships"):
         OnnxMiniLmEmbedder(other, expected_sha256=TUNED_MODEL_SHA256)
 
 

