@@ -320,6 +320,7 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 "alembic_version",
                 "audit_log",
                 "external_servers",
+                "search_uses",
                 "tool_pins",
                 "tools",
                 "upstream_credentials",
