@@ -7,7 +7,9 @@ requests), single- and multi-step tasks apart, with the figures of cross-validat
 grouped by server. Latency and the embedding cache are measured on a catalogue of
 ``--size`` tools made by replicating the 527 with varied names and descriptions.
 ``--variant`` forces what runs the embedding model (``search.onnx_variant``); ``--variant
-all`` measures every path in one run and prints one table of them.
+all`` measures every path in one run and prints one table of them. ``--models base,tools``
+instead compares the packaged models (``search.onnx_model``) side by side: dense and shipped
+quality on both data sets, cold indexing, and latency at ``--size`` tools.
 """
 
 from __future__ import annotations
