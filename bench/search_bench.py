@@ -7,7 +7,9 @@ requests), single- and multi-step tasks apart, with the figures of cross-validat
 grouped by server. Latency and the embedding cache are measured on a catalogue of
 ``--size`` tools made by replicating the 527 with varied names and descriptions.
 ``--variant`` forces what runs the embedding model (``search.onnx_variant``); ``--variant
-all`` measures every path in one run and prints one table of them.
+all`` measures every path in one run and prints one table of them. ``--models base,tools``
+instead compares the packaged models (``search.onnx_model``) side by side: dense and shipped
+quality on both data sets, cold indexing, and latency at ``--size`` tools.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, 
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_variant import cpu_flags
 from search_engines import FIELDS_GRID, JOINT_GRID
-from search_eval import Task, evaluate, livemcpbench
-from search_quality import print_report, quality_report
+from search_eval import Task, devset, evaluate, livemcpbench
+from search_quality import dense_ranker, print_report, quality_report
 
 RESULTS = Path(__file__).parent / "results" / "search.json"
 
@@ -230,6 +232,62 @@ async def run_variant(
     return {"embedder": embedder.model_id, "variant": variant_run, "quality": quality, "catalogue": latency}
 
 
+async def compare_models(names: Sequence[str], size: int, tmp: Path) -> dict[str, dict[str, Any]]:
+    """Each packaged model (``search.onnx_model``) measured alike, in this one run: dense
+    retrieval and the shipped engine on both data sets, cold indexing of the 527 tools, and
+    the latency at ``size`` tools."""
+    live, dev = livemcpbench(), devset()
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        embedder = build_embedder(SearchSettings.model_validate({"onnx_model": name}))
+        print(f"\n=== model {name}: {describe_embedder(embedder)} ===")
+        row: dict[str, Any] = {"embedder": embedder.model_id}
+        cache_path = tmp / f"model-{name}.db"
+        row.update(await cold_warm(embedder, live.docs, cache_path))
+        for data in (live, dev):
+            cache = EmbeddingCache(cache_path)
+            row[f"{data.name} dense"] = evaluate(dense_ranker(data, embedder, embedder, cache), data.tasks)["all"]
+            cache.close()
+            search = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
+            await search.upsert(data.docs)
+            row[f"{data.name} shipped"] = evaluate(lambda q, s=search: [h.key for h in s.search(q, 50)], data.tasks)[
+                "all"
+            ]
+            search.close()
+            print(f"  {data.name}: dense {row[f'{data.name} dense']}, shipped {row[f'{data.name} shipped']}")
+        row["catalogue"] = await catalogue_bench(embedder, live.docs, live.tasks, size, cache_path)
+        print(f"  catalogue of {size}: {row['catalogue']}")
+        out[name] = row
+    return out
+
+
+MODEL_COLUMNS = {
+    "LiveMCPBench nDCG@10, dense": ("livemcpbench dense", "ndcg@10"),
+    "LiveMCPBench nDCG@10": ("livemcpbench shipped", "ndcg@10"),
+    "LiveMCPBench R@5": ("livemcpbench shipped", "recall@5"),
+    "LiveMCPBench server R@5": ("livemcpbench shipped", "server_recall@5"),
+    "dev set nDCG@10, dense": ("mcp_devset dense", "ndcg@10"),
+    "dev set nDCG@10": ("mcp_devset shipped", "ndcg@10"),
+    "dev set R@5": ("mcp_devset shipped", "recall@5"),
+    "short p95 ms": ("catalogue", "short_p95_ms"),
+    "short p95 ms, CPU": ("catalogue", "short_p95_ms_cpu"),
+    "task p95 ms": ("catalogue", "task_p95_ms"),
+    "task p95 ms, CPU": ("catalogue", "task_p95_ms_cpu"),
+    "cold index 527 s": ("", "cold_index_s_527_tools"),
+    "load before": ("catalogue", "load_avg_1m_before"),
+    "warm index s": ("catalogue", "index_s_cached_vectors"),
+}
+
+
+def print_models(rows: dict[str, dict[str, Any]]) -> None:
+    """Models side by side, as a Markdown table (docs/search.md quotes it)."""
+    print("\n| model | " + " | ".join(MODEL_COLUMNS) + " |")
+    print("| --- " * (len(MODEL_COLUMNS) + 1) + "|")
+    for name, row in rows.items():
+        cells = [row[section][key] if section else row[key] for section, key in MODEL_COLUMNS.values()]
+        print(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
+
+
 def print_paths(runs: dict[str, dict[str, Any]]) -> None:
     """One row per path, as a Markdown table: the figures the README's "Tool search" quotes."""
     print("\n| path | " + " | ".join(SUMMARY) + " |")
@@ -250,8 +308,20 @@ async def main(
     e5: bool = True,
     quick: bool = False,
     latency: bool = True,
+    models: Sequence[str] = (),
 ) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    if models:
+        tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
+        try:
+            rows = await compare_models(models, size, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print_models(rows)
+        await anyio.Path(results.parent).mkdir(parents=True, exist_ok=True)
+        await anyio.Path(results).write_text(json.dumps({"cpu_flags": cpu_flags(), "models": rows}, indent=2) + "\n")
+        print(f"\nwrote {results}")
+        return
     flags = set(cpu_flags().split())
     vnni = sorted(flags & {"avx512_vnni", "avx_vnni", "avx512f", "avx2"})
     print(f"CPU flags of note: {', '.join(vnni) or 'none'}; {os.cpu_count()} cores")
@@ -314,6 +384,11 @@ if __name__ == "__main__":
         help="no cross-validation, two points of each grid (checks the script runs)",
     )
     parser.add_argument("--no-latency", action="store_true", help="quality only: no latency or indexing runs")
+    parser.add_argument(
+        "--models",
+        default="",
+        help="compare packaged models side by side (e.g. base,tools) instead of the engines",
+    )
     args = parser.parse_args()
     anyio.run(
         main,
@@ -325,4 +400,5 @@ if __name__ == "__main__":
         not args.no_e5,
         args.quick,
         not args.no_latency,
+        [m for m in args.models.split(",") if m],
     )

@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
@@ -67,6 +67,8 @@ from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
 from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
+from mcp_aggregator.search.use_learner import UseLearner
+from mcp_aggregator.search.use_store import UseStore
 from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
 from mcp_aggregator.telemetry import Tracing
@@ -188,6 +190,8 @@ class Gateway:
             self.catalogue.screen = self.descriptions = DescriptionScreen(self.guard, self._listing_judged)
         self.sandbox = CodeSandbox(settings.code_mode)
         """Runs code-mode scripts; its worker pool starts at the first script."""
+        self.use_learner: UseLearner | None = None
+        """Learns from facade searches followed by calls (``search.learn_from_use``); else None."""
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
@@ -205,6 +209,10 @@ class Gateway:
             if self._search is None:
                 self._search = build_tool_search(self.settings.search, cache=self._shared_embedding_cache())
             stack.callback(self._search.close)
+            if self.settings.search.learn_from_use:
+                store = await stack.enter_async_context(UseStore(self.settings.registry))
+                retention = timedelta(days=self.settings.search.learn_from_use_retention_days)
+                self.use_learner = UseLearner(self._search, store, retention)
             if not self._registry.shared:
                 # One process owns an embedded registry: nothing it stored is live any more.
                 # A shared one holds other replicas' reports, which a start must not wipe.
@@ -224,6 +232,8 @@ class Gateway:
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
             await self._indexer.start(self._tg)
+            if self.use_learner is not None:
+                await self._tg.start(self.use_learner.run)
             await self._tg.start(self._health_monitor().run)
             health = self.settings.health
             await self._tg.start(self.upstreams.relist_loop, health.interval_secs, health.timeout_secs)

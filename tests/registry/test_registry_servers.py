@@ -321,6 +321,7 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 "audit_log",
                 "external_servers",
                 "mcp_registry_entries",
+                "search_uses",
                 "tool_pins",
                 "tools",
                 "upstream_credentials",

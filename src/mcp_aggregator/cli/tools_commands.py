@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json as jsonlib
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
+import anyio
 import typer
 
 from mcp_aggregator.admin.search_routes import INCOMPLETE_HEADER
 from mcp_aggregator.cli.local_commands import search_once
-from mcp_aggregator.cli.options import ConfigOption, GatewayOption, JsonOption, TokenOption, gateway_client
+from mcp_aggregator.cli.options import (
+    ConfigOption,
+    GatewayOption,
+    JsonOption,
+    TokenOption,
+    gateway_client,
+    load_config,
+)
 from mcp_aggregator.cli.output import EXIT_USAGE, fail, print_json, print_table, reported
-from mcp_aggregator.errors import AdminClientError
+from mcp_aggregator.errors import AdminClientError, RegistryError
+from mcp_aggregator.registry import Registry
+from mcp_aggregator.search.use_store import UseStore
 
 tools_app = typer.Typer(no_args_is_help=True, help="The tools of a running gateway.")
 
@@ -135,3 +146,27 @@ def tools_approve(
         print_json({"approved": approved})
     else:
         typer.echo(f"approved: {', '.join(approved)}" if approved else "nothing was held")
+
+
+@tools_app.command("forget-uses")
+def tools_forget_uses(
+    older_than_days: Annotated[
+        int | None, typer.Option("--older-than-days", min=1, help="Only the uses older than this; all by default.")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Delete the searches-then-calls search learns from (search.learn_from_use) from the
+    registry's database. A running gateway stops using them within the hour."""
+    settings = load_config(config)
+    cutoff = None if older_than_days is None else datetime.now(UTC) - timedelta(days=older_than_days)
+
+    async def run() -> int:
+        # The registry brings the database's schema up to date before the store touches it.
+        async with Registry(settings.registry), UseStore(settings.registry) as store:
+            return await store.purge(cutoff)
+
+    try:
+        removed = anyio.run(run)
+    except RegistryError as exc:
+        fail(str(exc))
+    typer.echo(f"forgot {removed} search use(s)")

@@ -10,6 +10,7 @@ from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.search.embedder import Embedder, NoneEmbedder
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
 from mcp_aggregator.search.openai_embedder import OpenAIEmbedder
+from mcp_aggregator.search.packaged_model import packaged_model
 from mcp_aggregator.search.skills import SkillIndex, skills_of
 from mcp_aggregator.search.tool_search import ToolSearch
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
@@ -39,7 +40,10 @@ def build_embedder(settings: SearchSettings) -> Embedder:
                     threads=settings.onnx_threads,
                     query_threads=settings.onnx_query_threads,
                 )
+            model = packaged_model(settings.onnx_model)
             return OnnxMiniLmEmbedder(
+                model.path,
+                expected_sha256=model.sha256,
                 threads=settings.onnx_threads,
                 query_threads=settings.onnx_query_threads,
                 variant=settings.onnx_variant,

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcp_aggregator.search.packaged_model import PackagedModelName
+
 
 class SkillSpec(BaseModel):
     """One skill a tool can be classified into."""
@@ -53,11 +55,21 @@ class SearchSettings(BaseModel):
     """Threads of bulk (indexing) inference."""
     onnx_query_threads: int = Field(default=1, ge=1, le=64)
     """Threads one search query's embedding is spread over (ONNX intra-op threads)."""
+    onnx_model: PackagedModelName = "base"
+    """Which packaged model onnx-minilm runs without ``model_path``: ``tools`` (fine-tuned
+    for tool search, see ``search/model/tools-minilm/README.md``) or ``base`` (plain
+    all-MiniLM-L6-v2)."""
     onnx_variant: Literal["auto", "int8", "uint8", "int7", "packaged"] = "auto"
     """What runs the packaged model (onnx-minilm without ``model_path``): ``auto`` measures
     the int8-compute variants against it at the first start and remembers the choice;
     ``int8``, ``uint8``, ``int7`` (7-bit weights, never chosen by ``auto``: see
     ``onnx_quantize.AUTO_CANDIDATES``) or ``packaged`` force one."""
+    learn_from_use: bool = False
+    """Store (query, tool) when a facade search is followed in the same session by a call of
+    one of its hits, and rank the tool by those queries too (``search/use_learner.py``).
+    Off by default: it keeps query text in the registry's database."""
+    learn_from_use_retention_days: int = Field(default=90, ge=1, le=36500)
+    """Stored pairs older than this are purged (hourly) and no longer learnt from."""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
     openai_model: str = "text-embedding-3-small"

