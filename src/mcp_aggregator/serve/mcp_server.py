@@ -38,6 +38,7 @@ from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.task_face import TaskFace
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
+from mcp_aggregator.sessions import SessionBook, SessionState
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.wire_checks import check_encodable
 
@@ -122,6 +123,9 @@ class GatewayServer:
         self._subscribers: dict[str, weakref.WeakSet[Connection]] = {}
         self._log_levels: weakref.WeakKeyDictionary[Connection, types.LoggingLevel] = weakref.WeakKeyDictionary()
         self._changed = anyio.Event()
+        self.sessions: SessionBook | None = None
+        """Where a sealed session's log level and subscriptions are recorded (HTTP with sealed
+        session ids; None: they live in this process only)."""
         with warnings.catch_warnings():
             # logging/setLevel is deprecated at 2026-07-28 but 2025-11-25 clients still send it.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -193,6 +197,34 @@ class GatewayServer:
                 await connection.send_resource_updated(shown)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, MCPError):
                 self._subscribers[shown].discard(connection)
+
+    async def restore_session(self, connection: Connection, state: SessionState) -> None:
+        """A sealed session resumed here: serve it as if it had always been (``SessionHost``).
+
+        Its subscriptions are made again upstream (this replica's upstream sessions never
+        had them) and its log level applied; an upstream refusing either is logged, not
+        raised: the session's other requests must go on.
+        """
+        self._legacy_connections.add(connection)
+        if connection.session_id is not None:
+            self._legacy_sessions[connection.session_id] = connection
+        for uri in state.subscriptions:
+            self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
+            try:
+                await self.gateway.pipeline.subscribe(uri, subscribed=True)
+            except AggregatorError as exc:
+                logger.info("resumed session: resources/subscribe %s failed: %s", uri, exc)
+        level = state.log_level
+        if level in _LOG_LEVELS:
+            self._log_levels[connection] = level
+            await self._forward_level(level)
+
+    async def _record_session(self, connection: Connection | None, **changes: Any) -> None:
+        if self.sessions is not None and connection is not None and connection.session_id is not None:
+            await self.sessions.record(connection.session_id, **changes)
+
+    def _subscriptions_of(self, connection: Connection) -> list[str]:
+        return sorted(uri for uri, connections in self._subscribers.items() if connection in connections)
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -392,6 +424,7 @@ class GatewayServer:
         await self._forward_subscription(uri, subscribe=True)
         if connection is not None:
             self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
+            await self._record_session(connection, subscriptions=self._subscriptions_of(connection))
         return types.EmptyResult()
 
     async def _unsubscribe(
@@ -405,6 +438,8 @@ class GatewayServer:
         if not subscribers:
             self._subscribers.pop(uri, None)
             await self._forward_subscription(uri, subscribe=False)
+        if connection is not None:
+            await self._record_session(connection, subscriptions=self._subscriptions_of(connection))
         return types.EmptyResult()
 
     async def _forward_subscription(self, uri: str, *, subscribe: bool) -> None:
@@ -457,14 +492,18 @@ class GatewayServer:
         connection = self._remember(ctx)
         if connection is not None:
             self._log_levels[connection] = params.level
-        wanted = min(self._log_levels.values(), key=_LOG_LEVELS.index, default=params.level)
+            await self._record_session(connection, log_level=params.level)
+        await self._forward_level(params.level)
+        return types.EmptyResult()
+
+    async def _forward_level(self, level: types.LoggingLevel) -> None:
+        wanted = min(self._log_levels.values(), key=_LOG_LEVELS.index, default=level)
         request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=wanted))
         for server in self.gateway.servers_with("logging"):
             if self.gateway.connection(server).modern:
                 continue  # no logging/setLevel at 2026-07-28: the level rides each request
 
             try:
-                await self.gateway.pipeline.forward(server, request, types.EmptyResult, what=params.level)
+                await self.gateway.pipeline.forward(server, request, types.EmptyResult, what=level)
             except AggregatorError as exc:
                 logger.info("logging/setLevel on %s failed: %s", server, exc)
-        return types.EmptyResult()

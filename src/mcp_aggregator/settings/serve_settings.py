@@ -124,6 +124,14 @@ class ServeSettings(BaseModel):
     """A handshake-era (2025-11-25) HTTP session with no request in flight for this long is
     closed, and its client must initialize again; an abandoned session holds about 50 KB
     until then (see docs/recovery.md)."""
+    session_keys: tuple[str, ...] = ()
+    """Keys (32 bytes, url-safe base64; ``${VAR}`` taken from the environment) sealing
+    handshake-era session ids and the gateway's ``requestState``: the first seals, all open.
+    Empty (default): the registry's own keys, made and rotated by the gateway and shared by
+    every replica on the same registry (docs/replicas.md)."""
+    session_max_age_secs: float = Field(default=86_400.0, ge=60, le=30 * 86_400, allow_inf_nan=False)
+    """A sealed session id older than this no longer resumes on a replica that does not hold
+    the session (it answers 404: initialize again)."""
     http_stateless: bool = False
     """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
     handshake-era clients then get no list-changed notifications."""
