@@ -208,6 +208,9 @@ class GatewayServer:
         self._legacy_connections.add(connection)
         if connection.session_id is not None:
             self._legacy_sessions[connection.session_id] = connection
+        if state.subscriptions:
+            # A replica just started may still be connecting the upstreams that serve them.
+            await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
         for uri in state.subscriptions:
             self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
             try:

@@ -24,7 +24,7 @@ from mcp_aggregator.registry import Registry
 from mcp_aggregator.sessions.key_ring import SealingKey
 from mcp_aggregator.sessions.session_keys import SessionKeys
 from mcp_aggregator.sessions.session_ledger import SessionLedger, SessionState, older_than
-from mcp_aggregator.sessions.session_seal import SessionFacts, SessionSeal, sealed_part
+from mcp_aggregator.sessions.session_seal import SessionFacts, SessionSeal, owner_digest, sealed_part
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class SessionBook:
         return book
 
     def issue(self, client: Mapping[str, Any], owner: AuthorizationContext | None, profile: str) -> str:
-        return self._seal.seal(SessionFacts(client, owner, profile, self._clock()))
+        return self._seal.seal(SessionFacts(client, owner_digest(owner), profile, self._clock()))
 
     async def resume(self, session_id: str, owner: AuthorizationContext | None, profile: str) -> ResumedSession | None:
         """What the session is, when ``session_id`` is one this gateway issued, unexpired, not
@@ -99,7 +99,7 @@ class SessionBook:
             return None
         await self.keys.knows_key_of(sealed)
         facts = self._seal.open(session_id)
-        if facts is None or facts.owner != owner or facts.profile != profile:
+        if facts is None or facts.owner != owner_digest(owner) or facts.profile != profile:
             return None
         state = SessionState()
         if self._ledger is not None:

@@ -6,7 +6,7 @@ and rotating is the operator's (add a new key first, drop the old one after
 table: the first replica makes a key, every replica on the same registry reads it, a new
 key is added once the newest is ``rotate_after_secs`` old, and a key is dropped once no id
 it sealed can still be valid. A value sealed by a key this replica has not read yet (another
-replica just rotated) makes it read the table again, at most once a second.
+replica just rotated) makes it read the table again, at most ten times a second.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from mcp_aggregator.sessions.session_ledger import SessionLedger, older_than
 logger = logging.getLogger(__name__)
 
 ROTATE_AFTER_SECS: Final = 7 * 86_400
-_RELOAD_EVERY_SECS: Final = 1.0
+_RELOAD_EVERY_SECS: Final = 0.1
+"""At most this often an id naming an unknown key reads the table (forged ids must not load it)."""
 
 
 class SessionKeys:
@@ -79,7 +80,6 @@ class SessionKeys:
         # rotate_after later than it was made, and such an id lives max_age.
         await self._ledger.retire_keys(older_than(self._clock, self._max_age + self._rotate_after), keep=[])
         self._ring = KeyRing(keys)
-        self._last_reload = anyio.current_time()
 
     async def knows_key_of(self, sealed: str) -> None:
         """Read the shared keys again when ``sealed`` names a key not in the ring (rate-limited)."""

@@ -15,6 +15,7 @@ until it ends.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -40,7 +41,8 @@ class SessionFacts:
 
     client: Mapping[str, Any]
     """The ``initialize`` params as the client sent them (wire names)."""
-    owner: AuthorizationContext | None
+    owner: str | None
+    """``owner_digest`` of the credential that opened the session (None: an open endpoint)."""
     profile: str
     issued: datetime
 
@@ -69,10 +71,9 @@ class SessionSeal:
         self._clock = clock
 
     def seal(self, facts: SessionFacts) -> str:
-        owner = facts.owner
         body = {
             "c": dict(facts.client),
-            "o": None if owner is None else [owner["client_id"], owner["issuer"], owner["subject"]],
+            "o": facts.owner,
             "p": facts.profile,
             "t": int(facts.issued.timestamp()),
         }
@@ -97,6 +98,14 @@ def sealed_part(session_id: str) -> str | None:
     return session_id.removeprefix(PREFIX) if session_id.startswith(PREFIX) else None
 
 
+def owner_digest(owner: AuthorizationContext | None) -> str | None:
+    """What an id keeps of its owner: enough to compare, nothing to read (and 22 bytes)."""
+    if owner is None:
+        return None
+    text = json.dumps([owner["client_id"], owner["issuer"], owner["subject"]])
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()[:16]).rstrip(b"=").decode("ascii")
+
+
 def session_digest(session_id: str) -> str:
     """What the ledger keys a session by: the id itself never reaches the database."""
     return hashlib.sha256(session_id.encode("ascii", errors="replace")).hexdigest()
@@ -110,9 +119,6 @@ def _facts(plain: bytes) -> SessionFacts | None:
         return None
     if not isinstance(client, dict) or not isinstance(profile, str) or not isinstance(issued, int):
         return None
-    context: AuthorizationContext | None = None
-    if isinstance(owner, list) and len(owner) == 3:
-        context = AuthorizationContext(client_id=owner[0], issuer=owner[1], subject=owner[2])
-    elif owner is not None:
+    if owner is not None and not isinstance(owner, str):
         return None
-    return SessionFacts(client, context, profile, datetime.fromtimestamp(issued, UTC))
+    return SessionFacts(client, owner, profile, datetime.fromtimestamp(issued, UTC))
