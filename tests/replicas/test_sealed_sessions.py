@@ -61,7 +61,9 @@ async def test_a_legacy_session_resumes_on_another_replica_when_its_own_dies(tmp
     async with replicas(tmp_path, pg_schema, ["a", "b"], servers=upstreams) as (a, b):
         pids: dict[str, Replica] = {}
         for replica in (a, b):
-            pid = await poll(lambda r=replica: _upstream_pid(r.base), within=DEADLINE, what=f"upstreams on {replica.name}")
+            pid = await poll(
+                lambda r=replica: _upstream_pid(r.base), within=DEADLINE, what=f"upstreams on {replica.name}"
+            )
             pids[pid] = replica
         updates: list[str] = []
         updated = anyio.Event()
