@@ -111,6 +111,8 @@ def build_http_app(
             "session_idle_timeout": serve.session_idle_secs,
         }
         manager: StreamableHTTPSessionManager
+        if sessions is not None:
+            server.parked.seal = sessions.request_states(serve.input_wait_secs)
         if sessions is not None and not stateless:
             server.sessions = sessions
             manager = SealedSessionManager(**options, book=sessions, host=server, profile=name)

@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from mcp_aggregator.errors import ConfigError, RegistryError
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.sessions.key_ring import SealingKey
+from mcp_aggregator.sessions.request_state_seal import RequestStateSeal
 from mcp_aggregator.sessions.session_keys import SessionKeys
 from mcp_aggregator.sessions.session_ledger import SessionLedger, SessionState, older_than
 from mcp_aggregator.sessions.session_seal import SessionFacts, SessionSeal, owner_digest, sealed_part
@@ -54,6 +55,10 @@ class SessionBook:
         self._clock = clock
         self._max_age = max_age_secs
         self._seal = SessionSeal(keys.ring, max_age_secs=max_age_secs, clock=clock)
+
+    def request_states(self, max_age_secs: float) -> RequestStateSeal:
+        """A seal for one server's parked-call states (its own instance id), on this book's keys."""
+        return RequestStateSeal(self.keys.ring, max_age_secs=max_age_secs, clock=self._clock)
 
     @classmethod
     async def open(
