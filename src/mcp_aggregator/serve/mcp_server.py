@@ -13,7 +13,7 @@ import secrets
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, cast, get_args
+from typing import Any, TypeVar, cast, get_args
 
 import anyio
 import mcp_types as types
@@ -71,6 +71,14 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
     "roots/list": types.ListRootsResult,
 }
 
+
+_Listed = TypeVar(
+    "_Listed",
+    types.ListToolsResult,
+    types.ListPromptsResult,
+    types.ListResourcesResult,
+    types.ListResourceTemplatesResult,
+)
 
 # The SDK's own list, most verbose first.
 _LOG_LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
@@ -309,6 +317,22 @@ class GatewayServer:
         level = self._log_levels.get(connection, "debug") if isinstance(connection, Connection) else "debug"
         return cast(types.RequestParamsMeta, {**(ctx.meta or {}), types.LOG_LEVEL_META_KEY: level})
 
+    # -- lists: SEP-2549 hints -------------------------------------------------------------
+
+    def _with_cache_hint(self, ctx: ServerRequestContext[Any], result: _Listed) -> _Listed:
+        """A list for a 2026-07-28 client, with how long it may keep it and who may share it.
+
+        ``private`` when what is listed depends on who asks: a profile's endpoint, or policy
+        rules that hide tools per client. The gateway's ``list_changed`` (on
+        ``subscriptions/listen``) evicts it before ``ttlMs`` when the catalogue changes, a
+        tool held by its pin included.
+        """
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return result
+        per_client = self.profile != DEFAULT_PROFILE or self.listing.stage is not None
+        ttl_ms = int(self.gateway.settings.serve.list_ttl_secs * 1000)
+        return result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": "private" if per_client else "public"})
+
     # -- tools ----------------------------------------------------------------------------
 
     async def _list_tools(
@@ -318,7 +342,8 @@ class GatewayServer:
         # A client usually lists tools once at start: give upstreams that are still
         # connecting a bounded chance to appear, instead of answering with a partial list.
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListToolsResult(tools=self.listing.visible(self.surface.list_tools(), self.identity(ctx)))
+        result = types.ListToolsResult(tools=self.listing.visible(self.surface.list_tools(), self.identity(ctx)))
+        return self._with_cache_hint(ctx, result)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -394,14 +419,15 @@ class GatewayServer:
     ) -> types.ListResourcesResult:
         self._remember(ctx)
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListResourcesResult(resources=list(self.gateway.features.resources))
+        return self._with_cache_hint(ctx, types.ListResourcesResult(resources=list(self.gateway.features.resources)))
 
     async def _list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         self._remember(ctx)
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListResourceTemplatesResult(resource_templates=list(self.gateway.features.templates))
+        templates = types.ListResourceTemplatesResult(resource_templates=list(self.gateway.features.templates))
+        return self._with_cache_hint(ctx, templates)
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -458,7 +484,7 @@ class GatewayServer:
     ) -> types.ListPromptsResult:
         self._remember(ctx)
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListPromptsResult(prompts=list(self.gateway.features.prompts))
+        return self._with_cache_hint(ctx, types.ListPromptsResult(prompts=list(self.gateway.features.prompts)))
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams

@@ -135,6 +135,9 @@ class ServeSettings(BaseModel):
     http_stateless: bool = False
     """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
     handshake-era clients then get no list-changed notifications."""
+    list_ttl_secs: float = Field(default=60.0, ge=0, le=86_400, allow_inf_nan=False)
+    """How long a 2026-07-28 client may keep a list the gateway served (SEP-2549 ``ttlMs``);
+    the gateway's ``list_changed`` evicts it sooner. 0: every list is stale at once."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` (and a call to a tool not known yet) waits for upstreams still
     making their first connection."""
