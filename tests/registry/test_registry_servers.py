@@ -320,6 +320,8 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 "alembic_version",
                 "audit_log",
                 "external_servers",
+                "session_keys",
+                "sessions",
                 "tool_pins",
                 "tools",
                 "upstream_credentials",

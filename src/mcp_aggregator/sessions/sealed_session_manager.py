@@ -167,8 +167,12 @@ class SealedSessionManager(StreamableHTTPSessionManager):
                 )
                 connection = Connection.for_loop(dispatcher, session_id=session_id)
                 if resumed is not None:
-                    await self._restore(connection, resumed)
+                    _initialized(connection, resumed)
                 task_status.started()
+                if resumed is not None:
+                    # Outside the manager's creation lock (upstreams may take a while); the
+                    # session's requests wait in the transport's stream until it is done.
+                    await self._host.restore_session(connection, resumed.state)
                 idle_scope = transport.idle_scope or anyio.CancelScope()
                 with idle_scope:
                     await serve_connection(
@@ -187,13 +191,15 @@ class SealedSessionManager(StreamableHTTPSessionManager):
             with anyio.CancelScope(shield=True):
                 await self._book.record(session_id, ended=True)
 
-    async def _restore(self, connection: Connection, resumed: ResumedSession) -> None:
-        params = resumed.facts.initialize_params()
-        if params is not None:
-            connection.client_params = params
-        connection.protocol_version = resumed.facts.protocol_version
-        connection.initialized.set()
-        await self._host.restore_session(connection, resumed.state)
+
+
+def _initialized(connection: Connection, resumed: ResumedSession) -> None:
+    """The connection as the handshake left it: version, client params, initialized."""
+    params = resumed.facts.initialize_params()
+    if params is not None:
+        connection.client_params = params
+    connection.protocol_version = resumed.facts.protocol_version
+    connection.initialized.set()
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
