@@ -192,7 +192,6 @@ class SealedSessionManager(StreamableHTTPSessionManager):
                 await self._book.record(session_id, ended=True)
 
 
-
 def _initialized(connection: Connection, resumed: ResumedSession) -> None:
     """The connection as the handshake left it: version, client params, initialized."""
     params = resumed.facts.initialize_params()
