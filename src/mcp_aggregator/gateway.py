@@ -20,6 +20,7 @@ from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
+from mcp_aggregator.caching import ResultCache, ResultCacheConfig, ResultCacheStage
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
@@ -157,9 +158,11 @@ class Gateway:
         policies = policy_stages(settings.policies, lambda: self.catalog)
         # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
         per_user = PerUserTokens(self.credentials)
+        self.result_cache = ResultCacheStage(ResultCache(), self._cache_config)
+        """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never a hit."""
         self.pipeline = CallPipeline(
             self,
-            (scrub_errors(self.scrub), *watching, *policies, per_user, *stages),
+            (scrub_errors(self.scrub), *watching, *policies, self.result_cache, per_user, *stages),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
             raw_ok=self.tracing is None,
         )
@@ -476,6 +479,10 @@ class Gateway:
 
     def supervisor(self, name: str) -> ServerSupervisor:
         return self.upstreams.supervisor(name)
+
+    def _cache_config(self, server: str) -> ResultCacheConfig | None:
+        sup = self.upstreams.supervisors.get(server)
+        return None if sup is None else sup.config.cache
 
     def supervisor_by_id(self, server_id: str) -> ServerSupervisor:
         return self.upstreams.supervisor_by_id(server_id)

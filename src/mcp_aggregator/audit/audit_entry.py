@@ -60,6 +60,8 @@ class AuditEntry:
     request_id: str | None = None
     jsonrpc_id: str | None = None
     id: int | None = None
+    cached: bool = False
+    """The tool result cache answered the call (its outcome is then ``ok``)."""
 
     def to_json(self, *, with_arguments: bool) -> dict[str, Any]:
         """The REST API's shape of the entry (``arguments`` only when kept and asked for)."""
@@ -83,6 +85,8 @@ class AuditEntry:
             item["request_id"] = self.request_id
         if self.jsonrpc_id is not None:
             item["jsonrpc_id"] = self.jsonrpc_id
+        if self.cached:
+            item["cached"] = True
         return item
 
 

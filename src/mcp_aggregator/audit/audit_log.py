@@ -151,6 +151,7 @@ def _row(entry: AuditEntry) -> dict[str, Any]:
         "error": entry.error,
         "request_id": entry.request_id,
         "jsonrpc_id": entry.jsonrpc_id,
+        "cached": entry.cached,
     }
 
 
@@ -170,4 +171,5 @@ def _entry(row: Any) -> AuditEntry:
         error=row["error"],
         request_id=row["request_id"],
         jsonrpc_id=row["jsonrpc_id"],
+        cached=bool(row["cached"]),
     )

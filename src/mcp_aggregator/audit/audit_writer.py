@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 WallClock = Callable[[], float]
 """Seconds since the epoch (``time.time``): when a call was made."""
 
-_Pending = tuple[float, Invocation, Outcome, BaseException | None, float]
+_Pending = tuple[float, Invocation, Outcome, BaseException | None, float, bool]
 
 
 WRITE_GRACE_SECS = 10.0
@@ -83,13 +83,22 @@ class AuditWriter:
         """Records the database refused (their batch is logged and given up)."""
         self._reported_drops = 0
 
-    def record(self, invocation: Invocation, outcome: Outcome, error: BaseException | None, duration: float) -> None:
-        """Queue one call's record (``duration`` in seconds); never blocks, never raises."""
+    def record(
+        self,
+        invocation: Invocation,
+        outcome: Outcome,
+        error: BaseException | None,
+        duration: float,
+        *,
+        cached: bool = False,
+    ) -> None:
+        """Queue one call's record (``duration`` in seconds; ``cached``: the result cache
+        answered it); never blocks, never raises."""
         pending = self._pending
         if len(pending) >= self._settings.queue_size:
             self.dropped += 1
             return
-        pending.append((self.clock(), invocation, outcome, error, duration))
+        pending.append((self.clock(), invocation, outcome, error, duration, cached))
         self.submitted += 1
         if len(pending) == 1:
             self._wake.set()
@@ -169,7 +178,7 @@ class AuditWriter:
         return entries
 
     def _entry(self, item: _Pending) -> AuditEntry:
-        at, invocation, outcome, error, duration = item
+        at, invocation, outcome, error, duration, cached = item
         identity = invocation.caller.identity
         arguments = invocation.arguments
         kept = None
@@ -190,4 +199,5 @@ class AuditWriter:
             error=error_text(error, self._scrub) if error is not None else None,
             request_id=None if caller.http_request_id is None else caller.http_request_id[:128],
             jsonrpc_id=None if caller.request_id is None else storable(str(caller.request_id))[:255],
+            cached=cached,
         )
