@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -20,7 +21,9 @@ from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
-from mcp_aggregator.caching import ResultCache, ResultCacheConfig, ResultCacheStage
+from mcp_aggregator.caching import ResultCache, ResultCacheConfig
+from mcp_aggregator.caching.cache_stage import ResultCacheStage
+from mcp_aggregator.caching.result_cache import Clock as CacheClock
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
@@ -96,6 +99,7 @@ class Gateway:
         health_clock: Clock | None = None,
         stages: Sequence[Stage] = (),
         audit_clock: WallClock | None = None,
+        cache_clock: CacheClock = time.monotonic,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
@@ -158,7 +162,7 @@ class Gateway:
         policies = policy_stages(settings.policies, lambda: self.catalog)
         # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
         per_user = PerUserTokens(self.credentials)
-        self.result_cache = ResultCacheStage(ResultCache(), self._cache_config)
+        self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
         """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never a hit."""
         self.pipeline = CallPipeline(
             self,

@@ -13,7 +13,7 @@ import mcp_types as types
 from fastapi import Depends, Request
 
 from mcp_aggregator.audit.audit_trail import AuditTrail
-from mcp_aggregator.caching import ResultCacheStage
+from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import Registry, ServerRecord

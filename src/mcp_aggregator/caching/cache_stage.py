@@ -19,8 +19,9 @@ from typing import Any, Final
 import mcp_types as types
 
 from mcp_aggregator.caching.config import ResultCacheConfig
-from mcp_aggregator.caching.result_cache import ResultCache, cache_key
+from mcp_aggregator.caching.result_cache import ResultCache, Scope, cache_key
 from mcp_aggregator.errors import UpstreamError
+from mcp_aggregator.identity import ClientIdentity
 from mcp_aggregator.relay.pipeline import Invocation, Next
 
 _TOOLS_CALL: Final = "tools/call"
@@ -31,6 +32,11 @@ ConfigFor = Callable[[str], ResultCacheConfig | None]
 served_from_cache: ContextVar[bool] = ContextVar("mcp_aggregator_served_from_cache", default=False)
 """Set in the call's task when the stage answered from the cache: the audit, which wraps
 the stage, reads it to say ``cached``."""
+
+
+def scope_of(identity: ClientIdentity) -> Scope:
+    """The part of a client's identity its cached results are kept under."""
+    return (identity.profile, identity.name, identity.subject)
 
 
 class ResultCacheStage:
@@ -53,7 +59,7 @@ class ResultCacheStage:
         if config is None:
             return await send()
         caller = invocation.caller
-        key = cache_key(invocation.server, invocation.target, invocation.arguments, caller.identity)
+        key = cache_key(invocation.server, invocation.target, invocation.arguments, scope_of(caller.identity))
         hit = self.cache.get(key)
         if hit is not None:
             served_from_cache.set(True)

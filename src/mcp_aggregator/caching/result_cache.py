@@ -15,22 +15,22 @@ from typing import Any, Final
 
 import orjson
 
-from mcp_aggregator.identity import ClientIdentity
-
 Clock = Callable[[], float]
+Scope = tuple[str, str | None, str | None]
+"""A client's scope: its profile, name and per-user subject (anonymous clients of one
+profile share theirs)."""
 MAX_ENTRIES: Final = 10_000
 
 
 @dataclass(frozen=True, slots=True)
 class CacheKey:
     """What makes two calls the same call: the tool, its arguments as canonical JSON, and
-    the client's scope (its profile, name and per-user subject; anonymous clients of one
-    profile share theirs)."""
+    the client's ``Scope``."""
 
     server: str
     tool: str
     arguments: bytes
-    scope: tuple[str, str | None, str | None]
+    scope: Scope
 
 
 def canonical_arguments(arguments: Mapping[str, Any] | None) -> bytes:
@@ -44,8 +44,8 @@ def canonical_arguments(arguments: Mapping[str, Any] | None) -> bytes:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr).encode()
 
 
-def cache_key(server: str, tool: str, arguments: Mapping[str, Any] | None, identity: ClientIdentity) -> CacheKey:
-    return CacheKey(server, tool, canonical_arguments(arguments), (identity.profile, identity.name, identity.subject))
+def cache_key(server: str, tool: str, arguments: Mapping[str, Any] | None, scope: Scope) -> CacheKey:
+    return CacheKey(server, tool, canonical_arguments(arguments), scope)
 
 
 class ResultCache:
