@@ -371,6 +371,8 @@ class Gateway:
                 )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
             if self.catalogue.discovered(sup.name, sup.connection):
+                # A changed tool may answer differently: nothing kept from before it is served.
+                self.result_cache.cache.forget(sup.name)
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()

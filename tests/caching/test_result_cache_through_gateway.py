@@ -27,7 +27,7 @@ from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig, Settings
 from tests.audit.test_audit_through_gateway import audit_items, fast_path_of
-from tests.conftest import REPO, settings_for
+from tests.conftest import REPO, settings_for, stdio_fixture
 from tests.http_serving import served_over_http
 from tests.relay.test_input_requests import ClientSide, callbacks_upstream
 
@@ -152,3 +152,17 @@ async def test_a_call_that_asked_the_client_back_is_never_cached(upstream_era: s
             result = await client.call_tool("cb__ask_user", {})
             assert text(result) == 'user accept: {"name": "Ada"}'
     assert len([asked for asked in side.asked if asked.startswith("form:")]) == 2
+
+
+async def test_a_server_whose_tools_change_loses_its_cached_results() -> None:
+    clock = FakeClock()
+    upstream = stdio_fixture("alpha", cache=ResultCacheConfig(ttl_secs=60, tools=("echo",)))
+    async with Gateway(settings_for(upstream), cache_clock=clock) as gateway:
+        await gateway.wait_settled(30)
+        kept = gateway.result_cache.cache
+        await gateway.pipeline.call_tool("alpha__echo", {"text": "hi"})
+        await gateway.pipeline.call_tool("alpha__echo", {"text": "hi"})
+        assert (len(kept), kept.hits["alpha"]) == (1, 1)
+        await gateway.pipeline.call_tool("alpha__grow", {"name": "fresh_tool"})
+        await gateway.wait_until(lambda: gateway.catalog.get("alpha__fresh_tool") is not None, timeout_secs=DEADLINE)
+        assert len(kept) == 0
