@@ -17,7 +17,8 @@ from mcp_aggregator.relay.pipeline import Invocation, Next
 
 
 class AuditStage:
-    """Records each call's outcome (``ok``, ``error``, ``denied``) and duration with ``writer``."""
+    """Records each call's outcome (``ok``, ``error``, ``denied``), duration and whether the
+    result cache answered it (``served_from_cache``) with ``writer``."""
 
     def __init__(self, writer: AuditWriter) -> None:
         self.writer = writer
@@ -27,12 +28,13 @@ class AuditStage:
         token = served_from_cache.set(False)
         try:
             result = await send()
+            cached = served_from_cache.get()
         except BaseException as exc:
             # Cancelled calls too: the client gave up, and the trail says so.
             self.writer.record(invocation, outcome_of(exc), exc, time.perf_counter() - started)
             raise
-        cached = served_from_cache.get()
-        served_from_cache.reset(token)
+        finally:
+            served_from_cache.reset(token)
         self.writer.record(invocation, outcome_of(result), None, time.perf_counter() - started, cached=cached)
         return result
 
