@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -22,6 +23,9 @@ from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.audit.audit_entry import Outcome
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
+from mcp_aggregator.caching import ResultCache, ResultCacheConfig
+from mcp_aggregator.caching.cache_stage import ResultCacheStage
+from mcp_aggregator.caching.result_cache import Clock as CacheClock
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.catalog_service import CatalogService
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
@@ -108,6 +112,7 @@ class Gateway:
         health_clock: Clock | None = None,
         stages: Sequence[Stage] = (),
         audit_clock: WallClock | None = None,
+        cache_clock: CacheClock = time.monotonic,
     ) -> None:
         self.settings = settings
         self.state = GatewayState.NEW
@@ -177,9 +182,12 @@ class Gateway:
         """The guardrails (``guardrails:`` and the profiles' own); counted decisions in ``guard.counts``."""
         self._webhooks = httpx.AsyncClient() if self.guard.hooked else None
         guards = self._guard_stages()
+        self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
+        """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never
+        a hit, and inside the guardrails, so a result they mask is masked on every hit too."""
         self.pipeline = CallPipeline(
             self,
-            (scrub_errors(self.scrub), *watching, *policies, *guards, per_user, *stages),
+            (scrub_errors(self.scrub), *watching, *policies, *guards, self.result_cache, per_user, *stages),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
             # Tracing wraps the upstream request; a webhook is awaited: both need the full pipeline.
             raw_ok=self.tracing is None and self._webhooks is None,
@@ -435,6 +443,8 @@ class Gateway:
                 )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
             if self.catalogue.discovered(sup.name, sup.connection):
+                # A changed tool may answer differently: nothing kept from before it is served.
+                self.result_cache.cache.forget(sup.name)
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()
@@ -547,6 +557,10 @@ class Gateway:
 
     def supervisor(self, name: str) -> ServerSupervisor:
         return self.upstreams.supervisor(name)
+
+    def _cache_config(self, server: str) -> ResultCacheConfig | None:
+        sup = self.upstreams.supervisors.get(server)
+        return None if sup is None else sup.config.cache
 
     def supervisor_by_id(self, server_id: str) -> ServerSupervisor:
         return self.upstreams.supervisor_by_id(server_id)

@@ -78,3 +78,13 @@ async def test_a_header_with_cr_lf_is_refused_naming_the_field(sqlite_db: Databa
         assert error["loc"] == ["body", "connection_config", "headers"]
         assert "the value must not contain CR, LF" in error["msg"]
         assert "X-Injected" not in answer.text, "the refused value is not echoed"
+
+
+def test_a_registration_carries_a_result_cache_and_a_wrong_one_names_its_field() -> None:
+    remote = {"base_url": "https://docs.example.com/mcp"}
+    config = server_config_from(body(connection_config=remote | {"cache": {"ttl_secs": 30, "tools": ["get_*"]}}))
+    assert config.cache is not None and config.cache.covers("get_page") and not config.cache.covers("put_page")
+    assert config.connection_config()["cache"] == {"ttl_secs": 30, "tools": ["get_*"]}
+    assert errors_of(body(connection_config=remote | {"cache": {"ttl_secs": 0}})) == [
+        ("body.connection_config.cache.ttl_secs", "Input should be greater than 0")
+    ]

@@ -322,6 +322,8 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 "external_servers",
                 "mcp_registry_entries",
                 "search_uses",
+                "session_keys",
+                "sessions",
                 "tool_pins",
                 "tools",
                 "upstream_credentials",

@@ -33,7 +33,7 @@ async def _upstream_pid(base: str) -> str:
         return await call_text(client, "alpha__pid", {})
 
 
-async def test_legacy_sessions_stick_and_get_404_when_their_replica_dies_while_modern_clients_carry_on(
+async def test_legacy_sessions_stick_and_resume_elsewhere_when_their_replica_dies_while_modern_clients_carry_on(
     tmp_path: Path, pg_schema: str
 ) -> None:
     upstream = [config_upstream("alpha")]
@@ -98,14 +98,12 @@ async def test_legacy_sessions_stick_and_get_404_when_their_replica_dies_while_m
 
                         await home.kill()
                         killed.set()
-                        # The dead replica's session: 404, the spec's "initialize again".
-                        status, _ = await raw_legacy_call(http, front, session, "alpha__echo", {"text": "x"})
-                        assert status == 404
+                        # The dead replica's sessions resume on the survivor (their ids are sealed).
+                        status, reply = await raw_legacy_call(http, front, session, "alpha__pid", {})
+                        assert status == 200 and pids[reply_text(reply)] is survivor
+                        assert await call_text(legacy, "alpha__echo", {"text": "after the kill"}) == "after the kill"
                         if sdk_home is home:
-                            with pytest.raises(MCPError, match="Session not found"):
-                                await call_text(legacy, "alpha__echo", {"text": "after the kill"})
-                        else:
-                            assert await call_text(legacy, "alpha__echo", {"text": "unaffected"}) == "unaffected"
+                            assert pids[await call_text(legacy, "alpha__pid", {})] is survivor
 
                     # Re-initializing lands on the survivor and works.
                     fresh = await raw_legacy_session(http, front)

@@ -13,6 +13,7 @@ import mcp_types as types
 from fastapi import Depends, Request
 
 from mcp_aggregator.audit.audit_trail import AuditTrail
+from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.guardrails.guard import Guard
 from mcp_aggregator.health.server_state import ServerStatus
@@ -62,6 +63,11 @@ class AdminGateway(Protocol):
     @property
     def audit(self) -> AuditTrail | None:
         """The audit trail; None when ``audit.enabled`` is false."""
+        ...
+
+    @property
+    def result_cache(self) -> ResultCacheStage:
+        """The opt-in tool result cache (its hit and miss counts feed ``/metrics``)."""
         ...
 
     def scrub(self, text: str) -> str:

@@ -35,12 +35,15 @@ def render_metrics(
     total_tools: int,
     auth: Mapping[str, tuple[AuthStatus, int]] | None = None,
     guardrails: Mapping[tuple[str, str, str, str], int] | None = None,
+    cache: Mapping[str, tuple[int, int]] | None = None,
 ) -> str:
     """Pure: the exposition text. Every status appears, zero included, so dashboards see 0s.
 
     ``auth`` is, by server name, each OAuth upstream's sign-in status and failed refreshes;
     ``guardrails`` counts the guardrails' decisions by (rule, action, kind, where).
+    ``cache``, by server name, the tool result cache's (hits, misses).
     """
+    cached = sorted((cache or {}).items())
     signed = sorted((auth or {}).items())
     by_status = Counter(server.status for server in servers)
     per_server = [(f'{{server="{escape_label(s.record.name)}"}}', s) for s in servers]
@@ -105,6 +108,18 @@ def render_metrics(
             kind="counter",
         ),
         *_family(
+            "mcp_aggregator_tool_cache_hits_total",
+            "Tool calls answered from the result cache since start.",
+            [(f'{{server="{escape_label(name)}"}}', hits) for name, (hits, _) in cached],
+            kind="counter",
+        ),
+        *_family(
+            "mcp_aggregator_tool_cache_misses_total",
+            "Calls to cacheable tools that the result cache could not answer since start.",
+            [(f'{{server="{escape_label(name)}"}}', misses) for name, (_, misses) in cached],
+            kind="counter",
+        ),
+        *_family(
             "mcp_aggregator_guardrail_decisions_total",
             "Guardrail decisions (mask, block, flag) since start, by rule, kind and where.",
             [
@@ -125,9 +140,11 @@ router = APIRouter(tags=["metrics"])
 
 @router.get("/metrics", response_class=PlainTextResponse)
 async def metrics(gateway: GatewayDep) -> PlainTextResponse:
-    """Prometheus gauges of servers, tools, in-flight calls and health."""
+    """Prometheus gauges of servers, tools, in-flight calls and health; result cache counters."""
     samples = await collect_samples(gateway)
     total_tools = len(await gateway.registry.list_tools())
     auth = gateway.credentials.refresh_failures()
-    text = render_metrics(samples, total_tools, auth, gateway.guard.counts)
+    counts = gateway.result_cache.cache
+    cache = {name: (counts.hits[name], counts.misses[name]) for name in {*counts.hits, *counts.misses}}
+    text = render_metrics(samples, total_tools, auth, gateway.guard.counts, cache)
     return PlainTextResponse(text, media_type=CONTENT_TYPE)

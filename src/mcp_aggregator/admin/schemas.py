@@ -30,6 +30,9 @@ class ConnectionConfig(BaseModel):
         default=None,
         description="HTTP/SSE only: 'oauth', or {type: oauth, client_id, client_secret, scopes, grant}",
     )
+    cache: dict[str, Any] | None = Field(
+        default=None, description="Opt-in tool result cache: {ttl_secs: > 0, tools: [globs]} (docs/caching.md)"
+    )
 
 
 class ServerCreate(BaseModel):

@@ -62,6 +62,8 @@ class AuditEntry:
     id: int | None = None
     guardrails: tuple[dict[str, Any], ...] | None = None
     """What guardrail rules decided on the call (``{rule, action, kind, where, found}``, never a value)."""
+    cached: bool = False
+    """The tool result cache answered the call (its outcome is then ``ok``)."""
 
     def to_json(self, *, with_arguments: bool) -> dict[str, Any]:
         """The REST API's shape of the entry (``arguments`` only when kept and asked for)."""
@@ -87,6 +89,8 @@ class AuditEntry:
             item["jsonrpc_id"] = self.jsonrpc_id
         if self.guardrails:
             item["guardrails"] = list(self.guardrails)
+        if self.cached:
+            item["cached"] = True
         return item
 
 

@@ -152,6 +152,7 @@ def _row(entry: AuditEntry) -> dict[str, Any]:
         "request_id": entry.request_id,
         "jsonrpc_id": entry.jsonrpc_id,
         "guardrails": list(entry.guardrails) if entry.guardrails else None,
+        "cached": entry.cached,
     }
 
 
@@ -172,4 +173,5 @@ def _entry(row: Any) -> AuditEntry:
         request_id=row["request_id"],
         jsonrpc_id=row["jsonrpc_id"],
         guardrails=tuple(row["guardrails"]) if row["guardrails"] else None,
+        cached=bool(row["cached"]),
     )

@@ -1,8 +1,21 @@
-"""The ``audit_log`` table (migrations 0005, 0006 and 0008), in the registry's database and schema."""
+"""The ``audit_log`` table (migrations 0005, 0006, 0008 and 0011), in the registry's database and schema."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, CheckConstraint, Column, Float, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    false,
+)
 
 from mcp_aggregator.registry.tables import NAMING_CONVENTION, SCHEMA, Json, UtcDateTime
 
@@ -29,6 +42,7 @@ audit_log = Table(
     Column("jsonrpc_id", String(255)),
     Column("request_id", String(128)),
     Column("guardrails", Json),
+    Column("cached", Boolean, nullable=False, server_default=false()),
     CheckConstraint("outcome IN ('ok', 'error', 'denied')", name="outcome"),
     Index("ix_audit_log_time", "time"),
     Index("ix_audit_log_client", "client", "id"),

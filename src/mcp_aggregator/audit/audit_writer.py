@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 WallClock = Callable[[], float]
 """Seconds since the epoch (``time.time``): when a call was made."""
 
-_Pending = tuple[float, Invocation, Outcome, BaseException | None, float, tuple[dict[str, Any], ...] | None]
+_Pending = tuple[float, Invocation, Outcome, BaseException | None, float, tuple[dict[str, Any], ...] | None, bool]
 
 _MAX_NOTED = 10_000
 """Calls with guardrail notes waiting for their record: a bound, should a call never be recorded."""
@@ -95,14 +95,23 @@ class AuditWriter:
             self._notes.clear()
         self._notes.setdefault(id(invocation), []).extend(decisions)
 
-    def record(self, invocation: Invocation, outcome: Outcome, error: BaseException | None, duration: float) -> None:
-        """Queue one call's record (``duration`` in seconds); never blocks, never raises."""
+    def record(
+        self,
+        invocation: Invocation,
+        outcome: Outcome,
+        error: BaseException | None,
+        duration: float,
+        *,
+        cached: bool = False,
+    ) -> None:
+        """Queue one call's record (``duration`` in seconds; ``cached``: the result cache
+        answered it); never blocks, never raises."""
         pending = self._pending
         notes = self._notes.pop(id(invocation), None) if self._notes else None
         if len(pending) >= self._settings.queue_size:
             self.dropped += 1
             return
-        pending.append((self.clock(), invocation, outcome, error, duration, tuple(notes) if notes else None))
+        pending.append((self.clock(), invocation, outcome, error, duration, tuple(notes) if notes else None, cached))
         self.submitted += 1
         if len(pending) == 1:
             self._wake.set()
@@ -182,7 +191,7 @@ class AuditWriter:
         return entries
 
     def _entry(self, item: _Pending) -> AuditEntry:
-        at, invocation, outcome, error, duration, guardrails = item
+        at, invocation, outcome, error, duration, guardrails, cached = item
         identity = invocation.caller.identity
         arguments = invocation.arguments
         kept = None
@@ -204,4 +213,5 @@ class AuditWriter:
             request_id=None if caller.http_request_id is None else caller.http_request_id[:128],
             jsonrpc_id=None if caller.request_id is None else storable(str(caller.request_id))[:255],
             guardrails=guardrails,
+            cached=cached,
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mcp_types as types
 from mcp_types import INVALID_REQUEST
@@ -21,6 +21,16 @@ from mcp_aggregator.identity import ANONYMOUS, ClientIdentity
 Ask = Callable[[types.InputRequest], Awaitable[types.InputResponse | types.ErrorData]]
 Log = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class AskCount:
+    """How many times an upstream asked a client back during its calls (mutable, shared by
+    the copies of one ``Caller``'s call): the result cache keeps no result that needed it."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,8 @@ class Caller:
     origin: str | None = None
     """Where a call no named client makes comes from (``"admin-api"``): the audit and traces
     name it; policies still see no client."""
+    asked: AskCount = field(default_factory=AskCount, compare=False, repr=False)
+    """Counts the upstream's requests this caller answered or refused (``answer``)."""
 
     @property
     def asks_back(self) -> bool:
@@ -87,6 +99,7 @@ class Caller:
 
     async def answer(self, request: types.InputRequest) -> types.InputResponse | types.ErrorData:
         """Forward ``request`` to the client, or refuse it the way such a client would."""
+        self.asked.count += 1
         refusal = self.refusal(request)
         if refusal is not None or self.ask is None:
             return refusal or types.ErrorData(code=INVALID_REQUEST, message="Not supported")

@@ -8,8 +8,11 @@ here; each question it asks is answered to the client as an ``InputRequiredResul
 waiting upstream request and waits for the next question or the result.
 
 Parked calls live in this process: behind a load balancer the retry must reach the same
-replica (the state names it). A call whose client never comes back is given up after
-``ttl_secs``: its pending questions are answered with an error, which the upstream sees.
+replica. With a ``StateSeal`` (HTTP with sealed sessions) the state is sealed and names its
+replica, so a retry that reaches another one (or comes after its replica died) is refused at
+once with an error telling the client to call again without ``requestState``; it never waits.
+A call whose client never comes back is given up after ``ttl_secs``: its pending questions
+are answered with an error, which the upstream sees.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import math
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_aggregator.errors import InvalidInputError
+from mcp_aggregator.sessions.request_state_seal import OpenedState, StateOwner
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +37,16 @@ STATE_PREFIX: Final = "mcp-aggregator/parked/"
 """Marks a ``requestState`` the gateway issued (an upstream's own state passes untouched)."""
 
 Work = Callable[["ParkedCall"], Awaitable[Any]]
+
+RESTART = "call the tool again, without requestState and inputResponses"
+
+
+class StateSeal(Protocol):
+    """Seals a parked call's token into its ``requestState`` (``sessions.RequestStateSeal``)."""
+
+    def seal(self, token: str) -> str: ...
+
+    def open(self, sealed: str) -> OpenedState: ...
 
 
 @dataclass
@@ -45,8 +59,9 @@ class _Question:
 class ParkedCall:
     """One call running for a modern client, and the questions it has asked."""
 
-    def __init__(self, token: str, ttl_secs: float) -> None:
+    def __init__(self, token: str, ttl_secs: float, state: str | None = None) -> None:
         self.token = token
+        self.state = state or STATE_PREFIX + token
         self._ttl = ttl_secs
         self._questions: dict[str, _Question] = {}
         self._unsent: list[str] = []
@@ -92,7 +107,7 @@ class ParkedCall:
             if self._unsent:
                 keys, self._unsent = self._unsent, []
                 requests = {k: self._questions[k].request for k in keys}
-                return types.InputRequiredResult(input_requests=requests, request_state=STATE_PREFIX + self.token)
+                return types.InputRequiredResult(input_requests=requests, request_state=self.state)
             if self._done:
                 if self._error is not None:
                     raise self._error
@@ -110,6 +125,7 @@ class ParkedCalls:
 
     def __init__(self, *, ttl_secs: float = 300.0) -> None:
         self._ttl = ttl_secs
+        self.seal: StateSeal | None = None
         self._calls: dict[str, ParkedCall] = {}
         self._tg: TaskGroup | None = None
 
@@ -133,16 +149,30 @@ class ParkedCalls:
         """Run ``work(call)`` parked; return its result, or its first ``InputRequiredResult``."""
         if self._tg is None:
             raise RuntimeError("ParkedCalls is not running")
-        call = ParkedCall(secrets.token_urlsafe(18), self._ttl)
+        token = secrets.token_urlsafe(18)
+        state = STATE_PREFIX + self.seal.seal(token) if self.seal is not None else None
+        call = ParkedCall(token, self._ttl, state)
         self._calls[call.token] = call
         self._tg.start_soon(self._drive, call, work)
         return await self._outcome(call)
 
     async def resume(self, state: str, responses: types.InputResponses | None) -> Any:
         """Deliver a modern client's retry to its parked call. Raises ``InvalidInputError``."""
-        call = self._calls.get(state.removeprefix(STATE_PREFIX))
+        token = state.removeprefix(STATE_PREFIX)
+        if self.seal is not None:
+            opened = self.seal.open(token)
+            if opened.owner is StateOwner.ELSEWHERE:
+                raise InvalidInputError(
+                    "requestState",
+                    "the call it continues waits on another gateway replica (gone, or the retry was "
+                    f"balanced away from it) and cannot go on here: {RESTART}",
+                )
+            if opened.owner is StateOwner.NOBODY or opened.token is None:
+                raise InvalidInputError("requestState", f"not one this gateway issued, or expired: {RESTART}")
+            token = opened.token
+        call = self._calls.get(token)
         if call is None:
-            raise InvalidInputError("requestState", "unknown or expired request state")
+            raise InvalidInputError("requestState", f"unknown or expired request state: {RESTART}")
         call.deliver(responses)
         return await self._outcome(call)
 

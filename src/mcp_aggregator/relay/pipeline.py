@@ -75,6 +75,9 @@ class Invocation:
     arguments: Mapping[str, Any] | None = None
     """The call's arguments as the client sent them (tools and prompts): policies and the
     audit read them."""
+    resumed: bool = False
+    """The retry of a call that asked the client back (it carries ``inputResponses`` or
+    ``requestState``): its result is never cached."""
 
 
 Next = Callable[[], Awaitable[Any]]
@@ -254,7 +257,8 @@ class CallPipeline:
                 asks_back=asks_back,
             )
 
-        invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments)
+        resumed = input_responses is not None or request_state is not None
+        invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments, resumed)
         result: types.CallToolResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )

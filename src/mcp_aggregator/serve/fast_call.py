@@ -9,8 +9,9 @@ everything that needs the full pipeline: a progress token, a log-level opt-in, a
 that declared sampling, elicitation or roots, a retry carrying ``inputResponses`` or
 ``requestState``, a message the fast parser refuses, a name or URI it cannot route (the
 full pipeline words that error), a resource read under a namespaced URI (its contents must
-come back under that URI), or an upstream session that cannot take raw calls. Policy stages
-run on both paths.
+come back under that URI), a tool its server's ``cache:`` covers (the result cache is a
+stage of the full pipeline), or an upstream session that cannot take raw calls. Policy
+stages run on both paths.
 
 A handshake-era (2025-11-25 and earlier) session on stdio is served too, once its handshake
 has shown a client that declared none of sampling, elicitation and roots: its answer is
@@ -267,8 +268,12 @@ class FastCalls:
             # Rebuilt once per catalogue change, never per call.
             routes = {}
             overrides = self._profile.overrides if self._profile is not None else {}
+            supervisors = self.gateway.supervisors
             for entry in catalog.entries:
                 server, tool = entry.server, entry.original_name
+                sup = supervisors.get(server)
+                if sup is not None and sup.config.cache is not None and sup.config.cache.covers(tool):
+                    continue  # a cacheable tool: the full pipeline's cache stage answers it
                 invocation = Invocation(_TOOLS_CALL, server, tool, self._anonymous)
                 schema = entry.tool.input_schema
                 mirrored = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))

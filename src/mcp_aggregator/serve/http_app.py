@@ -42,6 +42,7 @@ from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.rate_limit import RateLimit
 from mcp_aggregator.serve.request_ids import RequestIds
+from mcp_aggregator.sessions import SealedSessionManager, SessionBook
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
@@ -80,6 +81,7 @@ def build_http_app(
     stateless: bool = False,
     profiles: Mapping[str, GatewayServer] | None = None,
     clients: ClientBook | None = None,
+    sessions: SessionBook | None = None,
 ) -> Starlette:
     """A Starlette app whose lifespan runs the MCP session managers: ``gateway_server`` at
     ``/mcp``, each of ``profiles`` at ``/mcp/<name>``.
@@ -88,6 +90,8 @@ def build_http_app(
     actually bound (defaults to ``serve.host``) and is accepted as a ``Host`` name.
     ``clients``: who may use which endpoint (default: the settings' ``clients`` and
     ``serve.mcp_tokens``, ``${VAR}`` taken from this process's environment).
+    ``sessions``: seal handshake-era session ids with it, so that another replica (or this
+    one after a restart) resumes them (default: the SDK's random ids, held in memory).
     """
     settings = gateway_server.gateway.settings
     serve = settings.serve
@@ -99,24 +103,32 @@ def build_http_app(
     fast_by_path: dict[str, FastCalls] = {}
     for name, server in endpoints.items():
         path = MCP_PATH if name == DEFAULT_PROFILE else f"{MCP_PATH}/{name}"
-        manager = StreamableHTTPSessionManager(
-            app=server.server,
-            json_response=json_response,
-            stateless=stateless,
-            security_settings=_SDK_REBINDING_CHECK_OFF,
-            session_idle_timeout=serve.session_idle_secs,
-        )
+        options: dict[str, Any] = {
+            "app": server.server,
+            "json_response": json_response,
+            "stateless": stateless,
+            "security_settings": _SDK_REBINDING_CHECK_OFF,
+            "session_idle_timeout": serve.session_idle_secs,
+        }
+        manager: StreamableHTTPSessionManager
+        if sessions is not None:
+            server.parked.seal = sessions.request_states(serve.input_wait_secs)
+        if sessions is not None and not stateless:
+            server.sessions = sessions
+            manager = SealedSessionManager(**options, book=sessions, host=server, profile=name)
+        else:
+            manager = StreamableHTTPSessionManager(**options)
         managers.append(manager)
         view = server.gateway
         fast = FastCalls(view, server.server.server_info_stamp, profile_of(view))
         fast_by_path[path] = fast
         # The handshake-era fast path answers as an event-stream server may; a JSON-only or
         # stateless server has no sessions of that kind to serve, or answers them otherwise.
-        sessions = None if json_response or stateless else HandshakeSessions(manager, server, fast)
+        handshakes = None if json_response or stateless else HandshakeSessions(manager, server, fast)
         # Clients authenticate (and are held to their profiles) before anything reads their
         # request, the fast path included.
         endpoint = McpClientAuth(
-            FastPath(StreamableHTTPASGIApp(manager), fast, sessions),
+            FastPath(StreamableHTTPASGIApp(manager), fast, handshakes),
             book=clients,
             verifier=JwtVerifier(serve.oauth) if serve.oauth is not None else None,
             required_scopes=serve.oauth.required_scopes if serve.oauth is not None else (),

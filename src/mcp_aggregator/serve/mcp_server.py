@@ -13,7 +13,7 @@ import secrets
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, cast, get_args
+from typing import Any, TypeVar, cast, get_args
 
 import anyio
 import mcp_types as types
@@ -38,6 +38,7 @@ from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.task_face import TaskFace
 from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
+from mcp_aggregator.sessions import SessionBook, SessionState
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.wire_checks import check_encodable
 
@@ -70,6 +71,14 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
     "roots/list": types.ListRootsResult,
 }
 
+
+_Listed = TypeVar(
+    "_Listed",
+    types.ListToolsResult,
+    types.ListPromptsResult,
+    types.ListResourcesResult,
+    types.ListResourceTemplatesResult,
+)
 
 # The SDK's own list, most verbose first.
 _LOG_LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
@@ -122,6 +131,9 @@ class GatewayServer:
         self._subscribers: dict[str, weakref.WeakSet[Connection]] = {}
         self._log_levels: weakref.WeakKeyDictionary[Connection, types.LoggingLevel] = weakref.WeakKeyDictionary()
         self._changed = anyio.Event()
+        self.sessions: SessionBook | None = None
+        """Where a sealed session's log level and subscriptions are recorded (HTTP with sealed
+        session ids; None: they live in this process only)."""
         with warnings.catch_warnings():
             # logging/setLevel is deprecated at 2026-07-28 but 2025-11-25 clients still send it.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -193,6 +205,37 @@ class GatewayServer:
                 await connection.send_resource_updated(shown)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, MCPError):
                 self._subscribers[shown].discard(connection)
+
+    async def restore_session(self, connection: Connection, state: SessionState) -> None:
+        """A sealed session resumed here: serve it as if it had always been (``SessionHost``).
+
+        Its subscriptions are made again upstream (this replica's upstream sessions never
+        had them) and its log level applied; an upstream refusing either is logged, not
+        raised: the session's other requests must go on.
+        """
+        self._legacy_connections.add(connection)
+        if connection.session_id is not None:
+            self._legacy_sessions[connection.session_id] = connection
+        if state.subscriptions:
+            # A replica just started may still be connecting the upstreams that serve them.
+            await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        for uri in state.subscriptions:
+            self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
+            try:
+                await self.gateway.pipeline.subscribe(uri, subscribed=True)
+            except AggregatorError as exc:
+                logger.info("resumed session: resources/subscribe %s failed: %s", uri, exc)
+        level = state.log_level
+        if level in _LOG_LEVELS:
+            self._log_levels[connection] = level
+            await self._forward_level(level)
+
+    async def _record_session(self, connection: Connection | None, **changes: Any) -> None:
+        if self.sessions is not None and connection is not None and connection.session_id is not None:
+            await self.sessions.record(connection.session_id, **changes)
+
+    def _subscriptions_of(self, connection: Connection) -> list[str]:
+        return sorted(uri for uri, connections in self._subscribers.items() if connection in connections)
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -274,6 +317,22 @@ class GatewayServer:
         level = self._log_levels.get(connection, "debug") if isinstance(connection, Connection) else "debug"
         return cast(types.RequestParamsMeta, {**(ctx.meta or {}), types.LOG_LEVEL_META_KEY: level})
 
+    # -- lists: SEP-2549 hints -------------------------------------------------------------
+
+    def _with_cache_hint(self, ctx: ServerRequestContext[Any], result: _Listed) -> _Listed:
+        """A list for a 2026-07-28 client, with how long it may keep it and who may share it.
+
+        ``private`` when what is listed depends on who asks: a profile's endpoint, or policy
+        rules that hide tools per client. The gateway's ``list_changed`` (on
+        ``subscriptions/listen``) evicts it before ``ttlMs`` when the catalogue changes, a
+        tool held by its pin included.
+        """
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return result
+        per_client = self.profile != DEFAULT_PROFILE or self.listing.stage is not None
+        ttl_ms = int(self.gateway.settings.serve.list_ttl_secs * 1000)
+        return result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": "private" if per_client else "public"})
+
     # -- tools ----------------------------------------------------------------------------
 
     async def _list_tools(
@@ -283,7 +342,8 @@ class GatewayServer:
         # A client usually lists tools once at start: give upstreams that are still
         # connecting a bounded chance to appear, instead of answering with a partial list.
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListToolsResult(tools=self.listing.visible(self.surface.list_tools(), self.identity(ctx)))
+        result = types.ListToolsResult(tools=self.listing.visible(self.surface.list_tools(), self.identity(ctx)))
+        return self._with_cache_hint(ctx, result)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -359,14 +419,15 @@ class GatewayServer:
     ) -> types.ListResourcesResult:
         self._remember(ctx)
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListResourcesResult(resources=list(self.gateway.features.resources))
+        return self._with_cache_hint(ctx, types.ListResourcesResult(resources=list(self.gateway.features.resources)))
 
     async def _list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         self._remember(ctx)
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListResourceTemplatesResult(resource_templates=list(self.gateway.features.templates))
+        templates = types.ListResourceTemplatesResult(resource_templates=list(self.gateway.features.templates))
+        return self._with_cache_hint(ctx, templates)
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -392,6 +453,7 @@ class GatewayServer:
         await self._forward_subscription(uri, subscribe=True)
         if connection is not None:
             self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
+            await self._record_session(connection, subscriptions=self._subscriptions_of(connection))
         return types.EmptyResult()
 
     async def _unsubscribe(
@@ -405,6 +467,8 @@ class GatewayServer:
         if not subscribers:
             self._subscribers.pop(uri, None)
             await self._forward_subscription(uri, subscribe=False)
+        if connection is not None:
+            await self._record_session(connection, subscriptions=self._subscriptions_of(connection))
         return types.EmptyResult()
 
     async def _forward_subscription(self, uri: str, *, subscribe: bool) -> None:
@@ -420,7 +484,7 @@ class GatewayServer:
     ) -> types.ListPromptsResult:
         self._remember(ctx)
         await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
-        return types.ListPromptsResult(prompts=list(self.gateway.features.prompts))
+        return self._with_cache_hint(ctx, types.ListPromptsResult(prompts=list(self.gateway.features.prompts)))
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
@@ -457,14 +521,18 @@ class GatewayServer:
         connection = self._remember(ctx)
         if connection is not None:
             self._log_levels[connection] = params.level
-        wanted = min(self._log_levels.values(), key=_LOG_LEVELS.index, default=params.level)
+            await self._record_session(connection, log_level=params.level)
+        await self._forward_level(params.level)
+        return types.EmptyResult()
+
+    async def _forward_level(self, level: types.LoggingLevel) -> None:
+        wanted = min(self._log_levels.values(), key=_LOG_LEVELS.index, default=level)
         request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=wanted))
         for server in self.gateway.servers_with("logging"):
             if self.gateway.connection(server).modern:
                 continue  # no logging/setLevel at 2026-07-28: the level rides each request
 
             try:
-                await self.gateway.pipeline.forward(server, request, types.EmptyResult, what=params.level)
+                await self.gateway.pipeline.forward(server, request, types.EmptyResult, what=level)
             except AggregatorError as exc:
                 logger.info("logging/setLevel on %s failed: %s", server, exc)
-        return types.EmptyResult()

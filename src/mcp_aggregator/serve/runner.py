@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import sys
@@ -19,6 +20,7 @@ from mcp_aggregator.admin.auth import check_bind_allowed
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.identity import DEFAULT_PROFILE
+from mcp_aggregator.registry.registry import utc_now
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -26,6 +28,7 @@ from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.profile_servers import ProfileServers
 from mcp_aggregator.serve.secret_log_filter import scrubbed_logs
 from mcp_aggregator.serve.stdio_face import stdio_streams
+from mcp_aggregator.sessions import SessionBook
 from mcp_aggregator.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -108,6 +111,7 @@ async def serve_http(
             servers = ProfileServers(gateway)
             gateway_server = servers.default
             admin = Mount("/", app=build_admin_app(gateway, token=admin_token))
+            sessions = await SessionBook.open(serve, gateway.registry, env=os.environ, clock=utc_now)
             app = build_http_app(
                 gateway_server,
                 profiles=servers.named,
@@ -115,6 +119,7 @@ async def serve_http(
                 extra_routes=[admin],
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
+                sessions=sessions,
             )
             # ``log_config=None``: uvicorn's lines go through the gateway's handler (format, scrubbing).
             config = uvicorn_config(app, log_level="warning", lifespan="on", log_config=None)
@@ -125,6 +130,7 @@ async def serve_http(
             gateway.credentials.public_base = base
             async with anyio.create_task_group() as tg:
                 await tg.start(servers.run)
+                await tg.start(sessions.keys.run)
                 if shutdown is not None:
                     tg.start_soon(_exit_when_set, shutdown, server)
                 if announce is not None:

@@ -124,9 +124,20 @@ class ServeSettings(BaseModel):
     """A handshake-era (2025-11-25) HTTP session with no request in flight for this long is
     closed, and its client must initialize again; an abandoned session holds about 50 KB
     until then (see docs/recovery.md)."""
+    session_keys: tuple[str, ...] = ()
+    """Keys (32 bytes, url-safe base64; ``${VAR}`` taken from the environment) sealing
+    handshake-era session ids and the gateway's ``requestState``: the first seals, all open.
+    Empty (default): the registry's own keys, made and rotated by the gateway and shared by
+    every replica on the same registry (docs/replicas.md)."""
+    session_max_age_secs: float = Field(default=86_400.0, ge=60, le=30 * 86_400, allow_inf_nan=False)
+    """A sealed session id older than this no longer resumes on a replica that does not hold
+    the session (it answers 404: initialize again)."""
     http_stateless: bool = False
     """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
     handshake-era clients then get no list-changed notifications."""
+    list_ttl_secs: float = Field(default=60.0, ge=0, le=86_400, allow_inf_nan=False)
+    """How long a 2026-07-28 client may keep a list the gateway served (SEP-2549 ``ttlMs``);
+    the gateway's ``list_changed`` evicts it sooner. 0: every list is stale at once."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` (and a call to a tool not known yet) waits for upstreams still
     making their first connection."""

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mcp_aggregator.caching.config import ResultCacheConfig
 from mcp_aggregator.credentials.config import UpstreamOAuth
 from mcp_aggregator.isolation.config import SandboxConfig
 
@@ -75,6 +76,8 @@ class ServerConfig(BaseModel):
     """stdio only: what the server's sandbox grants beyond ``serve.sandbox``'s defaults."""
     origin: ServerOrigin | None = None
     """Set by ``registry add``: the registry entry and version this server was installed from."""
+    cache: ResultCacheConfig | None = None
+    """Opt-in: successful results of the tools it covers are kept ``ttl_secs`` per client scope."""
 
     @field_validator("name")
     @classmethod
@@ -149,9 +152,13 @@ class ServerConfig(BaseModel):
             out: dict[str, Any] = {"command": self.command, "args": list(self.args), "env": dict(self.env)}
             if self.cwd:
                 out["cwd"] = self.cwd
+            if self.cache is not None:
+                out["cache"] = self.cache.stored()
             return {**out, **origin}
         key = "url" if self.transport is Transport.SSE else "base_url"
         remote: dict[str, Any] = {key: getattr(self, key), "headers": dict(self.headers)}
         if self.auth is not None:
             remote["auth"] = self.auth.stored()
+        if self.cache is not None:
+            remote["cache"] = self.cache.stored()
         return {**remote, **origin}

@@ -1,0 +1,85 @@
+"""``ResultCache``: the pure core of the tool result cache — keys, expiry, a size bound.
+
+No I/O and no clock of its own (``clock`` is injected, monotonic seconds), so expiry is
+tested without sleeping. Entries are evicted oldest-first past ``max_entries``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+Clock = Callable[[], float]
+Scope = tuple[str, str | None, str | None]
+"""A client's scope: its profile, name and per-user subject (anonymous clients of one
+profile share theirs)."""
+MAX_ENTRIES: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    """What makes two calls the same call: the tool, its arguments as canonical JSON, and
+    the client's ``Scope``."""
+
+    server: str
+    tool: str
+    arguments: bytes
+    scope: Scope
+
+
+def canonical_arguments(arguments: Mapping[str, Any] | None) -> bytes:
+    """The arguments as JSON with sorted keys: equal however the client ordered them."""
+    if not arguments:
+        return b"{}"
+    try:
+        return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        # A lone surrogate is not valid UTF-8 for orjson; the stdlib escapes it.
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr).encode()
+
+
+def cache_key(server: str, tool: str, arguments: Mapping[str, Any] | None, scope: Scope) -> CacheKey:
+    return CacheKey(server, tool, canonical_arguments(arguments), scope)
+
+
+class ResultCache:
+    """Results by ``CacheKey``, each until its own deadline; hits and misses by server."""
+
+    def __init__(self, clock: Clock = time.monotonic, max_entries: int = MAX_ENTRIES) -> None:
+        self._clock = clock
+        self._max = max_entries
+        self._entries: OrderedDict[CacheKey, tuple[float, object]] = OrderedDict()
+        self.hits: Counter[str] = Counter()
+        self.misses: Counter[str] = Counter()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: CacheKey) -> object | None:
+        """The live result under ``key`` (counted as a hit), else None (a miss)."""
+        found = self._entries.get(key)
+        if found is not None:
+            deadline, result = found
+            if self._clock() < deadline:
+                self.hits[key.server] += 1
+                return result
+            del self._entries[key]
+        self.misses[key.server] += 1
+        return None
+
+    def put(self, key: CacheKey, result: object, ttl_secs: float) -> None:
+        self._entries[key] = (self._clock() + ttl_secs, result)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    def forget(self, server: str) -> None:
+        """Drop every result of ``server`` (its tools changed, or it went away)."""
+        for key in [k for k in self._entries if k.server == server]:
+            del self._entries[key]
