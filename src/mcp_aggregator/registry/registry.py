@@ -9,9 +9,9 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from enum import Enum
 from types import TracebackType
-from typing import Self
+from typing import Self, cast
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Table, bindparam, func, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -378,6 +378,23 @@ class Registry:
             row.primary_skill_id = primary_skill_id
             row.is_classified = True
             return row.to_record()
+
+    async def set_tool_classifications(self, classified: Sequence[tuple[str, Sequence[str], str | None]]) -> None:
+        """Store many classifications (tool id, skill ids, primary skill) in one transaction;
+        ids of tools gone meanwhile are skipped. A start classifies thousands of tools, and a
+        transaction each would keep the registry writer (and the event loop) busy for minutes."""
+        if not classified:
+            return
+        # The table, not the ORM entity: an executemany UPDATE with a WHERE on the id.
+        table = cast(Table, ToolRow.__table__)
+        statement = (
+            update(table)
+            .where(table.c.id == bindparam("tool_id"))
+            .values(skill_ids=bindparam("skills"), primary_skill_id=bindparam("primary"), is_classified=True)
+        )
+        rows = [{"tool_id": tid, "skills": list(skills), "primary": primary} for tid, skills, primary in classified]
+        async with self._transaction() as session:
+            await session.execute(statement, rows)
 
     # tool-definition pins
 

@@ -69,7 +69,7 @@ class GatewayToolCatalog:
             if entry is not None and not self._hidden(entry):
                 skill_id = hit.skill_ids[0] if hit.skill_ids else None
                 hits.append(ScoredTool(tool_record(entry, skill_id), hit.score))
-        return ScoredTools(hits, pending=found.pending)
+        return ScoredTools(hits, pending=found.pending, connecting=found.connecting)
 
     async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
         """Catalog order: servers by name, each server's tools in the order it lists them."""

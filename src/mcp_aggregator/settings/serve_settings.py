@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 
@@ -127,6 +128,10 @@ class ServeSettings(BaseModel):
     http_stateless: bool = False
     """Serve streamable HTTP without protocol sessions, so any replica can answer any request;
     handshake-era clients then get no list-changed notifications."""
+    connect_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    """How many upstreams may be making a connection (process start, handshake, first listing)
+    at once; the others wait their turn, CONNECTING. ``None``: twice the CPU cores (at least
+    4), so that a start with many stdio servers does not starve the gateway itself."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` (and a call to a tool not known yet) waits for upstreams still
     making their first connection."""
@@ -144,6 +149,13 @@ class ServeSettings(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """The sandbox every stdio server gets unless its own ``sandbox:`` says otherwise."""
     workspace_roots: tuple[Path, ...] = ()
+
+    @property
+    def connect_limit(self) -> int:
+        """``connect_concurrency``, or its default for this machine."""
+        if self.connect_concurrency is not None:
+            return self.connect_concurrency
+        return max(4, 2 * (os.cpu_count() or 1))
 
     @field_validator("mcp_tokens")
     @classmethod
