@@ -8,8 +8,10 @@ data directory over ``many_tools_server.py`` upstreams and, from the moment the 
 started, polls every ``--poll`` seconds (each route on its own, so a slow answer does not
 hide the next): ``/healthz``, a REST tool search, the admin API (``/servers``), the web page
 and ``/mcp`` (an ``initialize``, its session deleted again). It samples the gateway's RSS and
-reads ``/state`` once a second. The index is *whole* when every server is CONNECTED, every
-tool is served and classified, and a search answers without ``X-Search-Incomplete``; then
+reads ``/state`` once a second. Latencies "during start" are of the requests sent between
+the listener coming up (the banner) and the index being whole. The index is *whole* when
+every server is CONNECTED, every tool is served and classified, and a search answers
+without ``X-Search-Incomplete``; then
 ``--searches`` searches measure the REST latency once whole. With ``--baseline`` the same run
 is made first against that ``src`` (the baseline), then against this one.
 
@@ -96,6 +98,8 @@ def write_config(folder: Path, servers: int, tools: int, port: int) -> Path:
         f"  port: {port}",
         f"  admin_token: {TOKEN}",
         f"  data_dir: {folder / 'data'}",
+        "registry:",
+        f"  database_url: sqlite+aiosqlite:///{folder / 'registry.db'}",
         "servers:",
     ]
     for i in range(servers):
@@ -296,12 +300,15 @@ def _p(values: list[float], q: float) -> float | None:
 
 def summary(run: Run) -> dict[str, Any]:
     end = run.whole_at if run.whole_at is not None else float("inf")
+    # Requests sent before the listener was up waited for it: "first /healthz answered" says
+    # how long; the figures "during start" are of the requests sent once it listened.
+    begin = run.banner_at if run.banner_at is not None else 0.0
     health = run.polls.get("healthz", [])
     answered = [s for s in health if s.ms is not None and s.note != "timeout"]
     first = min((s.at + s.ms / 1000 for s in answered), default=None)  # type: ignore[operator]
 
     def during(name: str) -> list[float]:
-        return [s.ms for s in run.polls.get(name, []) if s.ms is not None and s.at < end]
+        return [s.ms for s in run.polls.get(name, []) if s.ms is not None and begin <= s.at < end]
 
     out: dict[str, Any] = {
         "label": run.label,
