@@ -189,16 +189,18 @@ async def _watch(run: Run, pid: int, t0: float, done: anyio.Event, client: httpx
                 state = None
             if state is not None:
                 run.state.append((now - t0, state))
-                searches = run.polls.get("search", [])
+                searches = [s for s in run.polls.get("search", []) if s.note]
                 whole = (
                     state["connected_servers"] == run.servers
                     and state["exposed_tools"] >= want
                     and state["classified_tools"] >= want
                     and state["indexing"] is None
-                    and searches
+                    and bool(searches)
                     and searches[-1].note.startswith("whole")
-                    and searches[-1].at > now - t0 - 3
                 )
+                if len(run.state) % 10 == 0:
+                    last = searches[-1].note if searches else None
+                    print(f"{run.label} {now - t0:.0f}s: {state} last search {last}", file=sys.stderr, flush=True)
                 if whole:
                     run.whole_at = now - t0
                     done.set()
