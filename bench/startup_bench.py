@@ -134,10 +134,10 @@ async def _poll(
         try:
             note = await request(client)
             samples.append(Sample(start - t0, (time.monotonic() - start) * 1000, note))
-        except (httpx.ConnectError, httpx.RemoteProtocolError):
-            samples.append(Sample(start - t0, None))
         except httpx.TimeoutException:
             samples.append(Sample(start - t0, (time.monotonic() - start) * 1000, "timeout"))
+        except httpx.TransportError:  # not listening yet, or the connection dropped
+            samples.append(Sample(start - t0, None))
         await anyio.sleep(max(0.0, every - (time.monotonic() - start)))
 
 
@@ -185,7 +185,7 @@ async def _watch(run: Run, pid: int, t0: float, done: anyio.Event, client: httpx
             last_state = now
             try:
                 state = (await client.get("/api/v1/aggregator/state", headers=auth)).json()
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.TimeoutException):
+            except httpx.TransportError:
                 state = None
             if state is not None:
                 run.state.append((now - t0, state))

@@ -1,5 +1,5 @@
 """``/healthz`` answers throughout a start: ten stdio upstreams of a hundred tools each start,
-list and are indexed while the health check is asked again and again. No timing is measured
+list and are indexed (the real embedding model) while the health check is asked again and again. No timing is measured
 here beyond a generous deadline per answer (CI shares two cores); ``bench/startup_bench.py``
 measures the start at the seed's scale."""
 
@@ -63,7 +63,7 @@ async def _drain(process: Process, log: list[str]) -> None:
 
 def _consistent(health: dict[str, Any]) -> bool:
     """``starting`` exactly while some server's first connection is still being made."""
-    connecting = any(status == "connecting" for status in health["servers"].values())
+    connecting = any(status == "CONNECTING" for status in health["servers"].values())
     return (health["status"] == "starting") == connecting
 
 
@@ -80,7 +80,9 @@ async def test_healthz_answers_within_its_deadline_throughout_a_start_of_ten_ser
             tg.start_soon(_drain, process, log)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
                 with anyio.fail_after(100):
-                    while not seen or seen[-1]["status"] != "ok" or seen[-1]["index"] != "whole":
+                    # Until every server had its first try and its tools are served: the
+                    # costly part (ten processes starting, listing, indexing) is behind.
+                    while not seen or seen[-1]["status"] != "ok" or seen[-1]["tools"] < SERVERS * TOOLS:
                         with anyio.fail_after(DEADLINE_SECS):
                             answer = await http.get("/healthz")
                         assert answer.status_code == 200
@@ -98,5 +100,5 @@ async def test_healthz_answers_within_its_deadline_throughout_a_start_of_ten_ser
     # Once every server had its first try the gateway never says it is starting again.
     assert statuses[statuses.index("ok") :] == ["ok"] * (len(statuses) - statuses.index("ok"))
     final = seen[-1]
-    assert final["servers"] == {f"s{i}": "connected" for i in range(SERVERS)}
+    assert final["servers"] == {f"s{i}": "CONNECTED" for i in range(SERVERS)}
     assert final["tools"] == SERVERS * TOOLS, "".join(log)[-2000:]
