@@ -50,12 +50,20 @@ def _code_mode(result: dict[str, Any]) -> None:
     assert result["latency"]["one_script_two_calls"]["p50_ms"] > 0
 
 
+def _startup(result: dict[str, Any]) -> None:
+    (run,) = result["results"]
+    assert (run["servers"], run["tools"]) == (2, 5)
+    assert run["index_whole_s"] is not None and run["first_healthz_s"] is not None
+    assert result["timelines"]["this"]
+
+
 SCRIPTS = [
     ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
     ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
     ("search_bench.py", ["--size", "600", "--no-e5", "--quick"], "--json", _search),
     ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
     ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
+    ("startup_bench.py", ["--servers", "2", "--tools", "5", "--searches", "5", "--limit", "200"], "--json", _startup),
 ]
 
 
