@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -15,8 +16,8 @@ from mcp_aggregator.search import ToolSearch
 from mcp_aggregator.search.classification_queue import ClassificationState
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache
-from mcp_aggregator.settings import Settings
-from tests.conftest import running_gateway, settings_for, stdio_fixture
+from mcp_aggregator.settings import ServerConfig, Settings
+from tests.conftest import REPO, running_gateway, settings_for, stdio_fixture
 
 T = TypeVar("T")
 
@@ -141,3 +142,32 @@ async def test_the_event_loop_keeps_serving_while_an_aggregator_query_picks_its_
     metadata = answer["metadata"]
     assert isinstance(metadata, dict)
     assert metadata["selection"] == "toolSearch"
+
+
+async def test_a_search_during_a_large_indexing_answers_at_once_by_words_and_says_it_is_partial() -> None:
+    many = ServerConfig(
+        name="many",
+        transport="stdio",  # type: ignore[arg-type]
+        command=sys.executable,
+        args=("-m", "tests.upstream.paged_server", "--tools", "600", "--page", "100"),
+        cwd=str(REPO),
+    )
+    settings = settings_for(many, list_wait_secs=60)
+    embedder = GatedEmbedder("Synthetic")  # in every tool text: the index stays 600 tools short
+    search = ToolSearch(settings.search, embedder, cache=EmbeddingCache(None))
+    async with Gateway(settings, search=search) as gateway:
+        try:
+            await gateway.wait_settled(30)
+            with anyio.fail_after(30):
+                await anyio.to_thread.run_sync(lambda: embedder.entered.wait(30))
+            # Far more to embed than a short wait: no waiting the 60 s of list_wait_secs.
+            with anyio.fail_after(20):
+                hits = await gateway.search_tools("tool number 7", 3)
+            assert not hits.complete
+            assert (hits.pending, hits.connecting) == (600, 0)
+            assert hits and all(hit.server == "many" for hit in hits)
+            assert gateway.health()["index"] == "building"
+        finally:
+            embedder.release.set()
+            for supervisor in list(gateway.supervisors.values()):
+                await supervisor.stop()

@@ -65,7 +65,7 @@ from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipel
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
-from mcp_aggregator.search import SearchResults, SkillSpec, ToolSearch, build_tool_search
+from mcp_aggregator.search import SearchResults, SkillSpec, ToolDoc, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
@@ -86,6 +86,8 @@ ChangeListener = Callable[[], None]
 ResourceListener = Callable[[str, str], Awaitable[None]]
 
 _SHUTDOWN_GRACE_SECS = 10.0
+_SHORT_INDEX_WAIT_SECS = 1.0
+"""A search waits for the index only when what is left to embed takes about this long."""
 
 
 class GatewayState(StrEnum):
@@ -132,6 +134,8 @@ class Gateway:
         self._mirror = RegistryMirror()
         self._indexer: CatalogIndexer | None = None
         self._tool_ids: dict[str, str] = {}
+        self._unstored_skills: dict[str, tuple[SkillAssignment, ...]] = {}
+        self._docs_of: dict[str, tuple[tuple[types.Tool, ...], str | None, list[ToolDoc]]] = {}
         self._tg: TaskGroup | None = None
         self._stack: AsyncExitStack | None = None
         self._registry: Registry | None = None
@@ -169,6 +173,7 @@ class Gateway:
             on_activity=self._poke,
             max_result_bytes=settings.serve.max_result_bytes,
             auth_for=self.credentials.auth_for,
+            connect_concurrency=settings.serve.connect_limit,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)
@@ -521,6 +526,17 @@ class Gateway:
         """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
         await self.upstreams.wait_settled(timeout_secs)
 
+    def health(self) -> dict[str, Any]:
+        """The ``/healthz`` body, cheap at any moment: ``status`` is ``starting`` until every
+        server asked to connect has had its first attempt resolved, then ``ok``; ``index`` is
+        ``building`` while discovered tools wait for the search index, then ``whole``."""
+        return {
+            "status": "ok" if self.upstreams.settled() else "starting",
+            "servers": {name: sup.status.value for name, sup in sorted(self.supervisors.items())},
+            "tools": self.catalogue.served_tools(),
+            "index": "whole" if self._indexer is not None and self._indexer.ready() else "building",
+        }
+
     def exposed_servers(self) -> list[str]:
         """CONNECTED and DEGRADED servers whose tools were accepted, sorted."""
         return self.catalogue.exposed_servers()
@@ -680,22 +696,46 @@ class Gateway:
 
     def _reindex(self) -> None:
         docs = []
-        for name, tools in sorted(self.catalogue.known_tools.items()):
+        known = self.catalogue.known_tools
+        for name in [n for n in self._docs_of if n not in known]:
+            del self._docs_of[name]
+        for name, tools in sorted(known.items()):
             sup = self.supervisors.get(name)
-            docs.extend(tool_docs(name, sup.config.description if sup else None, tools))
+            description = sup.config.description if sup else None
+            cached = self._docs_of.get(name)
+            # Made again only for the server whose listing changed: a start at fifty servers
+            # otherwise rebuilt every server's documents each time one connected.
+            if cached is None or cached[0] is not tools or cached[1] != description:
+                cached = self._docs_of[name] = (tools, description, tool_docs(name, description, tools))
+            docs.extend(cached[2])
         self.indexer.update(docs)
 
     def _classified(self, key: str, kept: tuple[SkillAssignment, ...]) -> None:
-        skill_ids = [a.skill_id for a in kept]
-        primary = skill_ids[0] if skill_ids else None
-
-        async def store() -> None:
-            tool_id = self._tool_ids.get(key)
-            if tool_id is not None:
-                await self.registry.set_tool_classification(tool_id, skill_ids=skill_ids, primary_skill_id=primary)
-
-        self._mirror.submit(f"{key}: skills", store)
+        # Collected and written in one transaction per batch: a start classifies thousands.
+        if not self._unstored_skills:
+            self._mirror.submit("skills", self._store_skills)
+        self._unstored_skills[key] = kept
         self._poke()
+
+    async def _store_skills(self) -> None:
+        batch, self._unstored_skills = self._unstored_skills, {}
+        unknown = await self._write_skills(batch)
+        if unknown:
+            # Tools discovered after this write was queued: their own write is behind it.
+            self._mirror.submit("skills", lambda: self._write_skills(unknown))
+
+    async def _write_skills(self, batch: Mapping[str, tuple[SkillAssignment, ...]]) -> dict[str, Any]:
+        """Stores ``batch``; returns the part whose tools are not stored (yet)."""
+        rows, unknown = [], {}
+        for key, kept in batch.items():
+            tool_id = self._tool_ids.get(key)
+            if tool_id is None:
+                unknown[key] = kept
+            else:
+                skill_ids = [a.skill_id for a in kept]
+                rows.append((tool_id, skill_ids, skill_ids[0] if skill_ids else None))
+        await self.registry.set_tool_classifications(rows)
+        return unknown
 
     def classification_counts(self) -> dict[str, int]:
         return self.indexer.classification_counts()
@@ -710,18 +750,26 @@ class Gateway:
         event loop keeps relaying calls meanwhile (``ToolSearch.search`` is thread-safe).
 
         Like ``tools/list``, a search first gives upstreams still connecting, and tools
-        still being indexed, ``serve.list_wait_secs`` in all; past that it ranks what it
-        has and the results say the index is incomplete (``SearchResults.pending``).
+        still being indexed, ``serve.list_wait_secs`` in all, when that wait is short (a
+        few servers starting, a few tools to embed). In a large start (connections waiting
+        for their turn, or more tools to embed than ``_SHORT_INDEX_WAIT_SECS`` allows) it
+        answers at once from what is indexed. Either way the results say what they lack
+        (``SearchResults.pending``, ``SearchResults.connecting``).
         """
         wait = self.settings.serve.list_wait_secs
-        with anyio.move_on_after(wait):
-            await self.wait_settled(wait)
-            await self.indexer.wait_ready(wait)
+        if self.upstreams.queued_connects or self.indexer.backlog_secs() > _SHORT_INDEX_WAIT_SECS:
+            wait = 0.0
+        if wait:
+            with anyio.move_on_after(wait):
+                await self.wait_settled(wait)
+                await self.indexer.wait_ready(wait)
         allowed = self.exposed_servers()
         search = self.search
-        return await anyio.to_thread.run_sync(
+        results = await anyio.to_thread.run_sync(
             lambda: search.search(query, k, server=server, skill=skill, allowed_servers=allowed)
         )
+        results.connecting = self.upstreams.unsettled
+        return results
 
     async def _servers_fitting(self, query: str, k: int) -> list[str]:
         return [hit.server for hit in await self.search_tools(query, k)]

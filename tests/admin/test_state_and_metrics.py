@@ -8,7 +8,7 @@ from mcp_aggregator.admin.metrics import escape_label, render_metrics
 from mcp_aggregator.admin.server_views import ServerSample
 from mcp_aggregator.admin.state_routes import aggregator_state
 from mcp_aggregator.health import ServerStatus
-from mcp_aggregator.registry import ServerRecord, ServerSource, ToolRecord, TransportType
+from mcp_aggregator.registry import ServerRecord, ServerSource, ToolRecord, ToolTally, TransportType
 from tests.admin.conftest import API, admin_settings, http_server, serve_admin
 from tests.registry.conftest import Database
 
@@ -38,7 +38,7 @@ def tool(name: str, *, classified: bool, updated: datetime) -> ToolRecord:
 def test_state_counts_partition_the_servers_and_split_tools_by_classification() -> None:
     statuses = [ServerStatus.CONNECTED, ServerStatus.CONNECTED, ServerStatus.DEGRADED, ServerStatus.ERROR]
     tools = [tool("a", classified=True, updated=T0), tool("b", classified=False, updated=T1)]
-    state = aggregator_state(statuses, tools, exposed_tools=1)
+    state = aggregator_state(statuses, ToolTally.of(tools), exposed_tools=1)
     assert state.model_dump() == {
         "total_servers": 4, "connected_servers": 2, "degraded_servers": 1, "connecting_servers": 0,
         "disconnected_servers": 0, "error_servers": 1, "total_tools": 2, "exposed_tools": 1,
@@ -47,12 +47,12 @@ def test_state_counts_partition_the_servers_and_split_tools_by_classification() 
 
 
 def test_state_shows_the_search_index_embedding_progress() -> None:
-    state = aggregator_state([], [], exposed_tools=0, indexing=(640, 10_000))
+    state = aggregator_state([], ToolTally(), exposed_tools=0, indexing=(640, 10_000))
     assert state.model_dump()["indexing"] == {"embedded": 640, "total": 10_000}
 
 
 def test_empty_state_has_no_last_sync() -> None:
-    assert aggregator_state([], [], exposed_tools=0).last_sync is None
+    assert aggregator_state([], ToolTally(), exposed_tools=0).last_sync is None
 
 
 def test_metrics_text_has_every_status_and_per_server_gauges() -> None:

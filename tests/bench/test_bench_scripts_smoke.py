@@ -58,6 +58,13 @@ def _guardrails(result: dict[str, Any]) -> None:
     assert result["detection"]["detected_pct"] >= 95
 
 
+def _startup(result: dict[str, Any]) -> None:
+    (run,) = result["results"]
+    assert (run["servers"], run["tools"]) == (2, 5)
+    assert run["index_whole_s"] is not None and run["first_healthz_s"] is not None
+    assert result["timelines"]["this"]
+
+
 SCRIPTS = [
     ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
     ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
@@ -65,6 +72,7 @@ SCRIPTS = [
     ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
     ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
     ("guardrails_bench.py", ["--quick"], "--json", _guardrails),
+    ("startup_bench.py", ["--servers", "2", "--tools", "5", "--searches", "5", "--limit", "200"], "--json", _startup),
 ]
 
 

@@ -17,7 +17,7 @@ PENDING_HEADER = "X-Search-Pending"
 _INCOMPLETE_HEADERS = {
     INCOMPLETE_HEADER: {
         "description": "Set when some tools were ranked by their words alone (the search index was still "
-        "computing their vectors): says so and asks to search again",
+        "computing their vectors) or some servers were still connecting: says so and asks to search again",
         "schema": {"type": "string"},
     },
     PENDING_HEADER: {
@@ -46,7 +46,7 @@ async def search_tools(
     it in its answer's ``incomplete`` field)."""
     hits = await gateway.search_tools(q, k, server=server, skill=skill)
     if not hits.complete:
-        response.headers[INCOMPLETE_HEADER] = incomplete_note(hits.pending)
+        response.headers[INCOMPLETE_HEADER] = incomplete_note(hits.pending, hits.connecting)
         response.headers[PENDING_HEADER] = str(hits.pending)
     return [
         SearchHitPublic(

@@ -11,19 +11,18 @@ from mcp_aggregator.admin.admin_gateway import GatewayDep
 from mcp_aggregator.admin.schemas import IndexingPublic, StatePublic
 from mcp_aggregator.admin.server_views import collect_samples
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
-from mcp_aggregator.registry import ToolRecord
+from mcp_aggregator.registry import ToolTally
 
 
 def aggregator_state(
     statuses: Sequence[ServerStatus],
-    tools: Sequence[ToolRecord],
+    tools: ToolTally,
     exposed_tools: int,
     indexing: tuple[int, int] | None = None,
 ) -> StatePublic:
-    """Pure: the state from the servers' live statuses, the registry's tools and the search
-    index's embedding progress."""
+    """Pure: the state from the servers' live statuses, the registry's tool counts and the
+    search index's embedding progress."""
     by_status = Counter(statuses)
-    classified = sum(1 for tool in tools if tool.is_classified)
     return StatePublic(
         total_servers=len(statuses),
         connected_servers=by_status[ServerStatus.CONNECTED],
@@ -31,11 +30,11 @@ def aggregator_state(
         connecting_servers=by_status[ServerStatus.CONNECTING],
         disconnected_servers=by_status[ServerStatus.DISCONNECTED],
         error_servers=by_status[ServerStatus.ERROR],
-        total_tools=len(tools),
+        total_tools=tools.total,
         exposed_tools=exposed_tools,
-        classified_tools=classified,
-        unclassified_tools=len(tools) - classified,
-        last_sync=max((tool.updated_at for tool in tools), default=None),
+        classified_tools=tools.classified,
+        unclassified_tools=tools.total - tools.classified,
+        last_sync=tools.last_sync,
         indexing=None if indexing is None else IndexingPublic(embedded=indexing[0], total=indexing[1]),
     )
 
@@ -48,7 +47,7 @@ async def get_state(gateway: GatewayDep) -> StatePublic:
     """``connected_servers`` counts CONNECTED only; DEGRADED and CONNECTING are separate,
     so the five counts add up to ``total_servers``."""
     statuses = [sample.status for sample in await collect_samples(gateway)]
-    tools = await gateway.registry.list_tools()
+    tools = await gateway.registry.tool_tally()
     exposed = sum(
         len(sup.connection.tools)
         for sup in gateway.supervisors.values()

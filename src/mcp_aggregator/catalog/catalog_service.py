@@ -126,6 +126,13 @@ class CatalogService:
             self._exposed = [name for name in self._upstreams.serving() if name in self.known_tools]
         return list(self._exposed)
 
+    def served_tools(self) -> int:
+        """How many tools are served, without building the catalogue when it is stale (a start
+        changes it with every server that connects, and a health check must stay cheap)."""
+        if self._catalog is not None:
+            return len(self._catalog)
+        return sum(len(self.known_tools[name]) for name in self.exposed_servers())
+
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:

@@ -42,11 +42,13 @@ class ScoredTool:
 
 class ScoredTools(list[ScoredTool]):
     """Search hits, and how many tools the ranking could read only by their words
-    (``pending``: the search index was still computing their vectors)."""
+    (``pending``: the search index was still computing their vectors) and how many servers
+    were still connecting (their tools not searched yet)."""
 
-    def __init__(self, hits: Sequence[ScoredTool] = (), *, pending: int = 0) -> None:
+    def __init__(self, hits: Sequence[ScoredTool] = (), *, pending: int = 0, connecting: int = 0) -> None:
         super().__init__(hits)
         self.pending = pending
+        self.connecting = connecting
 
 
 @dataclass(frozen=True, slots=True)

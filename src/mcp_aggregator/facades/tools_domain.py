@@ -76,8 +76,9 @@ def build_tools_domain(
             if signature is None
             else [project_script_tool(hit.tool, detail, signature) for hit in hits]
         )
-        if isinstance(hits, ScoredTools) and hits.pending:
-            return Counted({"items": projected, "incomplete": incomplete_note(hits.pending)}, len(projected))
+        if isinstance(hits, ScoredTools) and (hits.pending or hits.connecting):
+            note = incomplete_note(hits.pending, hits.connecting)
+            return Counted({"items": projected, "incomplete": note}, len(projected))
         return projected
 
     async def list_(params: dict[str, Any], detail: Detail) -> Any:

@@ -10,6 +10,7 @@ from mcp_aggregator.registry.records import (
     ToolPinRecord,
     ToolRecord,
     ToolSpec,
+    ToolTally,
     TransportType,
 )
 from mcp_aggregator.registry.redaction import redact_connection_config, redact_url
@@ -25,6 +26,7 @@ __all__ = [
     "ToolPinRecord",
     "ToolRecord",
     "ToolSpec",
+    "ToolTally",
     "TransportType",
     "check_server_limit",
     "check_session_limit",

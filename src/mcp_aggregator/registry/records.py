@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -89,6 +90,23 @@ class ToolRecord:
     primary_skill_id: str | None
     discovered_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTally:
+    """How many tools are registered and classified, and when one was last discovered."""
+
+    total: int = 0
+    classified: int = 0
+    last_sync: datetime | None = None
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolRecord]) -> ToolTally:
+        return cls(
+            len(tools),
+            sum(1 for tool in tools if tool.is_classified),
+            max((tool.updated_at for tool in tools), default=None),
+        )
 
 
 @dataclass(frozen=True, slots=True)

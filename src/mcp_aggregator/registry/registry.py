@@ -9,9 +9,9 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from enum import Enum
 from types import TracebackType
-from typing import Self
+from typing import Self, cast
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Table, bindparam, case, func, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -28,6 +28,7 @@ from mcp_aggregator.registry.records import (
     ToolPinRecord,
     ToolRecord,
     ToolSpec,
+    ToolTally,
 )
 from mcp_aggregator.registry.tables import ExternalServerRow, ToolPinRow, ToolRow
 from mcp_aggregator.registry.tool_writer import write_tools
@@ -366,6 +367,18 @@ class Registry:
         async with self._transaction() as session:
             return [row.to_record() for row in (await session.scalars(query)).all()]
 
+    async def tool_tally(self) -> ToolTally:
+        """Counts of the tools, in one query: ``/state`` is polled, and loading 10,000 rows
+        for three numbers kept the event loop busy for a second each time."""
+        query = select(
+            func.count(ToolRow.id),
+            func.coalesce(func.sum(case((ToolRow.is_classified, 1), else_=0)), 0),
+            func.max(ToolRow.updated_at),
+        )
+        async with self._transaction() as session:
+            total, classified, last = (await session.execute(query)).one()
+        return ToolTally(int(total), int(classified), last)
+
     async def set_tool_classification(
         self, tool_id: str, *, skill_ids: Sequence[str], primary_skill_id: str | None
     ) -> ToolRecord | None:
@@ -378,6 +391,23 @@ class Registry:
             row.primary_skill_id = primary_skill_id
             row.is_classified = True
             return row.to_record()
+
+    async def set_tool_classifications(self, classified: Sequence[tuple[str, Sequence[str], str | None]]) -> None:
+        """Store many classifications (tool id, skill ids, primary skill) in one transaction;
+        ids of tools gone meanwhile are skipped. A start classifies thousands of tools, and a
+        transaction each would keep the registry writer (and the event loop) busy for minutes."""
+        if not classified:
+            return
+        # The table, not the ORM entity: an executemany UPDATE with a WHERE on the id.
+        table = cast(Table, ToolRow.__table__)
+        statement = (
+            update(table)
+            .where(table.c.id == bindparam("tool_id"))
+            .values(skill_ids=bindparam("skills"), primary_skill_id=bindparam("primary"), is_classified=True)
+        )
+        rows = [{"tool_id": tid, "skills": list(skills), "primary": primary} for tid, skills, primary in classified]
+        async with self._transaction() as session:
+            await session.execute(statement, rows)
 
     # tool-definition pins
 

@@ -91,7 +91,9 @@ def build_classifier(settings: SearchSettings, skills: SkillIndex) -> Classifier
     embeds the skill descriptions once): call it from a worker thread or at start-up."""
     if settings.classifier == "embedding":
         search_embedder = skills.embedder
-        return EmbeddingClassifier(search_embedder, skills.skills, skills.description_vectors())
+        return EmbeddingClassifier(
+            search_embedder, skills.skills, skills.description_vectors(), stored=skills.tool_vectors
+        )
     if not settings.llm_base_url:
         raise ConfigError(f"classifier {settings.classifier!r} needs a base URL", path="search.llm_base_url")
     return LlmClassifier(

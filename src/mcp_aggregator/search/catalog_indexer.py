@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 
 import anyio
@@ -18,6 +19,8 @@ from mcp_aggregator.search.tool_search import ToolSearch
 logger = logging.getLogger(__name__)
 
 Classified = Callable[[str, tuple[SkillAssignment, ...]], None]
+_ASSUMED_TEXTS_PER_SEC = 50.0
+"""Until a round was measured: MiniLM on one busy core embeds about this many tool texts a second."""
 
 
 class CatalogIndexer:
@@ -43,6 +46,8 @@ class CatalogIndexer:
         self._wanted: tuple[ToolDoc, ...] = ()
         self._dirty = anyio.Event()
         self._indexed = anyio.Event()
+        self._rate = _ASSUMED_TEXTS_PER_SEC
+        self._round_started = (0.0, 0)
         self.embedding: tuple[int, int] | None = None
         """(embedded, total) while new tool texts are being embedded, else None.
 
@@ -74,6 +79,12 @@ class CatalogIndexer:
                 await self._indexed.wait()
         return self.ready()
 
+    def backlog_secs(self) -> float:
+        """About how long until ``ready``: the tools still to embed over the embedding rate
+        measured last (a guess before the first round)."""
+        waiting = self.search.pending + max(0, len(self._wanted) - len(self.search))
+        return waiting / self._rate
+
     def classification_counts(self) -> dict[str, int]:
         return self.queue.counts() if self.queue is not None else {}
 
@@ -86,8 +97,12 @@ class CatalogIndexer:
             current = {d.key for d in docs}
             stale = [d.key for d in self.search.docs() if d.key not in current]
             self.search.remove(stale)
+            # Only what is new or changed: a start brings servers one by one, and indexing
+            # the whole catalogue again for each made a start at fifty servers quadratic.
+            changed = [doc for doc in docs if not _unchanged(self.search.get(doc.key), doc)]
             try:
-                await self.search.upsert(docs, progress=self._embedding_progress)
+                if changed:
+                    await self.search.upsert(changed, progress=self._embedding_progress)
             finally:
                 self.embedding = None
             if self.queue is not None:
@@ -98,8 +113,13 @@ class CatalogIndexer:
             self._indexed = anyio.Event()
 
     def _embedding_progress(self, done: int, total: int) -> None:
-        # Called from the embedding worker thread; a tuple assignment is atomic.
+        # Called from the embedding worker thread; plain assignments are atomic.
         before = self.embedding[0] if self.embedding is not None else 0
+        now = time.monotonic()
+        if before == 0:
+            self._round_started = (now, done)
+        elif now > self._round_started[0]:
+            self._rate = max(1.0, (done - self._round_started[1]) / (now - self._round_started[0]))
         self.embedding = (done, total)
         if done == total or (10 * done) // total > (10 * before) // total:
             logger.info("search index: embedded %d of %d new tool texts", done, total)
@@ -119,3 +139,13 @@ class CatalogIndexer:
             min_confidence=settings.min_confidence,
             on_classified=self._on_classified,
         )
+
+
+def _unchanged(old: ToolDoc | None, new: ToolDoc) -> bool:
+    """Whether the index holds ``new`` as it is (skills aside: the index keeps those it assigned)."""
+    return (
+        old is not None
+        and (old.server, old.name, old.description, old.server_description)
+        == (new.server, new.name, new.description, new.server_description)
+        and old.input_schema == new.input_schema
+    )

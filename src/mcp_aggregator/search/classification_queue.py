@@ -82,7 +82,7 @@ class ClassificationQueue:
         self._classifier = classifier
         self._on_classified = on_classified
         self._search = search
-        self._limit = anyio.CapacityLimiter(concurrency)
+        self._concurrency = concurrency
         self._min_confidence = min_confidence
         self._retry = retry or ExponentialRetry()
         self._clock = clock
@@ -149,10 +149,21 @@ class ClassificationQueue:
         now = self._clock()
         due = [k for k, e in self._entries.items() if _waiting(e) and e.due <= now]
         unfit: list[str] = []
+        for key in due:
+            self._entries[key].state = ClassificationState.CLASSIFYING
+        todo = iter(due)
+
+        async def worker() -> None:
+            # ``concurrency`` workers over one list rather than a task per tool: a start
+            # queues thousands, and as many tasks waiting on one limiter cost the loop more
+            # than the classifications themselves.
+            for key in todo:
+                await self._classify_one(key, unfit)
+                await anyio.lowlevel.checkpoint()
+
         async with anyio.create_task_group() as tg:
-            for key in due:
-                self._entries[key].state = ClassificationState.CLASSIFYING
-                tg.start_soon(self._classify_one, key, unfit)
+            for _ in range(min(self._concurrency, len(due))):
+                tg.start_soon(worker)
         if unfit:
             # One line per round at INFO; the tools themselves at DEBUG (a start with
             # thousands of tools would otherwise write thousands of lines).
@@ -170,12 +181,11 @@ class ClassificationQueue:
         if entry is None or doc is None:
             self._entries.pop(key, None)
             return
-        async with self._limit:
-            try:
-                kept = select(await self._classifier.classify(doc), self._min_confidence)
-            except SearchError as exc:
-                self._fail(key, entry, str(exc))
-                return
+        try:
+            kept = select(await self._classifier.classify(doc), self._min_confidence)
+        except SearchError as exc:
+            self._fail(key, entry, str(exc))
+            return
         if not kept:
             # A tool that fits no skill well enough is an answer, not a failure: retrying
             # would only ask the same question again.

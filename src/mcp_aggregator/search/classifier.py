@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -54,18 +54,38 @@ def softmax_confidences(sims: Vectors, temperature: float = TEMPERATURE) -> Vect
     return out
 
 
-class EmbeddingClassifier:
-    """Offline default: softmax over cosines between the tool and each skill's text."""
+StoredVectors = Callable[[Sequence[str]], Vectors]
+"""The search index's vectors of the given tool keys (rows of those it has)."""
 
-    def __init__(self, embedder: Embedder, skills: Sequence[SkillSpec], skill_vectors: Vectors) -> None:
+
+class EmbeddingClassifier:
+    """Offline default: softmax over cosines between the tool and each skill's text.
+
+    With ``stored`` (the search index's vectors) a tool the index has embedded is not
+    embedded again: at a cold start that halves the model's work.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        skills: Sequence[SkillSpec],
+        skill_vectors: Vectors,
+        *,
+        stored: StoredVectors | None = None,
+    ) -> None:
         if embedder.dimension == 0:
             raise SearchError("the embedding classifier needs an embedder with vectors (search.embedder)")
         self._embedder = embedder
         self._skills = list(skills)
         self._skill_vectors = skill_vectors
+        self._stored = stored
 
     async def classify(self, doc: ToolDoc) -> list[SkillAssignment]:
-        vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([doc.dense_text()])[0])
+        found = self._stored([doc.key]) if self._stored is not None else None
+        if found is not None and len(found):
+            vector = found[0]
+        else:
+            vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([doc.dense_text()])[0])
         probs = softmax_confidences(self._skill_vectors @ vector)
         order = np.argsort(-probs, kind="stable")[:MAX_SKILLS]
         return [SkillAssignment(self._skills[i].id, float(probs[i])) for i in order]

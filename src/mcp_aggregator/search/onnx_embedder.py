@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 from tokenizers import Tokenizer
 
 from mcp_aggregator.errors import SearchError
+from mcp_aggregator.search.background_threads import BackgroundThreads
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 from mcp_aggregator.search.onnx_quantize import (
     AUTO_CANDIDATES,
@@ -184,8 +183,10 @@ class OnnxMiniLmEmbedder:
         self._model_id = model_id_for(self._sha256)
         self._tokenizer = _load_tokenizer(tokenizer_path)
         self._input_names: frozenset[str] = frozenset({"input_ids", "attention_mask", "token_type_ids"})
-        self._per_text_pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        # Bulk (indexing) work runs on low-priority threads, so that a cold start embedding
+        # thousands of tools leaves the event loop a core; queries keep normal priority.
+        self._per_text_pool = BackgroundThreads(threads, "onnx-embed")
+        self._bulk_thread = BackgroundThreads(1, "onnx-bulk")
         self._threads = threads
         self.model_path = path
         """The ONNX file actually run (the derived variant when one is in use)."""
@@ -210,7 +211,10 @@ class OnnxMiniLmEmbedder:
         else:
             self._per_text = False
             self._text_session = _open_session(path, 1)
-            self._bulk_session = _open_session(path, threads) if threads > 1 else self._text_session
+            # Opened on the bulk thread: onnxruntime's own workers inherit its priority.
+            self._bulk_session = (
+                self._bulk_thread.run(lambda: _open_session(path, threads)) if threads > 1 else self._text_session
+            )
         # A query is one short text: spread over ``query_threads`` it answers sooner, while
         # bulk embedding keeps one thread per text (its workers are the parallelism).
         self._query_session = _open_session(self.model_path, query_threads) if query_threads > 1 else self._text_session
@@ -229,7 +233,11 @@ class OnnxMiniLmEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         if self._per_text:
             return self._embed_per_text(texts)
-        session = self._bulk_session if len(texts) > _BULK_THRESHOLD else self._query_session
+        if len(texts) > _BULK_THRESHOLD:
+            return self._bulk_thread.run(lambda: self._embed_sorted(self._bulk_session, texts))
+        return self._embed_sorted(self._query_session, texts)
+
+    def _embed_sorted(self, session: ort.InferenceSession, texts: Sequence[str]) -> Vectors:
         # Similar lengths in one batch waste less work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
@@ -239,27 +247,24 @@ class OnnxMiniLmEmbedder:
         return out
 
     def _embed_per_text(self, texts: Sequence[str]) -> Vectors:
+        if len(texts) <= _BULK_THRESHOLD:
+            return self._embed_each(self._query_session, texts)
+        if self._threads <= 1:
+            return self._bulk_thread.run(lambda: self._embed_each(self._text_session, texts))
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        pool = self._pool() if len(texts) > _BULK_THRESHOLD else None
-        if pool is None:
-            for i, text in enumerate(texts):
-                out[i] = self._embed_batch(self._query_session, [text])[0]
-        else:
-            for i, row in enumerate(pool.map(self._embed_one, texts)):
-                out[i] = row
+        for i, row in enumerate(self._per_text_pool.map(self._embed_one, texts)):
+            out[i] = row
+        return out
+
+    def _embed_each(self, session: ort.InferenceSession, texts: Sequence[str]) -> Vectors:
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._embed_batch(session, [text])[0]
         return out
 
     def _embed_one(self, text: str) -> Vectors:
         vector: Vectors = self._embed_batch(self._text_session, [text])[0]
         return vector
-
-    def _pool(self) -> ThreadPoolExecutor | None:
-        if self._threads <= 1:
-            return None
-        with self._pool_lock:
-            if self._per_text_pool is None:
-                self._per_text_pool = ThreadPoolExecutor(self._threads, thread_name_prefix="onnx-embed")
-            return self._per_text_pool
 
     def _choose(self, source: Path, dirs: list[Path], min_cosine: float, min_speedup: float) -> VariantChoice:
         """The remembered choice for this machine, else one measured now and remembered."""

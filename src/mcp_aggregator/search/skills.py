@@ -67,6 +67,10 @@ class SkillIndex:
     def embedder(self) -> Embedder:
         return self._search.embedder
 
+    def tool_vectors(self, keys: Sequence[str]) -> Vectors:
+        """The search index's vectors of ``keys`` (rows of those it has embedded)."""
+        return self._search.tool_vectors(keys)
+
     def description_vectors(self) -> Vectors:
         if self._described is None:
             self._described, _ = self._search.embed_texts([skill_text(s) for s in self._skills])

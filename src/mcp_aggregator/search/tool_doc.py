@@ -85,24 +85,33 @@ class SearchHit:
 
 
 class SearchResults(list[SearchHit]):
-    """Hits best first, and how many tools were still waiting for their vectors.
+    """Hits best first, how many tools were still waiting for their vectors, and how many
+    servers were still making their first connection.
 
     ``pending > 0`` means the dense index was incomplete and every tool was ranked by its
-    words alone: callers tell the user the ranking is provisional.
+    words alone; ``connecting > 0`` that some servers' tools are not known yet: either way
+    callers tell the user the ranking is provisional.
     """
 
-    def __init__(self, hits: Iterable[SearchHit] = (), *, pending: int = 0) -> None:
+    def __init__(self, hits: Iterable[SearchHit] = (), *, pending: int = 0, connecting: int = 0) -> None:
         super().__init__(hits)
         self.pending = pending
+        self.connecting = connecting
 
     @property
     def complete(self) -> bool:
-        return self.pending == 0
+        return self.pending == 0 and self.connecting == 0
 
 
-def incomplete_note(pending: int) -> str:
-    """What a client is told when ``pending`` tools were ranked by their words alone."""
-    return f"search index incomplete: {pending} tools not indexed yet, ranked by words only; search again"
+def incomplete_note(pending: int, connecting: int = 0) -> str:
+    """What a client is told when ``pending`` tools were ranked by their words alone and
+    ``connecting`` servers were still starting."""
+    parts = []
+    if pending:
+        parts.append(f"{pending} tools not indexed yet, ranked by words only")
+    if connecting:
+        parts.append(f"{connecting} servers still connecting")
+    return f"search index incomplete: {'; '.join(parts) or 'still building'}; search again"
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

@@ -81,7 +81,7 @@ class GatewayToolCatalog:
                 hits.append(ScoredTool(tool_record(entry, skill_id), hit.score))
         if (learner := self.gateway.use_learner) is not None:
             learner.searched(_session(), query, [hit.tool.name for hit in hits])
-        return ScoredTools(hits, pending=found.pending)
+        return ScoredTools(hits, pending=found.pending, connecting=found.connecting)
 
     async def list(self, server: str | None, skill: str | None, cursor: str | None, limit: int) -> ToolPage:
         """Catalog order: servers by name, each server's tools in the order it lists them."""

@@ -198,7 +198,7 @@ class ProfileGateway:
             return await self.base.search_tools(query, k, server=server, skill=skill)
         hits = await self.base.search_tools(query, k * _SEARCH_OVERFETCH, server=server, skill=skill)
         kept = [hit for hit in hits if catalog.get(hit.key) is not None][:k]
-        return SearchResults(kept, pending=hits.pending)
+        return SearchResults(kept, pending=hits.pending, connecting=hits.connecting)
 
     def scrub(self, text: str) -> str:
         return self.base.scrub(text)
@@ -227,6 +227,9 @@ class ProfileGateway:
 
     async def wait_settled(self, timeout_secs: float) -> None:
         await self.base.wait_settled(timeout_secs)
+
+    def health(self) -> dict[str, Any]:
+        return self.base.health()
 
     async def call_tool(
         self,

@@ -77,6 +77,10 @@ class ServeGateway(Protocol):
 
     async def wait_settled(self, timeout_secs: float) -> None: ...
 
+    def health(self) -> dict[str, Any]:
+        """The ``/healthz`` body (see ``Gateway.health``)."""
+        ...
+
     async def call_tool(
         self,
         name: str,

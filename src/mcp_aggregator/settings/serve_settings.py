@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 
@@ -138,6 +139,10 @@ class ServeSettings(BaseModel):
     list_ttl_secs: float = Field(default=60.0, ge=0, le=86_400, allow_inf_nan=False)
     """How long a 2026-07-28 client may keep a list the gateway served (SEP-2549 ``ttlMs``);
     the gateway's ``list_changed`` evicts it sooner. 0: every list is stale at once."""
+    connect_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    """How many upstreams may be making a connection (process start, handshake, first listing)
+    at once; the others wait their turn, CONNECTING. ``None``: twice the CPU cores (at least
+    4), so that a start with many stdio servers does not starve the gateway itself."""
     list_wait_secs: float = Field(default=10.0, ge=0)
     """How long ``tools/list`` (and a call to a tool not known yet) waits for upstreams still
     making their first connection."""
@@ -155,6 +160,13 @@ class ServeSettings(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """The sandbox every stdio server gets unless its own ``sandbox:`` says otherwise."""
     workspace_roots: tuple[Path, ...] = ()
+
+    @property
+    def connect_limit(self) -> int:
+        """``connect_concurrency``, or its default for this machine."""
+        if self.connect_concurrency is not None:
+            return self.connect_concurrency
+        return max(4, 2 * (os.cpu_count() or 1))
 
     @field_validator("mcp_tokens")
     @classmethod

@@ -15,6 +15,7 @@ its port is watched, so the attempt is made as soon as it listens again.
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -87,8 +88,10 @@ class ServerSupervisor:
         backchannel: Backchannel | None = None,
         max_result_bytes: int = 64 << 20,
         auth: UpstreamBearer | None = None,
+        connect_limit: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.config = config
+        self._connect_limit = connect_limit if connect_limit is not None else anyio.CapacityLimiter(math.inf)
         self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
@@ -236,7 +239,11 @@ class ServerSupervisor:
         failure: UpstreamConnectError | EnvVarError | SignInRequiredError | None = None
         async with anyio.create_task_group() as tg:
             try:
-                await tg.start(connection.run)
+                # Only the connection's making (process start, handshake, first listing) is
+                # bounded: fifty upstreams starting at once on a few cores leave the gateway's
+                # own loop no time to answer anyone.
+                async with self._connect_limit:
+                    await tg.start(connection.run)
             except (UpstreamConnectError, EnvVarError, SignInRequiredError) as exc:
                 # Raised outside the task group, or anyio would wrap it in an ExceptionGroup.
                 failure = exc

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -65,7 +66,10 @@ class UpstreamSet:
         on_activity: Callable[[], None] = lambda: None,
         max_result_bytes: int = 64 << 20,
         auth_for: AuthFor = lambda _id, _config: None,
+        connect_concurrency: int | None = None,
     ) -> None:
+        self._connect_limit = anyio.CapacityLimiter(connect_concurrency or math.inf)
+        """Shared by every supervisor: how many connections are being made at once."""
         self._max_result_bytes = max_result_bytes
         self._auth_for = auth_for
         self.supervisors: dict[str, ServerSupervisor] = {}
@@ -99,6 +103,7 @@ class UpstreamSet:
             backchannel=self._backchannel,
             max_result_bytes=self._max_result_bytes,
             auth=self._auth_for(server_id, config),
+            connect_limit=self._connect_limit,
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
@@ -237,6 +242,20 @@ class UpstreamSet:
         while True:
             await self._sleep(interval_secs)
             await self.relist_url_checked(timeout_secs)
+
+    def settled(self) -> bool:
+        """Whether every server asked to connect has had its first attempt resolved."""
+        return all(event.is_set() for event in self._settled.values())
+
+    @property
+    def unsettled(self) -> int:
+        """Servers whose first connection attempt has not resolved yet."""
+        return sum(1 for event in self._settled.values() if not event.is_set())
+
+    @property
+    def queued_connects(self) -> int:
+        """Connections waiting for their turn (``connect_concurrency`` are being made)."""
+        return self._connect_limit.statistics().tasks_waiting
 
     async def wait_settled(self, timeout_secs: float) -> None:
         """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
