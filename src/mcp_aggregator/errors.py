@@ -39,8 +39,10 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── ToolHeldError            the tool's definition changed since it was approved
     │   │                            (or it is new and held): 409 / JSON-RPC -32006
     │   └── AccessDeniedError        the client or its profile may not make this call
-    │       └── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
-    │                                JSON-RPC -32007, the rule named
+    │       ├── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
+    │       │                        JSON-RPC -32007, the rule named
+    │       └── OutsideProfileError  a call to a tool outside the caller's profile: only
+    │                                audited; the client is told "Tool not found"
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
@@ -303,6 +305,19 @@ class PolicyDeniedError(AccessDeniedError):
         elif reason:
             text += f" (the rule could not be evaluated: {reason})"
         super().__init__(text)
+
+
+class OutsideProfileError(AccessDeniedError):
+    """A call to a tool the gateway has but the caller's profile does not select.
+
+    The audit records it; the client gets ``ToolNotFoundError`` instead, so that it cannot
+    tell a tool outside its slice from one that does not exist.
+    """
+
+    def __init__(self, name: str, profile: str) -> None:
+        self.name = name
+        self.profile = profile
+        super().__init__(f"{name} is outside profile {profile!r}")
 
 
 class SearchError(AggregatorError):
