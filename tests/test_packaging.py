@@ -17,11 +17,13 @@ SRC = REPO / "src" / "mcp_aggregator"
 OPTIONAL_MODULES = {
     SRC / "search" / "qdrant_index.py": "qdrant",
     SRC / "search" / "sentence_transformer_embedder.py": "sentence-transformers",
+    SRC / "registry" / "change_feed.py": "postgres",
+    SRC / "search" / "pg_embedding_cache.py": "postgres",
+    SRC / "aggregate" / "llm_agent.py": "llm",
 }
 """Modules imported only when configured (``search.build``); their imports belong to an extra."""
 USED_WITHOUT_IMPORT = {
     "aiosqlite": "the SQLAlchemy driver a sqlite+aiosqlite:// database URL names",
-    "asyncpg": "the SQLAlchemy driver a postgresql+asyncpg:// database URL names",
     "uvloop": "anyio's use_uvloop backend option",
 }
 

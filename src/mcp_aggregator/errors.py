@@ -6,7 +6,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
 
     AggregatorError
     ├── ConfigError                  invalid configuration; message names the field path
-    │   └── EnvVarError              ${VAR} unset at connect time (server + field named)
+    │   ├── EnvVarError              ${VAR} unset at connect time (server + field named)
+    │   └── MissingExtraError        a feature configured whose optional packages are not
+    │                                installed: names the extra to install
     ├── RegistryError
     │   ├── ServerExistsError        409: "Server already exists: {name}"
     │   ├── ServerNotFoundError      404
@@ -68,6 +70,19 @@ class ConfigError(AggregatorError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class MissingExtraError(ConfigError):
+    """The configuration asks for a feature whose optional packages are not installed."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        self.module = module
+        super().__init__(
+            f"{feature} needs the {extra!r} extra (the {module} package is not installed): "
+            f"pip install 'mcp-aggregator[{extra}]'"
+        )
 
 
 class EnvVarError(ConfigError):
