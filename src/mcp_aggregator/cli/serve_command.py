@@ -106,6 +106,8 @@ def serve(
     ] = False,
 ) -> None:
     """Run the gateway."""
+    if as_json and transport is TransportChoice.STDIO:
+        fail("--json: over --transport stdio, stdout is the MCP stream; there is nothing else to print", EXIT_USAGE)
     settings = load_config(config)
     updates = {k: v for k, v in {"host": host, "port": port, "exposure": exposure}.items() if v is not None}
     if updates:
@@ -113,8 +115,6 @@ def serve(
     configure_logging(logging.DEBUG if verbose else logging.INFO, log_format)
     if profile is not None and transport is not TransportChoice.STDIO:
         fail("--profile: only with --transport stdio; over HTTP each profile is served at /mcp/<name>", EXIT_USAGE)
-    if as_json and transport is TransportChoice.STDIO:
-        fail("--json: over --transport stdio, stdout is the MCP stream; there is nothing else to print", EXIT_USAGE)
     if workers != 1:
         _serve_workers(
             settings,
