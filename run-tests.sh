@@ -13,4 +13,7 @@ ruff check src tests bench
 echo "== mypy (strict)" >&2
 mypy
 echo "== pytest" >&2
-exec pytest "$@"
+# Two workers, each test file on one of them (its module fixtures and order kept). Each worker
+# has its own ports (tests/ports.py), data dir (tests/conftest.py's settings_for), model cache
+# and PostgreSQL schemas; `-n 0` after these runs everything in one process.
+exec pytest -n 2 --dist loadfile "$@"

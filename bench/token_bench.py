@@ -203,7 +203,7 @@ class BenchCatalog:
         text = call_text(self.entries[record.server], record.original_name or name, arguments)
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
-    async def input_schema(self, name: str) -> Mapping[str, Any]:
+    async def input_schema(self, name: str, *, calling: bool = False) -> Mapping[str, Any]:
         return (await self.get(name)).input_schema
 
 

@@ -285,9 +285,10 @@ def settings_for(
     sections: dict[str, Any] | None = None,
     **serve: Any,
 ) -> Settings:
-    """Settings for a test gateway: its own SQLite file, lexical-only search unless asked."""
+    """Settings for a test gateway: its own SQLite file, lexical-only search unless asked, and
+    this test process's data dir (never the checkout's: each pytest-xdist worker has its own)."""
     data: dict[str, Any] = {"servers": [s.model_dump() for s in servers]}
-    data["serve"] = {"exposure": "passthrough", **serve}
+    data["serve"] = {"exposure": "passthrough", "data_dir": str(_DB_DIR / "data"), **serve}
     data["registry"] = {"database_url": database_url or f"sqlite+aiosqlite:///{_DB_DIR / uuid.uuid4().hex}.db"}
     data["search"] = search if search is not None else {"embedder": "none"}
     data["registries"] = []  # never the official MCP Registry: tests stay off the internet

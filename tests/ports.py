@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import socket
 from pathlib import Path
 
@@ -28,6 +30,18 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def _worker_share(floor: int, ceiling: int) -> tuple[int, int]:
+    """This process's part of ``[floor, ceiling)``: under pytest-xdist each worker picks from
+    its own slice, so two workers cannot hand out the same port between check and bind."""
+    worker = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if worker is None or count <= 1:
+        return floor, ceiling
+    index = int(worker.group(1)) % count
+    width = (ceiling - floor) // count
+    return floor + index * width, floor + (index + 1) * width
+
+
 def free_port_block(count: int = 1) -> int:
     """A base port whose ``count`` consecutive ports are free now, below the ephemeral range.
 
@@ -39,15 +53,15 @@ def free_port_block(count: int = 1) -> int:
     in one test run: two asked for in a row are both still unbound.
     """
     low, _ = _ephemeral_range()
-    floor = min(10000, max(1024, low - 4096))
+    floor, ceiling = _worker_share(min(10000, max(1024, low - 4096)), low)
     rng = random.Random()
     for _ in range(500):
-        base = rng.randrange(floor, low - count)
+        base = rng.randrange(floor, ceiling - count)
         block = range(base, base + count)
         if _HANDED_OUT.isdisjoint(block) and all(_bindable(port) for port in block):
             _HANDED_OUT.update(block)
             return base
-    raise RuntimeError(f"no block of {count} free ports between {floor} and {low}")
+    raise RuntimeError(f"no block of {count} free ports between {floor} and {ceiling}")
 
 
 def free_port() -> int:

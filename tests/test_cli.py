@@ -29,7 +29,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_query_command_prints_the_contract_answer(tmp_path: Path) -> None:
-    result = run("query", "needle in a haystack", "--config", str(write_config(tmp_path)), "-n", "10")
+    result = run("query", "needle in a haystack", "--config", str(write_config(tmp_path)), "-n", "10", "--json")
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     metadata = answer["metadata"]
@@ -37,6 +37,13 @@ def test_query_command_prints_the_contract_answer(tmp_path: Path) -> None:
     # "alpha results for ..." and "beta results for ..." are near-duplicates: one stays.
     assert (metadata["totalResultsRaw"], metadata["totalResultsDedup"], metadata["resultsReturned"]) == (2, 1, 1)
     assert answer["results"][0]["rank"] == 1
+
+
+def test_query_command_prints_a_table_for_people(tmp_path: Path) -> None:
+    result = run("query", "needle in a haystack", "--config", str(write_config(tmp_path)), "-n", "10")
+    assert result.returncode == 0, result.stderr
+    assert "results for needle in a haystack" in result.stdout
+    assert result.stdout.splitlines()[-1] == "1 of 1 results (2 before dedup) from 2 of 2 servers"
 
 
 def test_query_command_reports_invalid_arguments_without_a_traceback(tmp_path: Path) -> None:

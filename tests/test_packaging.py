@@ -18,12 +18,14 @@ OPTIONAL_MODULES = {
     SRC / "search" / "qdrant_index.py": "qdrant",
     SRC / "search" / "sentence_transformer_embedder.py": "sentence-transformers",
     SRC / "guardrails" / "pii_detector.py": "pii",
+    SRC / "registry" / "change_feed.py": "postgres",
+    SRC / "search" / "pg_embedding_cache.py": "postgres",
+    SRC / "aggregate" / "llm_agent.py": "llm",
 }
 """Modules imported only when configured (``search.build``, ``guardrails.guard``); their imports
 belong to an extra."""
 USED_WITHOUT_IMPORT = {
     "aiosqlite": "the SQLAlchemy driver a sqlite+aiosqlite:// database URL names",
-    "asyncpg": "the SQLAlchemy driver a postgresql+asyncpg:// database URL names",
     "uvloop": "anyio's use_uvloop backend option",
 }
 

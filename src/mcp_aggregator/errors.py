@@ -6,7 +6,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
 
     AggregatorError
     ├── ConfigError                  invalid configuration; message names the field path
-    │   └── EnvVarError              ${VAR} unset at connect time (server + field named)
+    │   ├── EnvVarError              ${VAR} unset at connect time (server + field named)
+    │   └── MissingExtraError        a feature configured whose optional packages are not
+    │                                installed: names the extra to install
     ├── RegistryError
     │   ├── ServerExistsError        409: "Server already exists: {name}"
     │   ├── ServerNotFoundError      404
@@ -39,11 +41,13 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── ToolHeldError            the tool's definition changed since it was approved
     │   │                            (or it is new and held): 409 / JSON-RPC -32006
     │   └── AccessDeniedError        the client or its profile may not make this call
-    │       └── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
-    │           │                    JSON-RPC -32007, the rule named
-    │           └── GuardrailBlockedError  a guardrail's ``block`` found something in the
-    │                                arguments (or in a prompt or resource): the rule and
-    │                                the kind of finding named, never the value
+    │       ├── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
+    │       │   │                    JSON-RPC -32007, the rule named
+    │       │   └── GuardrailBlockedError  a guardrail's ``block`` found something in the
+    │       │                        arguments (or in a prompt or resource): the rule and
+    │       │                        the kind of finding named, never the value
+    │       └── OutsideProfileError  a call to a tool outside the caller's profile: only
+    │                                audited; the client is told "Tool not found"
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
@@ -75,6 +79,19 @@ class ConfigError(AggregatorError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class MissingExtraError(ConfigError):
+    """The configuration asks for a feature whose optional packages are not installed."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        self.module = module
+        super().__init__(
+            f"{feature} needs the {extra!r} extra (the {module} package is not installed): "
+            f"pip install 'mcp-aggregator[{extra}]'"
+        )
 
 
 class EnvVarError(ConfigError):
@@ -319,6 +336,19 @@ class GuardrailBlockedError(PolicyDeniedError):
 
     def __init__(self, rule: str, tool: str, explanation: str) -> None:
         super().__init__(rule, tool, message=explanation)
+
+
+class OutsideProfileError(AccessDeniedError):
+    """A call to a tool the gateway has but the caller's profile does not select.
+
+    The audit records it; the client gets ``ToolNotFoundError`` instead, so that it cannot
+    tell a tool outside its slice from one that does not exist.
+    """
+
+    def __init__(self, name: str, profile: str) -> None:
+        self.name = name
+        self.profile = profile
+        super().__init__(f"{name} is outside profile {profile!r}")
 
 
 class SearchError(AggregatorError):

@@ -86,7 +86,7 @@ class FakeCatalog:
         text = f"{tool.original_name} ran with {json.dumps(arguments, sort_keys=True)}"
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
-    async def input_schema(self, name: str) -> Mapping[str, Any]:
+    async def input_schema(self, name: str, *, calling: bool = False) -> Mapping[str, Any]:
         return (await self.get(name)).input_schema
 
     def _filtered(self, server: str | None, skill: str | None) -> list[ToolRecord]:

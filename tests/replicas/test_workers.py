@@ -17,6 +17,7 @@ from mcp_aggregator.replicas import check_workers, replica_commands
 from mcp_aggregator.settings import Settings
 from tests.conftest import REPO
 from tests.ports import free_port_block
+from tests.processes import children
 from tests.replicas.cluster import Spawned, child_env, poll, replica_config, wait_healthy
 
 PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -66,13 +67,6 @@ def test_the_cli_refuses_several_workers_on_sqlite_with_a_clear_error(tmp_path: 
     assert "registry.database_url" in result.stderr and "PostgreSQL" in result.stderr, result.stderr
 
 
-def _children(pid: int) -> set[int]:
-    try:
-        return {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
-    except OSError:
-        return set()
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -96,14 +90,14 @@ async def test_workers_serve_on_consecutive_ports_restart_a_crashed_replica_and_
     try:
         for port in (base, base + 1):
             await wait_healthy(f"http://127.0.0.1:{port}", within=60, proc=pool)
-        first = _children(pool.pid)
+        first = children(pool.pid)
         assert len(first) == 2, first
 
         victim = min(first)
         os.kill(victim, signal.SIGKILL)
 
         async def replaced() -> set[int] | None:
-            now = _children(pool.pid)
+            now = children(pool.pid)
             return now if len(now) == 2 and victim not in now else None
 
         second = await poll(replaced, within=30, what="the crashed replica restarted")

@@ -93,9 +93,11 @@ async def test_a_profile_in_code_mode_refuses_inside_a_script_what_it_refuses_ou
     assert audited == [
         ("bob", "add", "denied"),
         ("bob", "echo", "ok"),
+        ("bob", "pid", "denied"),
         ("ops", "add", "ok"),
         ("ops", "echo", "ok"),
-    ], "a script's calls are audited as its client's, in its profile"
+        ("ops", "pid", "denied"),
+    ], "a script's calls are audited as its client's, in its profile (alpha.pid: outside it)"
     assert listed == ["mcp__proxy__aggregator__query", "tools", "run_code"]
     assert denied.value.error.code == POLICY_DENIED
     result = inside["result"]

@@ -15,15 +15,9 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests.conftest import stdio_fixture, stdio_gateway
+from tests.processes import children, ended
 
 DEADLINE = 30.0
-
-
-def children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(child) for child in (task / "children").read_text().split()}
-    return found
 
 
 async def ask(process: Process, lines: BufferedByteReceiveStream, message: dict[str, Any]) -> dict[str, Any]:
@@ -33,18 +27,6 @@ async def ask(process: Process, lines: BufferedByteReceiveStream, message: dict[
         answer: dict[str, Any] = json.loads(await lines.receive_until(b"\n", 1 << 20))
         if answer.get("id") == message["id"]:
             return answer
-
-
-async def ended(pid: int) -> None:
-    """Returns once process ``pid`` (not our child) has exited: its pidfd turns readable."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
 
 
 async def test_sigterm_stops_the_upstreams_with_the_gateway(tmp_path: Path) -> None:

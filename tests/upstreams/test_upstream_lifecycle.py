@@ -19,25 +19,11 @@ from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams import UpstreamConnection
 from tests.conftest import HttpUpstream, running_gateway, settings_for, stdio_fixture
+from tests.processes import ended
 
 
 def text_of(result: object) -> str:
     return result.content[0].text  # type: ignore[attr-defined, no-any-return]
-
-
-async def wait_reaped(pid: int) -> None:
-    """Return once ``pid`` has exited (its pidfd turns readable; a zombie counts as exited).
-
-    Callers check ``/proc/<pid>`` afterwards: it disappears only once the parent reaped it.
-    """
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
 
 
 async def test_all_three_transports_connect_and_route_calls(
@@ -114,7 +100,7 @@ async def test_killed_stdio_upstream_fails_the_inflight_call_and_is_reaped() -> 
                 os.kill(pid, 9)
         assert failure and "alpha" in str(failure[0]) and "calling tool 'hang'" in str(failure[0])
         with anyio.fail_after(5):
-            await wait_reaped(pid)
+            await ended(pid)
         await gateway.wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout_secs=5)
         assert text_of(await gateway.call_tool("beta.echo", {"text": "alive"})) == "alive"
 

@@ -27,6 +27,7 @@ from mcp_aggregator.aggregate.ranking import ScoredResult, rank_results
 from mcp_aggregator.aggregate.server_query import ServerQuery
 from mcp_aggregator.aggregate.server_selection import decided_without_search, select_servers
 from mcp_aggregator.errors import AggregationFailedError, AggregatorError, LlmAgentError
+from mcp_aggregator.extras import LLM, require_extra
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class AggregatorEngine:
         tool_search: ToolSearch | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        if settings.mode == "llm":
+            require_extra("anthropic", extra=LLM, feature="aggregator.mode: llm")
         self._settings = settings
         self._clock = clock
         self._tool_search = tool_search if settings.tool_search_selection else None

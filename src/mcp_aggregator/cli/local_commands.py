@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,35 +9,61 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from mcp_aggregator.cli.options import ConfigOption, load_config
-from mcp_aggregator.cli.output import EXIT_USAGE, fail
+from mcp_aggregator.cli.options import ConfigOption, JsonOption, load_config
+from mcp_aggregator.cli.output import EXIT_USAGE, fail, print_json, print_table
 from mcp_aggregator.errors import AggregationFailedError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
 
 
-def check_config(config: Annotated[Path, typer.Argument(help="The file to validate.")]) -> None:
+def check_config(
+    file: Annotated[Path | None, typer.Argument(help="The file to validate (or --config).")] = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
     """Validate a configuration file and summarise it."""
-    settings = load_config(config)
-    typer.echo(f"{config}: OK, {len(settings.servers)} server(s)")
-    for server in settings.servers:
-        target = server.command or server.url or server.base_url
-        typer.echo(f"  {server.name:<20} {server.transport.value:<6} {target}")
+    if (file is None) == (config is None):
+        fail("give the file to validate, as an argument or with --config (one of them)", EXIT_USAGE)
+    path = file or config
+    assert path is not None
+    settings = load_config(path)
+    servers = [
+        {"name": s.name, "transport": s.transport.value, "target": s.command or s.url or s.base_url}
+        for s in settings.servers
+    ]
+    if json:
+        print_json({"config": str(path), "valid": True, "servers": servers})
+        return
+    typer.echo(f"{path}: OK, {len(servers)} server(s)")
+    for server in servers:
+        typer.echo(f"  {server['name']:<20} {server['transport']:<6} {server['target']}")
 
 
-def report_servers_once(config: Path | None, timeout: float) -> None:
+def report_servers_once(config: Path | None, timeout: float, *, as_json: bool = False) -> None:
     """Connect to every configured server once and print status and tool counts."""
     settings = load_config(config)
 
-    async def run() -> None:
+    async def run() -> list[dict[str, Any]]:
         async with Gateway(settings) as gateway:
             await gateway.wait_settled(timeout)
-            for name, sup in sorted(gateway.supervisors.items()):
-                count = len(sup.connection.tools) if sup.connection else 0
-                detail = f"  ({sup.error_message})" if sup.error_message else ""
-                typer.echo(f"{name:<20} {sup.status.value:<12} {count:>4} tools{detail}")
+            report = [
+                {
+                    "name": name,
+                    "status": sup.status.value,
+                    "tool_count": len(sup.connection.tools) if sup.connection else 0,
+                    "error_message": sup.error_message,
+                }
+                for name, sup in sorted(gateway.supervisors.items())
+            ]
             await _stop_all(gateway)
+        return report
 
-    anyio.run(run)
+    report = anyio.run(run)
+    if as_json:
+        print_json(report)
+        return
+    for row in report:
+        detail = f"  ({row['error_message']})" if row["error_message"] else ""
+        typer.echo(f"{row['name']:<20} {row['status']:<12} {row['tool_count']:>4} tools{detail}")
 
 
 def query(
@@ -47,8 +72,9 @@ def query(
     max_results: Annotated[int | None, typer.Option("--max-results", "-n", help="10-100.")] = None,
     server: Annotated[list[str] | None, typer.Option("--server", "-s", help="Only these servers.")] = None,
     timeout: float = 30.0,
+    json: JsonOption = False,
 ) -> None:
-    """Run the aggregator query against the configured servers and print the JSON answer."""
+    """Run the aggregator query against the configured servers and print the ranked answers."""
     settings = load_config(config)
     arguments: dict[str, object] = {"query": text}
     if max_results is not None:
@@ -74,7 +100,24 @@ def query(
     if isinstance(answer, AggregationFailedError):
         fail(f"{answer}: " + "; ".join(answer.errors), EXIT_USAGE)
     assert not isinstance(answer, QueryError)
-    typer.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+    if json:
+        print_json(answer)
+        return
+    _print_answer(answer)
+
+
+def _print_answer(answer: dict[str, Any]) -> None:
+    """The ranked results as a table, then what was asked of whom."""
+    rows = [
+        (r["rank"], r["server"], f"{r['relevanceScore']:.3f}", " ".join(str(r["content"]).split())[:100])
+        for r in answer["results"]
+    ]
+    print_table(None, ["rank", "server", "score", "content"], rows)
+    meta = answer["metadata"]
+    typer.echo(
+        f"{meta['resultsReturned']} of {meta['totalResultsDedup']} results "
+        f"({meta['totalResultsRaw']} before dedup) from {meta['serversSucceeded']} of {meta['serversQueried']} servers"
+    )
 
 
 def search_once(

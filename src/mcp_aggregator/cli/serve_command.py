@@ -37,7 +37,9 @@ class TransportChoice(StrEnum):
     HTTP = "http"
 
 
-def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gateway, str, str], None]:
+def _announce(
+    config: Path | None, transport: TransportChoice, *, as_json: bool = False
+) -> Callable[[Gateway, str, str], None]:
     def announce(gateway: Gateway, url: str, sign_in: str) -> None:
         base = url.removesuffix("/mcp")
         exe = shutil.which("mcp-aggregator") or sys.argv[0]
@@ -46,6 +48,17 @@ def _announce(config: Path | None, transport: TransportChoice) -> Callable[[Gate
             args += ["--config", str(config.resolve())]
         entry = {"command": exe, "args": args, "env": {"PATH": os.environ.get("PATH", "")}}
         desktop = {"mcpServers": {"aggregator": entry}}
+        if as_json:
+            # One line on stdout, so that a script that started ``--port 0`` learns where.
+            started = {
+                "mcp_url": url,
+                "admin_sign_in": sign_in,
+                "rest_api": f"{base}/api/v1/aggregator",
+                "servers": sorted(gateway.supervisors),
+                "claude_desktop": desktop,
+            }
+            typer.echo(json.dumps(started, ensure_ascii=False))
+            return
         names = ", ".join(sorted(gateway.supervisors)) or "none configured"
         lines = [
             "",
@@ -88,8 +101,13 @@ def serve(
     profile: Annotated[
         str | None, typer.Option(help="stdio: serve this profile's slice (HTTP serves each at /mcp/<name>).")
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="HTTP: announce the addresses as one JSON line on stdout, for scripts.")
+    ] = False,
 ) -> None:
     """Run the gateway."""
+    if as_json and transport is TransportChoice.STDIO:
+        fail("--json: over --transport stdio, stdout is the MCP stream; there is nothing else to print", EXIT_USAGE)
     settings = load_config(config)
     updates = {k: v for k, v in {"host": host, "port": port, "exposure": exposure}.items() if v is not None}
     if updates:
@@ -105,6 +123,7 @@ def serve(
             transport,
             exposure,
             [*(["--verbose"] if verbose else []), "--log-format", log_format.value],
+            as_json=as_json,
         )
         return
     try:
@@ -114,7 +133,7 @@ def serve(
             )
         else:
             # A replica of ``--workers`` says one line; the pool announced the whole set.
-            announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport)
+            announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport, as_json=as_json)
             anyio.run(
                 partial(serve_http, settings, announce=announce),
                 backend_options={"use_uvloop": True},
@@ -134,6 +153,8 @@ def _serve_workers(
     transport: TransportChoice,
     exposure: Exposure | None,
     log_args: list[str],
+    *,
+    as_json: bool = False,
 ) -> None:
     if transport is not TransportChoice.HTTP:
         fail("--workers: replicas serve HTTP; stdio has one client and one process", EXIT_USAGE)
@@ -149,6 +170,9 @@ def _serve_workers(
     args += log_args
     replicas = replica_commands(workers, settings.serve.port, args)
     first, last = replicas[0].port, replicas[-1].port
+    if as_json:
+        urls = [f"http://{settings.serve.host}:{r.port}/mcp" for r in replicas]
+        typer.echo(json.dumps({"replicas": urls}))
     typer.echo(
         f"mcp-aggregator: {workers} replicas on http://{settings.serve.host}:{first}..{last}/mcp "
         "(put a load balancer in front: deploy/haproxy.cfg); Ctrl-C stops them",

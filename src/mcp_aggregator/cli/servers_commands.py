@@ -38,6 +38,7 @@ def servers_report(
     ctx: typer.Context,
     config: ConfigOption = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the servers to settle.")] = 30.0,
+    json: JsonOption = False,
 ) -> None:
     """Without a command: start the configured servers once, report status and tool counts, stop."""
     if ctx.invoked_subcommand is not None:
@@ -45,7 +46,7 @@ def servers_report(
     if config is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(code=0)
-    report_servers_once(config, timeout)
+    report_servers_once(config, timeout, as_json=json)
 
 
 @servers_app.command("list")
@@ -149,12 +150,20 @@ def servers_add(
 
 @servers_app.command("remove")
 def servers_remove(
-    name: str, config: ConfigOption = None, gateway: GatewayOption = None, token: TokenOption = None
+    name: str,
+    config: ConfigOption = None,
+    gateway: GatewayOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Remove a server and its tools (a live session is closed first)."""
     with reported(), gateway_client(config, gateway, token) as client:
-        client.delete(f"/servers/{client.server(name)['id']}")
-    typer.echo(f"removed {name}")
+        server_id = client.server(name)["id"]
+        client.delete(f"/servers/{server_id}")
+    if json:
+        print_json({"removed": name, "id": server_id})
+    else:
+        typer.echo(f"removed {name}")
 
 
 @servers_app.command("connect")

@@ -44,7 +44,10 @@ class ToolCatalogView(Protocol):
         """Route and call the tool; upstream failures raise ``UpstreamError`` subclasses."""
         ...
 
-    async def input_schema(self, name: str) -> Mapping[str, Any]: ...
+    async def input_schema(self, name: str, *, calling: bool = False) -> Mapping[str, Any]:
+        """The tool's input schema. ``calling``: read for a call about to be made, so a name
+        the view refuses is an attempted call (which the view may audit)."""
+        ...
 
 
 _NAME = {"type": "string", "minLength": 1}
@@ -98,7 +101,7 @@ def build_tools_domain(
 
     async def execute(params: dict[str, Any], detail: Detail) -> Any:
         name, arguments = params["name"], params.get("arguments", {})
-        ParamSchema.of(await view.input_schema(name), lenient=True).check(arguments, "params.arguments")
+        ParamSchema.of(await view.input_schema(name, calling=True), lenient=True).check(arguments, "params.arguments")
         result = await view.execute(name, arguments)
         if result.is_error:
             raise FacadeError(content_text(result) or f"{name} failed")

@@ -11,6 +11,7 @@ while it was away are lost, so it catches up from the tables), and every
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -18,13 +19,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import anyio
-import asyncpg
 from anyio.abc import TaskStatus
 from sqlalchemy import make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mcp_aggregator.errors import AggregatorError
+from mcp_aggregator.extras import POSTGRES, require_extra
+
+# Without the postgres extra: ChangeFeed says so before asyncpg is used.
+with contextlib.suppress(ImportError):
+    import asyncpg
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +111,7 @@ class ChangeFeed:
         debounce_secs: float = 0.05,
         on_reconciled: Callable[[], None] = lambda: None,
     ) -> None:
+        require_extra("asyncpg", extra=POSTGRES, feature="the change feed of a PostgreSQL registry")
         self._dsn = asyncpg_dsn(database_url)
         self._schema = schema
         self._reconcile = reconcile

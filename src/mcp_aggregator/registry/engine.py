@@ -11,6 +11,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, event, make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from mcp_aggregator.extras import POSTGRES, require_extra
 from mcp_aggregator.registry.private_files import private_file
 from mcp_aggregator.registry.tables import SCHEMA
 
@@ -55,6 +56,8 @@ def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     two read-then-write transactions both try to upgrade their lock.
     """
     parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        require_extra("asyncpg", extra=POSTGRES, feature="a PostgreSQL registry (registry.database_url)")
     schema = target_schema(url, pg_schema)
     engine = create_async_engine(url, execution_options={"schema_translate_map": {SCHEMA: schema}})
     if parsed.get_backend_name() == "sqlite":

@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp_aggregator.errors import TaskNotFoundError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller
 from mcp_aggregator.relay.pipeline import CallPipeline, Invocation, Routes
+from mcp_aggregator.upstreams.task_requests import send_task_request
 from mcp_aggregator.upstreams.wire_checks import upstream_meta
 
 TASK_METHODS: Final = ("tasks/get", "tasks/result", "tasks/cancel")
@@ -91,7 +92,7 @@ class TaskRelay:
             params["_meta"] = dict(outgoing)
         invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments)
         result: dict[str, Any] = await self._pipeline.through(
-            invocation, lambda: conn.send_raw("tools/call", params, tag=caller)
+            invocation, lambda: send_task_request(conn, "tools/call", params, tag=caller)
         )
         return with_client_ids(route.server, result)
 
@@ -105,7 +106,7 @@ class TaskRelay:
         conn = self._routes.connection(server)
         invocation = Invocation(method, server, upstream_id, caller)
         result: dict[str, Any] = await self._pipeline.through(
-            invocation, lambda: conn.send_raw(method, {"taskId": upstream_id}, tag=caller)
+            invocation, lambda: send_task_request(conn, method, {"taskId": upstream_id}, tag=caller)
         )
         return with_client_ids(server, result)
 
@@ -122,7 +123,7 @@ class TaskRelay:
                 params = {} if cursor is None else {"cursor": cursor}
                 invocation = Invocation("tasks/list", server, cursor or "", caller)
                 page: dict[str, Any] = await self._pipeline.through(
-                    invocation, functools.partial(conn.send_raw, "tasks/list", params, tag=caller)
+                    invocation, functools.partial(send_task_request, conn, "tasks/list", params, tag=caller)
                 )
                 tasks.extend(with_client_ids(server, page).get("tasks") or [])
                 cursor = page.get("nextCursor")

@@ -11,12 +11,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
-import psycopg
-from psycopg import sql
 from sqlalchemy import make_url
 
 from mcp_aggregator.errors import SearchError
+from mcp_aggregator.extras import POSTGRES, require_extra
 from mcp_aggregator.search.embedder import Vectors
+
+try:
+    import psycopg
+    from psycopg import sql
+except ImportError:  # without the postgres extra: PostgresEmbeddingCache says so before it is used
+    pass
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -43,6 +48,7 @@ class PostgresEmbeddingCache:
     """
 
     def __init__(self, database_url: str, schema: str) -> None:
+        require_extra("psycopg", extra=POSTGRES, feature="the shared embedding cache of a PostgreSQL registry")
         self._table = sql.Identifier(schema, "embeddings")
         shown = make_url(database_url).render_as_string(hide_password=True)
         try:

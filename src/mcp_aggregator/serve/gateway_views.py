@@ -18,6 +18,7 @@ from mcp_aggregator.errors import RegistryError, ToolNotFoundError
 from mcp_aggregator.facades import ScoredTool, ScoredTools, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
 from mcp_aggregator.relay import NO_CALLER, current_caller
 from mcp_aggregator.serve.listing_filter import ListingFilter
+from mcp_aggregator.serve.profile_gateway import note_outside_call
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
@@ -104,7 +105,7 @@ class GatewayToolCatalog:
         return tool_record(entry, primary_skill(self.gateway, entry.canonical))
 
     async def execute(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        canonical = self._entry(name).canonical
+        canonical = self._entry(name, calling=True).canonical
         result = await self.gateway.call_tool(canonical, arguments)
         if (learner := self.gateway.use_learner) is not None and not result.is_error:
             try:
@@ -113,10 +114,16 @@ class GatewayToolCatalog:
                 logger.warning("search: cannot store a use of %s: %s", canonical, str(exc)[:300])
         return result
 
-    async def input_schema(self, name: str) -> Mapping[str, Any]:
-        return self._entry(name).tool.input_schema or {"type": "object"}
+    async def input_schema(self, name: str, *, calling: bool = False) -> Mapping[str, Any]:
+        return self._entry(name, calling=calling).tool.input_schema or {"type": "object"}
 
-    def _entry(self, name: str) -> CatalogEntry:
+    def _entry(self, name: str, *, calling: bool = False) -> CatalogEntry:
+        if calling:
+            try:
+                return self._entry(name)
+            except ToolNotFoundError:
+                note_outside_call(self.gateway, name, current_caller.get() or NO_CALLER)
+                raise
         route = self.gateway.resolve(name)
         if route.entry is None:  # Catalog.resolve_route always sets it; kept total for mypy
             raise ToolNotFoundError(name)

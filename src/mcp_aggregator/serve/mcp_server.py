@@ -34,6 +34,7 @@ from mcp_aggregator.relay.task_relay import TaskRelay
 from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.listing_filter import ListingFilter
+from mcp_aggregator.serve.profile_gateway import note_outside_call
 from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.task_face import TaskFace
@@ -359,6 +360,7 @@ class GatewayServer:
                 await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
                 handler = self.surface.handler(params.name)
             if handler is None:
+                note_outside_call(self.gateway, params.name, self._caller(ctx), params.arguments)
                 raise ToolNotFoundError(params.name)
             arguments = dict(params.arguments or {})
             if is_parked_state(params.request_state):

@@ -11,6 +11,7 @@ list-changed notifications fire only when the slice itself changed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -18,8 +19,10 @@ import mcp_types as types
 
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
+from mcp_aggregator.catalog.naming import namespace
 from mcp_aggregator.errors import (
     AggregatorError,
+    OutsideProfileError,
     ServerNotFoundError,
     ServerUnavailableError,
     ToolHeldError,
@@ -30,6 +33,7 @@ from mcp_aggregator.identity.catalog_slice import fingerprint, slice_catalog, sl
 from mcp_aggregator.identity.profile import Profile
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
+from mcp_aggregator.relay.pipeline import Invocation
 from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.search.use_learner import UseLearner
@@ -47,6 +51,15 @@ def profile_of(gateway: ServeGateway) -> Profile | None:
     return gateway.profile if isinstance(gateway, ProfileGateway) else None
 
 
+def note_outside_call(
+    gateway: ServeGateway, name: str, caller: Caller, arguments: Mapping[str, Any] | None = None
+) -> None:
+    """After ``gateway`` answered "not found" to a call of ``name``: if it is a profile's view
+    and the whole gateway has the tool, the audit records the attempt as ``denied``."""
+    if isinstance(gateway, ProfileGateway):
+        gateway.note_outside_call(name, None, caller, arguments)
+
+
 class ProfilePipeline(CallPipeline):
     """The gateway's stages over a profile's routes; a tool's override shapes its arguments."""
 
@@ -57,7 +70,11 @@ class ProfilePipeline(CallPipeline):
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, *, server: str | None = None, **kw: Any
     ) -> types.CallToolResult | types.InputRequiredResult:
-        route = self._view.resolve(name, server)
+        try:
+            route = self._view.resolve(name, server)
+        except ToolNotFoundError:
+            self._view.note_outside_call(name, server, kw.get("caller", NO_CALLER), arguments)
+            raise
         if route.entry is not None:
             override = self._view.profile.overrides.get(route.entry.canonical)
             if override is not None and override.changes_arguments:
@@ -189,6 +206,20 @@ class ProfileGateway:
             except AggregatorError:
                 pass
             raise ToolNotFoundError(name) from None
+
+    def note_outside_call(
+        self, name: str, server: str | None, caller: Caller, arguments: Mapping[str, Any] | None
+    ) -> None:
+        """Show the audit (the pipeline's watchers) a call of ``name`` that ``resolve`` refused,
+        when the whole gateway routes it: an attempt to reach past the slice, which the client
+        was told is "not found" like any unknown name."""
+        try:
+            route = self.base.resolve(name, server)
+        except AggregatorError:
+            return
+        invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments)
+        denied = OutsideProfileError(namespace(route.server, route.tool), self.profile.name)
+        self.pipeline.settled(invocation, denied, time.perf_counter())
 
     async def search_tools(
         self, query: str, k: int = 10, *, server: str | None = None, skill: str | None = None

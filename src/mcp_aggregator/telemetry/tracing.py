@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace import Tracer
 
+from mcp_aggregator.extras import OTEL_GRPC, require_extra
 from mcp_aggregator.relay.pipeline import MetaHook, Stage
 from mcp_aggregator.telemetry.config import TraceSettings
 from mcp_aggregator.telemetry.trace_stage import TraceStage, outgoing_meta
@@ -28,10 +29,14 @@ def _exporter(settings: TraceSettings) -> SpanExporter:
     if settings.exporter == "console":
         return ConsoleSpanExporter()
     if settings.protocol == "grpc":
-        # grpcio takes a while to load: only a gateway that exports over gRPC pays for it.
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-
-        return GrpcExporter(endpoint=settings.endpoint)
+        # An extra, imported on first use: only a gateway that exports over gRPC pays for grpcio.
+        grpc = require_extra(
+            "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+            extra=OTEL_GRPC,
+            feature="OTLP export over gRPC (OTEL_EXPORTER_OTLP_PROTOCOL=grpc)",
+        )
+        exporter: SpanExporter = grpc.OTLPSpanExporter(endpoint=settings.endpoint)
+        return exporter
     return HttpExporter(endpoint=settings.endpoint)
 
 

@@ -26,9 +26,8 @@ from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionLost
-from mcp.shared.dispatcher import CallOptions, ProgressFnT
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
@@ -53,6 +52,7 @@ from mcp_aggregator.upstreams.era_choice import (
     wants_side_session,
 )
 from mcp_aggregator.upstreams.http_raw import HttpRaw
+from mcp_aggregator.upstreams.inflight_calls import Abortable, InflightCalls
 from mcp_aggregator.upstreams.listing import list_all_tools, list_features
 from mcp_aggregator.upstreams.raw_call import AwaitedRawCall, RawCall, RawSettle
 from mcp_aggregator.upstreams.raw_stamp import RawStamps
@@ -69,10 +69,6 @@ CLIENT_INFO: Final = types.Implementation(name="mcp-aggregator", version=__versi
 
 _TRANSPORT_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 ProgressRelay = Callable[[float, float | None, str | None], Awaitable[None]]
-
-
-class _Abortable(Protocol):
-    def cancel(self) -> Any: ...
 
 
 ToolsChanged = Callable[["UpstreamConnection"], None]
@@ -137,16 +133,12 @@ class UpstreamConnection:
         self._stop = anyio.Event()
         self._closed = anyio.Event()
         self._refresh = anyio.Event()
-        self._inflight: dict[_Abortable, str] = {}
-        self._tags: dict[_Abortable, object] = {}
+        self._calls = InflightCalls(on_activity)
         self._raw_ids = itertools.count(1)
         self._stamps = RawStamps()
         self._refresh_features = anyio.Event()
         self._watched: set[str] = set()
         self._relisten = anyio.Event()
-        self._abort_reason: dict[_Abortable, str] = {}
-        self._idle: anyio.Event | None = None
-        """Made only while ``drain`` waits for the in-flight calls to end."""
         self.side: SideSession | None = None
         """The 2025-11-25 session beside a 2026-07-28 one (see ``era_choice``)."""
         self._round_trip_tools: set[str] = set()
@@ -154,7 +146,7 @@ class UpstreamConnection:
 
     @property
     def pending_requests(self) -> int:
-        return len(self._inflight)
+        return len(self._calls)
 
     @property
     def modern(self) -> bool:
@@ -163,7 +155,7 @@ class UpstreamConnection:
 
     def inflight_tags(self) -> list[object]:
         """The tags (callers) of in-flight requests, oldest first."""
-        return list(self._tags.values())
+        return self._calls.tags()
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
@@ -491,16 +483,7 @@ class UpstreamConnection:
 
         Returns how many calls were aborted; each gets ``UpstreamClosedError``.
         """
-        if not force and self._inflight:
-            self._idle = self._idle or anyio.Event()
-            with anyio.move_on_after(grace_secs):
-                await self._idle.wait()
-        reason = "disconnect forced" if force else f"server disconnected after {grace_secs:g}s drain timeout"
-        aborted = list(self._inflight)
-        for scope in aborted:
-            self._abort_reason[scope] = reason
-            scope.cancel()
-        return len(aborted)
+        return await self._calls.drain(grace_secs, force=force)
 
     def _require_client(self) -> Client:
         if self._client is None or self._stop.is_set():
@@ -598,7 +581,7 @@ class UpstreamConnection:
 
         callback: ProgressFnT = on_progress
         what = f"calling tool {name!r}"
-        self._track(scope, what, tag)
+        self._calls.track(scope, what, tag)
         result: types.CallToolResult | None = None
         try:
             with scope:
@@ -666,7 +649,7 @@ class UpstreamConnection:
             withdraw = exchange.withdraw
         else:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
-        self._track(call, what)
+        self._calls.track(call, what)
         call.start(withdraw, self.config.tool_timeout_secs)
         return call
 
@@ -690,7 +673,7 @@ class UpstreamConnection:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
         limit = self.config.tool_timeout_secs
         call = AwaitedRawCall(task)
-        self._track(call, what)
+        self._calls.track(call, what)
         timer = task.get_loop().call_later(limit, call.cancel)
         try:
             answer = await sending
@@ -726,38 +709,17 @@ class UpstreamConnection:
         )
         return result
 
-    async def send_raw(self, method: str, params: Mapping[str, Any], *, tag: object = None) -> dict[str, Any]:
-        """A request outside the SDK's typed surface; its result as the upstream sent it.
-
-        For 2025-11-25 tasks: a task-augmented ``tools/call`` answers ``CreateTaskResult``,
-        which the SDK's client would refuse as an invalid ``CallToolResult``, and ``tasks/*``
-        have no typed method. Handshake-era sessions only (tasks left the core protocol at
-        2026-07-28). Bounded by the tool timeout. Raises ``UpstreamError``s.
-        """
-        if self.modern:
-            raise UpstreamCallError(
-                self.name,
-                f"{method} for a task needs a 2025-11-25 session; this upstream speaks {self.protocol_version}",
-                code=types.METHOD_NOT_FOUND,
-            )
-        check_encodable(dict(params), "params")
-        limit = self.config.tool_timeout_secs
-        scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
-
-        # The header the SDK's handshake-era stamp puts on every request over HTTP.
-        options: CallOptions = {"headers": {MCP_PROTOCOL_VERSION_HEADER: self.protocol_version or ""}}
-
-        async def send(client: Client) -> dict[str, Any]:
-            # The session's dispatcher is the one way to a result the typed surface would refuse.
-            return await client.session._dispatcher.send_raw_request(method, params, options)
-
-        result: dict[str, Any] = await self._guarded(method, scope, limit, send, tag)
-        return result
-
-    async def request(self, what: str, send: Callable[[Client], Awaitable[Any]], timeout_secs: float = 60.0) -> Any:
+    async def request(
+        self,
+        what: str,
+        send: Callable[[Client], Awaitable[Any]],
+        timeout_secs: float = 60.0,
+        *,
+        tag: object = None,
+    ) -> Any:
         """Send any other request through the SDK client, with the same error mapping."""
         scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_secs)
-        return await self._guarded(what, scope, timeout_secs, send)
+        return await self._guarded(what, scope, timeout_secs, send, tag)
 
     async def _guarded(
         self,
@@ -769,7 +731,7 @@ class UpstreamConnection:
     ) -> Any:
         """Run ``send`` under ``scope``, tracked for drain, with upstream errors mapped."""
         client = self._require_client()
-        self._track(scope, what, tag)
+        self._calls.track(scope, what, tag)
         done = False
         try:
             with scope:
@@ -785,12 +747,12 @@ class UpstreamConnection:
             self._raise_aborted(scope, what, limit)
         return result
 
-    def _raise_aborted(self, scope: _Abortable, what: str, limit: float) -> NoReturn:
+    def _raise_aborted(self, scope: Abortable, what: str, limit: float) -> NoReturn:
         raise self.aborted_error(scope, what, limit)
 
-    def aborted_error(self, scope: _Abortable, what: str, limit: float) -> UpstreamError:
+    def aborted_error(self, scope: Abortable, what: str, limit: float) -> UpstreamError:
         """Why ``scope`` was cancelled: a drain's reason, or else its timeout."""
-        reason = self._abort_reason.pop(scope, None)
+        reason = self._calls.abort_reason(scope)
         if reason is not None:
             return UpstreamClosedError(self.name, f"{reason} while {what}")
         return UpstreamTimeoutError(self.name, f"timeout after {limit:g}s while {what}")
@@ -800,19 +762,8 @@ class UpstreamConnection:
         upstream offers (``relist``), so a silent change is held by the next check."""
         await self.relist(timeout_secs)
 
-    def _track(self, scope: _Abortable, what: str, tag: object = None) -> None:
-        self._inflight[scope] = what
-        if tag is not None:
-            self._tags[scope] = tag
-        self._on_activity()
-
-    def untrack(self, scope: _Abortable) -> None:
-        self._inflight.pop(scope, None)
-        self._tags.pop(scope, None)
-        if not self._inflight and self._idle is not None:
-            self._idle.set()
-            self._idle = None
-        self._on_activity()
+    def untrack(self, scope: Abortable) -> None:
+        self._calls.untrack(scope)
 
     def _map_mcp_error(self, exc: MCPError, what: str) -> UpstreamError:
         if closed_by_transport(exc):
