@@ -36,6 +36,7 @@ from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer,
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.logs import call_context
 from mcp_aggregator.registry import (
     Registry,
@@ -148,6 +149,11 @@ class Gateway:
             on_activity=self._poke,
             max_result_bytes=settings.serve.max_result_bytes,
             auth_for=self.credentials.auth_for,
+            sandbox=SandboxSite(
+                settings.serve.sandbox,
+                settings.serve.data_dir,
+                hidden=(settings.source_path,) if settings.source_path is not None else (),
+            ),
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)

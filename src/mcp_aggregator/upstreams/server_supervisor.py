@@ -37,6 +37,7 @@ from mcp_aggregator.health.call_failure import CallFailure, classify_call_failur
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult, apply_health_result
 from mcp_aggregator.health.port_probe import Address, address_of, port_open, wait_port_open
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
@@ -87,8 +88,15 @@ class ServerSupervisor:
         backchannel: Backchannel | None = None,
         max_result_bytes: int = 64 << 20,
         auth: UpstreamBearer | None = None,
+        sandbox: SandboxSite | None = None,
     ) -> None:
         self.config = config
+        self.sandbox = sandbox
+        """The gateway's sandbox site: a stdio server starts confined (None: as a plain child)."""
+        self.limit_hit: str | None = None
+        """The sandbox limit that ended the server's last process, if one did."""
+        self.sandbox_warnings: tuple[str, ...] = ()
+        """What the last start could not confine (the platform lacks a tool), said in the status."""
         self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
@@ -232,6 +240,7 @@ class ServerSupervisor:
             backchannel=self.backchannel,
             max_result_bytes=self.max_result_bytes,
             auth=self.auth,
+            sandbox=self.sandbox,
         )
         failure: UpstreamConnectError | EnvVarError | SignInRequiredError | None = None
         async with anyio.create_task_group() as tg:
@@ -242,6 +251,8 @@ class ServerSupervisor:
                 failure = exc
             else:
                 self.connection = connection
+                if connection.pipe is not None and connection.pipe.launch is not None:
+                    self.sandbox_warnings = connection.pipe.launch.warnings
                 self._move(ServerEvent.CONNECT_OK)
                 watch = anyio.CancelScope()
                 if connection.pipe is not None:
@@ -259,6 +270,7 @@ class ServerSupervisor:
         """Give the session up the moment its server process is gone (killed, crashed, exited)."""
         with scope:
             reason = await pipe.wait_gone()
+            self.limit_hit = pipe.limit_hit
             if connection.close_reason is None:
                 logger.warning("upstream %s: %s", self.name, reason)
                 connection.abandon(reason)

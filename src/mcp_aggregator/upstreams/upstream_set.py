@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import ServerNotFoundError, StateError, UpstreamError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ChangeCallback, RetryPolicy, ServerSupervisor, Sleeper
@@ -65,7 +66,9 @@ class UpstreamSet:
         on_activity: Callable[[], None] = lambda: None,
         max_result_bytes: int = 64 << 20,
         auth_for: AuthFor = lambda _id, _config: None,
+        sandbox: SandboxSite | None = None,
     ) -> None:
+        self._sandbox = sandbox
         self._max_result_bytes = max_result_bytes
         self._auth_for = auth_for
         self.supervisors: dict[str, ServerSupervisor] = {}
@@ -99,6 +102,7 @@ class UpstreamSet:
             backchannel=self._backchannel,
             max_result_bytes=self._max_result_bytes,
             auth=self._auth_for(server_id, config),
+            sandbox=self._sandbox,
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
