@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 
 import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.isolation import SandboxConfig
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_quantize import default_cache_dirs
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -158,6 +159,11 @@ def _no_test_writes_installed_files(
         pytest.fail(f"{request.node.nodeid} changed installed files: {', '.join(changed)}", pytrace=False)
 
 
+HOST_PID = SandboxConfig(enabled=False)
+"""For the few tests that signal a fixture server by the pid its ``pid`` tool tells: a
+sandboxed server has a pid namespace of its own, so that pid means nothing outside."""
+
+
 def stdio_fixture(name: str = "alpha", **extra: Any) -> ServerConfig:
     """Our own fixture upstream as a stdio subprocess."""
     return ServerConfig(
@@ -287,7 +293,8 @@ def settings_for(
 ) -> Settings:
     """Settings for a test gateway: its own SQLite file, lexical-only search unless asked."""
     data: dict[str, Any] = {"servers": [s.model_dump() for s in servers]}
-    data["serve"] = {"exposure": "passthrough", **serve}
+    # Its own data dir: sandboxed stdio servers keep their homes there, never in the checkout.
+    data["serve"] = {"exposure": "passthrough", "data_dir": str(_DB_DIR / uuid.uuid4().hex), **serve}
     data["registry"] = {"database_url": database_url or f"sqlite+aiosqlite:///{_DB_DIR / uuid.uuid4().hex}.db"}
     data["search"] = search if search is not None else {"embedder": "none"}
     data.update(sections or {})

@@ -91,7 +91,9 @@ class Entry:
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     runtime: tuple[str, ...] = ()
-    """Read-only paths the command needs (its interpreter, its package directory)."""
+    """Read-only folders the command needs (its interpreter, its package directory)."""
+    links: tuple[tuple[str, str], ...] = ()
+    """Symbolic links (link, target) on the way to ``runtime`` folders, recreated inside."""
 
 
 @dataclass(frozen=True)
@@ -160,16 +162,19 @@ def plan_launch(
         resolv = f"{own}/resolv.conf"
         argv += ["--ro-bind", resolv, "/etc/resolv.conf"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    visible = [*entry.runtime, *entry.read, *entry.write]
-    for path in entry.runtime:
-        argv += ["--ro-bind", path, path]
+    binds = [(path, "--ro-bind") for path in entry.runtime]
     if entry.cwd is not None and not _within(entry.cwd, (*entry.read, *entry.write)):
-        argv += ["--ro-bind", entry.cwd, entry.cwd]
-        visible.append(entry.cwd)
-    for path in entry.read:
-        argv += ["--ro-bind", path, path]
-    for path in entry.write:
-        argv += ["--bind", path, path]
+        binds.append((entry.cwd, "--ro-bind"))
+    binds += [(path, "--ro-bind") for path in entry.read]
+    binds += [(path, "--bind") for path in entry.write]
+    # Outer folders first, so a folder inside another (a write grant in the working
+    # directory, a runtime under it) is mounted over it, not hidden by it.
+    for path, how in sorted(binds, key=lambda bind: len(PurePosixPath(bind[0]).parts)):
+        argv += [how, path, path]
+    visible = [path for path, _ in binds]
+    for link, target in entry.links:
+        if not _within(link, [p for p in visible if p != link]):  # a bound folder shows its links
+            argv += ["--symlink", target, link]
     for path, is_dir in _masks(hidden, visible):
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     argv += ["--bind", home, home, "--bind", caches[0], f"{home}/.npm", "--bind", caches[1], f"{home}/.cache"]

@@ -35,8 +35,10 @@ def is_system(path: Path) -> bool:
     return any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS)
 
 
-def runtime_paths(command: str, home: Path | None = None) -> tuple[str, ...]:
-    """The read-only paths ``command`` (absolute) needs, outside the system's folders."""
+def runtime_paths(command: str, home: Path | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The read-only folders ``command`` (absolute) needs, outside the system's, and the
+    links (``(link, target)``) through which it reaches them (``.venv`` -> elsewhere): a
+    link is shown as a link, its target as a folder."""
     home = home or Path.home()
     found: dict[str, None] = {}
     pending = [Path(command)]
@@ -48,11 +50,31 @@ def runtime_paths(command: str, home: Path | None = None) -> tuple[str, ...]:
         seen.add(path)
         for hop in _hops(path):
             if not is_system(hop):
-                found[str(prefix_of(hop, home))] = None
+                prefix = prefix_of(hop, home)
+                found[str(prefix)] = None
+                found[os.path.realpath(prefix)] = None
                 venv = prefix_of(hop, home) / "pyvenv.cfg"
                 pending += _venv_home(venv)
         pending += _interpreter(Path(os.path.realpath(path)))
-    return tuple(p for p in found if Path(p).exists())
+    folders: dict[str, None] = {}
+    links: dict[tuple[str, str], None] = {}
+    for item in found:
+        if not Path(item).exists():
+            continue
+        real = os.path.realpath(item)
+        folders[real] = None
+        if real != item:
+            links.update(dict.fromkeys(_links_on_the_way(Path(item))))
+    return tuple(folders), tuple(links)
+
+
+def _links_on_the_way(path: Path) -> list[tuple[str, str]]:
+    """The symbolic links among ``path``'s folders (``/repo/.venv`` -> ``/elsewhere/.venv``)."""
+    found = []
+    for part in [*reversed(path.parents), path]:
+        if part.is_symlink():
+            found.append((str(part), os.readlink(part)))
+    return found
 
 
 def _hops(path: Path) -> list[Path]:

@@ -83,9 +83,7 @@ def _host_addresses() -> tuple[str, ...]:
         links = json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, ValueError):
         return ()
-    return tuple(
-        sorted({info["local"] for link in links for info in link.get("addr_info", ()) if "local" in info})
-    )
+    return tuple(sorted({info["local"] for link in links for info in link.get("addr_info", ()) if "local" in info}))
 
 
 @dataclass(frozen=True)
@@ -179,6 +177,7 @@ class SandboxLaunch:
                 warnings = (text,)
             self.plan = unconfined(entry, self._host_env, warnings)
             return self.plan
+        runtime, links = runtime_paths(resolved)
         entry = Entry(
             self.name,
             resolved,
@@ -188,7 +187,8 @@ class SandboxLaunch:
             str(base),
             read=_check_paths(self.name, "read", self.sandbox.read, base),
             write=_check_paths(self.name, "write", self.sandbox.write, base),
-            runtime=runtime_paths(resolved),
+            runtime=runtime,
+            links=links,
         )
         network = self.sandbox.network
         allowed = _resolve_allow_list(self.name, network) if isinstance(network, tuple) else ()
@@ -272,6 +272,10 @@ class SandboxLaunch:
         if self._cgroup is not None:
             try:
                 self._cgroup.add(pid)
+            except ProcessLookupError as exc:
+                raise IsolationError(
+                    self.name, "bwrap could not set up the sandbox (its message is in the log)"
+                ) from exc
             except OSError as exc:
                 raise IsolationError(self.name, f"sandbox limits: cannot join the cgroup: {exc}") from exc
         assert self.plan.limits is not None
