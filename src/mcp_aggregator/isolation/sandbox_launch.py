@@ -313,6 +313,7 @@ class SandboxLaunch:
                     "tap0",
                 ],
                 pass_fds=(ready_w, exit_r),
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -332,16 +333,17 @@ class SandboxLaunch:
         if self._slirp_exit is not None:
             os.close(self._slirp_exit)  # slirp4netns exits when this closes
             self._slirp_exit = None
-        if self._slirp is not None:
-            with anyio.move_on_after(2), suppress(ProcessLookupError):
-                await self._slirp.wait()
-            if self._slirp.returncode is None:
+        slirp, self._slirp = self._slirp, None
+        if slirp is None:
+            return
+        # Shielded: this runs as the server's connection is cancelled, and must still reap.
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(2):
+                await slirp.wait()
+            if slirp.returncode is None:
                 with suppress(ProcessLookupError):
-                    self._slirp.kill()
-                with anyio.CancelScope(shield=True):
-                    await self._slirp.wait()
-            await self._slirp.aclose()
-            self._slirp = None
+                    slirp.kill()
+            await slirp.aclose()
 
     def _close_fds(self) -> None:
         for fd in (*self._child_fds, self._info_r, self._block_w):
