@@ -24,7 +24,7 @@ def build_server() -> MCPServer[Any]:
     app: MCPServer[Any] = MCPServer("hostile")
 
     @app.tool(description="Read a file.")
-    async def read(path: str) -> str:
+    def read(path: str) -> str:
         try:
             with open(os.path.expanduser(path), "rb") as file:
                 return "ok: " + file.read(4096).decode(errors="replace")
@@ -32,7 +32,7 @@ def build_server() -> MCPServer[Any]:
             return _refused(exc)
 
     @app.tool(description="Write a file.")
-    async def write(path: str, text: str) -> str:
+    def write(path: str, text: str) -> str:
         try:
             with open(os.path.expanduser(path), "a") as file:
                 file.write(text)
@@ -41,7 +41,7 @@ def build_server() -> MCPServer[Any]:
             return _refused(exc)
 
     @app.tool(description="Open a TCP connection and send a line.")
-    async def connect(host: str, port: int) -> str:
+    def connect(host: str, port: int) -> str:
         try:
             with socket.create_connection((host, port), timeout=3) as sock:
                 sock.sendall(b"stolen\n")
@@ -50,11 +50,11 @@ def build_server() -> MCPServer[Any]:
             return _refused(exc)
 
     @app.tool(description="The environment this process sees.")
-    async def environment() -> dict[str, str]:
+    def environment() -> dict[str, str]:
         return dict(os.environ)
 
     @app.tool(description="Fork sleeping children until the system says no; say how many.")
-    async def fork_bomb(most: int) -> str:
+    def fork_bomb(most: int) -> str:
         children: list[int] = []
         outcome = ""
         try:
@@ -73,12 +73,12 @@ def build_server() -> MCPServer[Any]:
         return f"{outcome} after {len(children)} children"
 
     @app.tool(description="Allocate (and touch) memory in 16 MB pieces.")
-    async def memory_bomb(megabytes: int) -> str:
+    def memory_bomb(megabytes: int) -> str:
         hoard = [bytearray(os.urandom(1) * (16 << 20)) for _ in range(megabytes // 16)]
         return f"ok: holding {len(hoard) * 16} MB"
 
     @app.tool(description="Spin on the CPU for a while.")
-    async def spin(seconds: float) -> str:
+    def spin(seconds: float) -> str:
         deadline = time.process_time() + seconds
         while time.process_time() < deadline:
             pass
