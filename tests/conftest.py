@@ -159,6 +159,11 @@ def _no_test_writes_installed_files(
         pytest.fail(f"{request.node.nodeid} changed installed files: {', '.join(changed)}", pytrace=False)
 
 
+def writes(*paths: Path) -> SandboxConfig:
+    """A sandbox that may write in ``paths`` (a server's data file in the test's tmp dir)."""
+    return SandboxConfig(write=tuple(str(p) for p in paths))
+
+
 HOST_PID = SandboxConfig(enabled=False)
 """For the few tests that signal a fixture server by the pid its ``pid`` tool tells: a
 sandboxed server has a pid namespace of its own, so that pid means nothing outside."""
@@ -176,7 +181,9 @@ def stdio_fixture(name: str = "alpha", **extra: Any) -> ServerConfig:
     )
 
 
-def npm_server(name: str, binary: str, *args: str, env: dict[str, str] | None = None) -> ServerConfig:
+def npm_server(
+    name: str, binary: str, *args: str, env: dict[str, str] | None = None, sandbox: SandboxConfig | None = None
+) -> ServerConfig:
     path = NODE_BIN / binary
     if not path.exists():
         if os.environ.get("CI"):
@@ -188,6 +195,7 @@ def npm_server(name: str, binary: str, *args: str, env: dict[str, str] | None = 
         command=str(path),
         args=args,
         env=env or {},  # type: ignore[arg-type]
+        sandbox=sandbox,
     )
 
 

@@ -167,16 +167,20 @@ def plan_launch(
         binds.append((entry.cwd, "--ro-bind"))
     binds += [(path, "--ro-bind") for path in entry.read]
     binds += [(path, "--bind") for path in entry.write]
-    # Outer folders first, so a folder inside another (a write grant in the working
-    # directory, a runtime under it) is mounted over it, not hidden by it.
-    for path, how in sorted(binds, key=lambda bind: len(PurePosixPath(bind[0]).parts)):
-        argv += [how, path, path]
     visible = [path for path, _ in binds]
+    mounts = binds + [(path, "--tmpfs" if is_dir else "--mask-file") for path, is_dir in _masks(hidden, visible)]
+    # Outer paths first, so one inside another (a write grant in the working directory, a
+    # mask over the data dir, a grant the operator made inside it) is mounted over it.
+    for path, how in sorted(mounts, key=lambda mount: len(PurePosixPath(mount[0]).parts)):
+        if how == "--tmpfs":
+            argv += ["--tmpfs", path]
+        elif how == "--mask-file":
+            argv += ["--ro-bind", "/dev/null", path]
+        else:
+            argv += [how, path, path]
     for link, target in entry.links:
         if not _within(link, [p for p in visible if p != link]):  # a bound folder shows its links
             argv += ["--symlink", target, link]
-    for path, is_dir in _masks(hidden, visible):
-        argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     argv += ["--bind", home, home, "--bind", caches[0], f"{home}/.npm", "--bind", caches[1], f"{home}/.cache"]
     cwd = entry.cwd or (entry.gateway_cwd if _within(entry.gateway_cwd, visible) else home)
     argv += ["--chdir", cwd, "--", entry.command, *entry.args]
