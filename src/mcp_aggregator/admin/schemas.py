@@ -30,6 +30,10 @@ class ConnectionConfig(BaseModel):
         default=None,
         description="HTTP/SSE only: 'oauth', or {type: oauth, client_id, client_secret, scopes, grant}",
     )
+    sandbox: dict[str, Any] | None = Field(
+        default=None,
+        description="STDIO only: {enabled, read, write, network, memory_mb, processes, cpu_secs} (docs/security.md)",
+    )
 
 
 class ServerCreate(BaseModel):
@@ -124,6 +128,13 @@ class ServerDetail(ServerPublic):
     era: dict[str, Any] | None = Field(
         default=None,
         description="The protocol era spoken to the upstream, why, and its 2025-11-25 side session (docs/eras.md)",
+    )
+    sandbox: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "STDIO only: the sandbox as it applies (enabled, read, write, network, memory_mb, processes, "
+            "cpu_secs), what it could not confine (warnings) and the limit that ended the server (limit_hit)"
+        ),
     )
 
 

@@ -133,6 +133,8 @@ class ServerConfig(BaseModel):
             out: dict[str, Any] = {"command": self.command, "args": list(self.args), "env": dict(self.env)}
             if self.cwd:
                 out["cwd"] = self.cwd
+            if self.sandbox is not None:
+                out["sandbox"] = self.sandbox.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
             return out
         key = "url" if self.transport is Transport.SSE else "base_url"
         remote: dict[str, Any] = {key: getattr(self, key), "headers": dict(self.headers)}

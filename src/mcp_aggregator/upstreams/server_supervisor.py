@@ -95,6 +95,8 @@ class ServerSupervisor:
         """The gateway's sandbox site: a stdio server starts confined (None: as a plain child)."""
         self.limit_hit: str | None = None
         """The sandbox limit that ended the server's last process, if one did."""
+        self.sandbox_active: bool | None = None
+        """Whether the running process is confined (None before its first start)."""
         self.sandbox_warnings: tuple[str, ...] = ()
         """What the last start could not confine (the platform lacks a tool), said in the status."""
         self.auth = auth
@@ -251,8 +253,10 @@ class ServerSupervisor:
                 failure = exc
             else:
                 self.connection = connection
-                if connection.pipe is not None and connection.pipe.launch is not None:
-                    self.sandbox_warnings = connection.pipe.launch.warnings
+                launch = connection.pipe.launch if connection.pipe is not None else None
+                if launch is not None and launch.plan is not None:
+                    self.sandbox_warnings = launch.warnings
+                    self.sandbox_active = launch.plan.sandboxed
                 self._move(ServerEvent.CONNECT_OK)
                 watch = anyio.CancelScope()
                 if connection.pipe is not None:
