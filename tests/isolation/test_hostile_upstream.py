@@ -28,7 +28,7 @@ needs_cgroups = pytest.mark.skipif(host_facts().cgroups is None, reason="no writ
 def hostile(sandbox: SandboxConfig | None = None) -> ServerConfig:
     return ServerConfig(
         name="hostile",
-        transport="stdio",  # type: ignore[arg-type]
+        transport="stdio",
         command=sys.executable,
         args=("-m", "tests.isolation.hostile_server"),
         cwd=str(REPO),
@@ -111,7 +111,7 @@ async def test_a_sandboxed_upstream_writes_only_inside_its_write_grant(tmp_path:
     notes.mkdir()
     reference.mkdir()
     (reference / "manual.txt").write_text("read me")
-    grants = SandboxConfig(read=(str(reference),), write=(str(notes),), network="none")  # type: ignore[arg-type]
+    grants = SandboxConfig(read=(str(reference),), write=(str(notes),), network="none")
     async with attacked(tmp_path, grants) as gateway:
         assert await call(gateway, "write", path=str(notes / "n.txt"), text="kept") == "ok: written"
         assert (notes / "n.txt").read_text() == "kept"

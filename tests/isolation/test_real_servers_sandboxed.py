@@ -28,14 +28,14 @@ async def test_npm_memory_and_filesystem_servers_see_only_their_grants(tmp_path:
         "memory",
         "mcp-server-memory",
         env={"MEMORY_FILE_PATH": str(notes / "memory.jsonl")},
-        sandbox=SandboxConfig(write=(str(notes),), network="none"),  # type: ignore[arg-type]
+        sandbox=SandboxConfig(write=(str(notes),), network="none"),
     )
     files = npm_server(
         "files",
         "mcp-server-filesystem",
         str(shared),
         str(secret),
-        sandbox=SandboxConfig(write=(str(shared),), network="none"),  # type: ignore[arg-type]
+        sandbox=SandboxConfig(write=(str(shared),), network="none"),
     )
     async with running_gateway(settings_for(memory, files)) as (gateway, _client):
         entity = {"name": "gateway", "entityType": "software", "observations": ["sandboxed"]}
@@ -56,10 +56,10 @@ async def test_pypi_time_and_git_servers_work_sandboxed(tmp_path: Path) -> None:
     (repo / "file.txt").write_text("tracked")
     await anyio.run_process(["git", "-C", str(repo), "add", "file.txt"])
     time_server = pypi_server("clock", "mcp-server-time", "--local-timezone", "UTC").model_copy(
-        update={"sandbox": SandboxConfig(network="none")}  # type: ignore[arg-type]
+        update={"sandbox": SandboxConfig(network="none")}
     )
     git_server = pypi_server("git", "mcp-server-git", "--repository", str(repo)).model_copy(
-        update={"sandbox": SandboxConfig(read=(str(repo),), network="none"), "cwd": str(REPO)}  # type: ignore[arg-type]
+        update={"sandbox": SandboxConfig(read=(str(repo),), network="none"), "cwd": str(REPO)}
     )
     async with running_gateway(settings_for(time_server, git_server)) as (gateway, _client):
         now = text_of(await gateway.call_tool("clock.get_current_time", {"timezone": "UTC"}))
