@@ -26,6 +26,7 @@ from anyio.abc import TaskStatus
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
+    IsolationError,
     ServerUnavailableError,
     SignInRequiredError,
     StateError,
@@ -183,8 +184,8 @@ class ServerSupervisor:
             except (UpstreamConnectError, EnvVarError) as exc:
                 self._move(ServerEvent.CONNECT_FAILED, str(exc))
                 logger.warning("%s (attempt %d of %d)", exc, attempt, len(delays))
-                # A missing variable will not appear by retrying.
-                if isinstance(exc, EnvVarError) or not await self._pause(delay, exc):
+                # A missing variable, tool or granted path will not appear by retrying.
+                if isinstance(exc, EnvVarError | IsolationError) or not await self._pause(delay, exc):
                     break
                 if delay is None:
                     attempt = 0  # the round was over, and the port listens again: a fresh round
