@@ -16,11 +16,15 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Final
 
+import anyio
+
 from mcp_aggregator.isolation.sandbox_policy import Limits
 
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 _GROUP: Final = "mcp-aggregator"
 _serial = itertools.count(1)
+_REMOVE_TRIES: Final = 50
+_REMOVE_PAUSE_SECS: Final = 0.02
 
 
 def cgroup_version(root: Path = CGROUP_ROOT) -> str | None:
@@ -106,19 +110,30 @@ class CgroupLimits:
             return "processes"
         return None
 
-    def remove(self) -> None:
-        """Kill what is left in the cgroup and remove it (best effort: it is empty unless a
-        process outlived the server's namespace)."""
-        for path in set(self._dirs.values()):
-            if self.version == "v2":
-                with suppress(OSError):
-                    (path / "cgroup.kill").write_text("1")
-            else:
-                for pid in _read(path / "cgroup.procs").split():
-                    with suppress(OSError, ValueError):
-                        os.kill(int(pid), 9)
+    async def remove(self) -> None:
+        """Kill what is left in the cgroup and remove it. The server's processes are gone or
+        going (their namespace's first process ended); the kernel refuses to remove a cgroup
+        until the last is reaped, so this retries for a moment, then leaves it (empty) behind."""
+        with anyio.CancelScope(shield=True):  # runs as the server's connection is cancelled
+            for path in set(self._dirs.values()):
+                for _ in range(_REMOVE_TRIES):
+                    self._kill_rest(path)
+                    try:
+                        path.rmdir()
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        await anyio.sleep(_REMOVE_PAUSE_SECS)
+
+    def _kill_rest(self, path: Path) -> None:
+        if self.version == "v2":
             with suppress(OSError):
-                path.rmdir()
+                (path / "cgroup.kill").write_text("1")
+            return
+        for pid in _read(path / "cgroup.procs").split():
+            with suppress(OSError, ValueError):
+                os.kill(int(pid), 9)
 
 
 def _read(path: Path) -> str:

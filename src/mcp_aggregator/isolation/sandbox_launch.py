@@ -240,7 +240,7 @@ class SandboxLaunch:
             assert plan.limits is not None
             if self.facts.cgroups is not None and (plan.limits.memory_mb or plan.limits.processes):
                 cgroup = CgroupLimits(self.facts.cgroups, self.name, plan.limits)
-                stack.callback(cgroup.remove)
+                stack.push_async_callback(cgroup.remove)
                 try:
                     cgroup.create()
                 except OSError as exc:

@@ -269,13 +269,19 @@ class ServerSupervisor:
                     self.connection = None
         if failure is not None:
             raise failure
-        return connection.close_reason or "session closed"
+        reason = connection.close_reason or "session closed"
+        # Read after the close, which waits for the process to exit: its status is known then.
+        hit = connection.pipe.limit_hit if connection.pipe is not None else None
+        if hit is not None:
+            self.limit_hit = hit
+            if "limit" not in reason:
+                reason = f"{reason}: it exceeded its sandbox's {hit} limit"
+        return reason
 
     async def _watch_pipe(self, connection: UpstreamConnection, pipe: StdioPipe, scope: anyio.CancelScope) -> None:
         """Give the session up the moment its server process is gone (killed, crashed, exited)."""
         with scope:
             reason = await pipe.wait_gone()
-            self.limit_hit = pipe.limit_hit
             if connection.close_reason is None:
                 logger.warning("upstream %s: %s", self.name, reason)
                 connection.abandon(reason)

@@ -244,6 +244,11 @@ class StdioPipe:
             self.gone_reason = reason
             self._gone.set()
 
+    def _note_exit(self, code: int | None) -> None:
+        """The process exited: now its status (and cgroup's counters) say if a limit ended it."""
+        if self.launch is not None and self.limit_hit is None:
+            self.limit_hit = self.launch.hit(code)
+
     async def wait_gone(self) -> str:
         """Return, with the reason, as soon as the server's output closes or its process exits.
 
@@ -523,6 +528,7 @@ class _ServerProcess(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         self.exited.set()
         code = self._transport.get_returncode() if self._transport is not None else None
+        self._pipe._note_exit(code)
         self._pipe._went("the server process exited" + (f" (status {code})" if code is not None else ""))
 
     def connection_lost(self, exc: Exception | None) -> None:
