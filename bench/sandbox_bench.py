@@ -6,7 +6,8 @@ Usage::
 
     .venv/bin/python bench/sandbox_bench.py [--starts 10] [--calls 500]
 
-Start-up is spawn + MCP handshake + tool discovery (``UpstreamConnection.run`` until ready),
+"bare" is spawning ``/bin/true`` and reaping it (with the sandbox set up in full): the
+sandbox's own cost. Start-up is spawn + MCP handshake + tool discovery (``UpstreamConnection.run`` until ready),
 with ``bench/echo_server.py`` as the server. Sandboxed runs use the default sandbox
 (``outbound`` network: bwrap + nft + slirp4netns) and ``network: none`` (bwrap only).
 Goals: start-up + <= 100 ms; per call within noise.
@@ -29,8 +30,8 @@ from pathlib import Path
 import anyio
 
 from mcp_aggregator.isolation import SandboxConfig
-from mcp_aggregator.isolation.sandbox_launch import host_facts
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite
+from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch, host_facts
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams import UpstreamConnection
 
@@ -41,6 +42,7 @@ ECHO = Path(__file__).parent / "echo_server.py"
 @dataclass
 class Row:
     variant: str
+    bare_median_ms: float
     start_median_ms: float
     start_p90_ms: float
     call_median_us: float
@@ -77,6 +79,25 @@ async def one_start(site: SandboxSite | None, sandbox: SandboxConfig | None, cal
     return started, latencies
 
 
+async def bare_start(site: SandboxSite, sandbox: SandboxConfig | None) -> float:
+    """Spawn ``/bin/true`` (in its sandbox, set up in full) and reap it: the sandbox's own cost,
+    without an interpreter's start-up in the way."""
+    began = time.perf_counter()
+    if sandbox is None:
+        process = await anyio.open_process(["/bin/true"])
+        await process.wait()
+        await process.aclose()
+        return time.perf_counter() - began
+    launch = SandboxLaunch("bare", "/bin/true", (), {}, None, effective(site.defaults, sandbox), site, {})
+    launch.prepare()
+    async with launch.running() as spawn:
+        process = await anyio.open_process(list(spawn.argv), env=dict(spawn.env), pass_fds=spawn.pass_fds)
+        await launch.release()
+        await process.wait()
+        await process.aclose()
+    return time.perf_counter() - began
+
+
 def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
 
@@ -89,15 +110,18 @@ async def main(starts: int, calls: int) -> list[Row]:
         site = SandboxSite(SandboxConfig(), Path(data))
         starts_of: dict[str, list[float]] = {name: [] for name in VARIANTS}
         calls_of: dict[str, list[float]] = {name: [] for name in VARIANTS}
+        bare_of: dict[str, list[float]] = {name: [] for name in VARIANTS}
         await one_start(site, SandboxConfig(), 1)  # warm the page cache and the dirs
         for _ in range(starts):
             for name, sandbox in VARIANTS.items():
                 started, latencies = await one_start(site, sandbox, calls // starts)
                 starts_of[name].append(started)
+                bare_of[name].append(await bare_start(site, sandbox))
                 calls_of[name] += latencies
     return [
         Row(
             name,
+            round(statistics.median(bare_of[name]) * 1e3, 1),
             round(statistics.median(starts_of[name]) * 1e3, 1),
             round(p90(starts_of[name]) * 1e3, 1),
             round(statistics.median(calls_of[name]) * 1e6, 1),
@@ -113,11 +137,12 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=500)
     options = parser.parse_args()
     rows = anyio.run(main, options.starts, options.calls)
-    print(f"{'variant':28} {'start med ms':>13} {'start p90 ms':>13} {'call med us':>12} {'call p90 us':>12}")
+    header = ("bare med ms", "start med ms", "start p90 ms", "call med us", "call p90 us")
+    print(f"{'variant':28} " + " ".join(f"{name:>13}" for name in header))
     for row in rows:
         print(
-            f"{row.variant:28} {row.start_median_ms:13.1f} {row.start_p90_ms:13.1f} "
-            f"{row.call_median_us:12.1f} {row.call_p90_us:12.1f}"
+            f"{row.variant:28} {row.bare_median_ms:13.1f} {row.start_median_ms:13.1f} {row.start_p90_ms:13.1f} "
+            f"{row.call_median_us:13.1f} {row.call_p90_us:13.1f}"
         )
     RESULTS_PATH.parent.mkdir(exist_ok=True)
     payload = {
