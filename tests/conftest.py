@@ -213,7 +213,7 @@ def stdio_gateway(tmp_path: Path, *servers: ServerConfig) -> StdioServerParamete
     the SDK's default is a bare one, without this checkout's ``PYTHONPATH``."""
     config = {
         "servers": [server.model_dump(mode="json") for server in servers],
-        "serve": {"exposure": "passthrough"},
+        "serve": {"exposure": "passthrough", "data_dir": str(tmp_path / "data")},
         "registry": {"database_url": f"sqlite+aiosqlite:///{tmp_path}/registry.db"},
         "search": {"embedder": "none"},
     }

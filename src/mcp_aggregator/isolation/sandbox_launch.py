@@ -56,7 +56,7 @@ _READY_SECS: Final = 10.0
 def host_facts() -> HostFacts:
     """What this host offers, looked up once per process."""
     return HostFacts(
-        bwrap=shutil.which("bwrap"),
+        bwrap=_working_bwrap(),
         slirp4netns=shutil.which("slirp4netns"),
         nft=shutil.which("nft") or _sbin("nft"),
         nsenter=shutil.which("nsenter") or _sbin("nsenter"),
@@ -64,6 +64,25 @@ def host_facts() -> HostFacts:
         addresses=_host_addresses(),
         lang=os.environ.get("LANG") or (locale.getlocale()[0] and "C.UTF-8") or "C.UTF-8",
     )
+
+
+def _working_bwrap() -> str | None:
+    """``bwrap``, if it is installed and this host lets it make namespaces (a container
+    without the privilege to does not): else None, and servers start unsandboxed with a
+    warning (an error where a sandbox was asked for)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None
+    probe = [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--proc", "/proc", "--dev", "/dev"]
+    try:
+        done = subprocess.run([*probe, "--", "/bin/true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.warning("bwrap cannot run here (%s): stdio servers cannot be sandboxed", exc)
+        return None
+    if done.returncode != 0:
+        logger.warning("bwrap cannot make namespaces here (%s)", done.stderr.decode(errors="replace").strip()[:200])
+        return None
+    return bwrap
 
 
 def _sbin(name: str) -> str | None:
