@@ -54,3 +54,18 @@ if ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then
         echo "bootstrap: chromium is not installed (apt-get install chromium as root); the browser tests skip" >&2
     fi
 fi
+
+# bubblewrap, slirp4netns, nftables: the sandbox every stdio upstream runs in (isolation/).
+# Installed when missing and we may (root with apt, as on CI); without them servers start
+# unsandboxed with a warning in their status, and the sandbox tests skip.
+if ! command -v bwrap >/dev/null || ! command -v slirp4netns >/dev/null || { ! command -v nft >/dev/null && [ ! -x /usr/sbin/nft ]; }; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "bootstrap: installing bubblewrap, slirp4netns, nftables" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq bubblewrap slirp4netns nftables >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap slirp4netns nftables >/dev/null; } \
+            || echo "bootstrap: could not install the sandbox tools; stdio servers will run unsandboxed" >&2
+    else
+        echo "bootstrap: bubblewrap/slirp4netns/nftables missing (apt-get install them as root); stdio servers run unsandboxed" >&2
+    fi
+fi

@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 
 import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.isolation import SandboxConfig
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_quantize import default_cache_dirs
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -158,6 +159,16 @@ def _no_test_writes_installed_files(
         pytest.fail(f"{request.node.nodeid} changed installed files: {', '.join(changed)}", pytrace=False)
 
 
+def writes(*paths: Path) -> SandboxConfig:
+    """A sandbox that may write in ``paths`` (a server's data file in the test's tmp dir)."""
+    return SandboxConfig(write=tuple(str(p) for p in paths))
+
+
+HOST_PID = SandboxConfig(enabled=False)
+"""For the few tests that signal a fixture server by the pid its ``pid`` tool tells: a
+sandboxed server has a pid namespace of its own, so that pid means nothing outside."""
+
+
 def stdio_fixture(name: str = "alpha", **extra: Any) -> ServerConfig:
     """Our own fixture upstream as a stdio subprocess."""
     return ServerConfig(
@@ -170,7 +181,9 @@ def stdio_fixture(name: str = "alpha", **extra: Any) -> ServerConfig:
     )
 
 
-def npm_server(name: str, binary: str, *args: str, env: dict[str, str] | None = None) -> ServerConfig:
+def npm_server(
+    name: str, binary: str, *args: str, env: dict[str, str] | None = None, sandbox: SandboxConfig | None = None
+) -> ServerConfig:
     path = NODE_BIN / binary
     if not path.exists():
         if os.environ.get("CI"):
@@ -182,6 +195,7 @@ def npm_server(name: str, binary: str, *args: str, env: dict[str, str] | None = 
         command=str(path),
         args=args,
         env=env or {},  # type: ignore[arg-type]
+        sandbox=sandbox,
     )
 
 
@@ -199,7 +213,7 @@ def stdio_gateway(tmp_path: Path, *servers: ServerConfig) -> StdioServerParamete
     the SDK's default is a bare one, without this checkout's ``PYTHONPATH``."""
     config = {
         "servers": [server.model_dump(mode="json") for server in servers],
-        "serve": {"exposure": "passthrough"},
+        "serve": {"exposure": "passthrough", "data_dir": str(tmp_path / "data")},
         "registry": {"database_url": f"sqlite+aiosqlite:///{tmp_path}/registry.db"},
         "search": {"embedder": "none"},
     }
@@ -288,7 +302,8 @@ def settings_for(
     """Settings for a test gateway: its own SQLite file, lexical-only search unless asked, and
     this test process's data dir (never the checkout's: each pytest-xdist worker has its own)."""
     data: dict[str, Any] = {"servers": [s.model_dump() for s in servers]}
-    data["serve"] = {"exposure": "passthrough", "data_dir": str(_DB_DIR / "data"), **serve}
+    # Its own data dir: sandboxed stdio servers keep their homes there, never in the checkout.
+    data["serve"] = {"exposure": "passthrough", "data_dir": str(_DB_DIR / uuid.uuid4().hex), **serve}
     data["registry"] = {"database_url": database_url or f"sqlite+aiosqlite:///{_DB_DIR / uuid.uuid4().hex}.db"}
     data["search"] = search if search is not None else {"embedder": "none"}
     data["registries"] = []  # never the official MCP Registry: tests stay off the internet

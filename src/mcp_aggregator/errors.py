@@ -25,6 +25,8 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── InvalidInputError            a request the gateway refuses at the edge (-32602, field named)
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
+    │   │   └── IsolationError       a stdio server's sandbox cannot be set up (a tool it
+    │   │                            requires is missing, a granted path does not exist)
     │   ├── UpstreamClosedError      the session died (503-style, says what was running)
     │   ├── UpstreamTimeoutError     a call ran past its timeout
     │   ├── UpstreamCallError        the upstream answered with a JSON-RPC error
@@ -206,6 +208,11 @@ class UpstreamError(AggregatorError):
 
 class UpstreamConnectError(UpstreamError):
     """Connecting or the protocol handshake failed."""
+
+
+class IsolationError(UpstreamConnectError):
+    """A stdio server's sandbox cannot be set up; nothing of it was left running. The
+    message names the setting (``sandbox.write[0]``) or the missing tool."""
 
 
 class UpstreamClosedError(UpstreamError):

@@ -48,6 +48,7 @@ from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer,
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.logs import call_context
 from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
@@ -174,6 +175,11 @@ class Gateway:
             max_result_bytes=settings.serve.max_result_bytes,
             auth_for=self.credentials.auth_for,
             connect_concurrency=settings.serve.connect_limit,
+            sandbox=SandboxSite(
+                settings.serve.sandbox,
+                settings.serve.data_dir,
+                hidden=(settings.source_path,) if settings.source_path is not None else (),
+            ),
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)

@@ -21,7 +21,16 @@ from mcp_aggregator.relay import Caller, Invocation
 from mcp_aggregator.relay.pipeline import Next
 from mcp_aggregator.sandbox.run_code_tool import run_code
 from mcp_aggregator.settings import ServerConfig, Transport
-from tests.conftest import REPO, npm_server, pypi_server, running_gateway, serving_gateway, settings_for, stdio_fixture
+from tests.conftest import (
+    REPO,
+    npm_server,
+    pypi_server,
+    running_gateway,
+    serving_gateway,
+    settings_for,
+    stdio_fixture,
+    writes,
+)
 from tests.serve.http_face import face_settings, http_face
 
 SETTLE = 30.0
@@ -150,7 +159,12 @@ nodes = found if isinstance(found, dict) else json.loads(found)
 """
     settings = code_settings(
         pypi_server("time", "mcp-server-time", "--local-timezone", "UTC"),
-        npm_server("memory", "mcp-server-memory", env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}),
+        npm_server(
+            "memory",
+            "mcp-server-memory",
+            env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")},
+            sandbox=writes(tmp_path),
+        ),
     )
     async with running_gateway(settings) as (_gateway, client):
         answer = await script(client, code)

@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.gateway import Gateway
-from tests.conftest import npm_server, running_gateway, settings_for, stdio_fixture
+from tests.conftest import npm_server, running_gateway, settings_for, stdio_fixture, writes
 
 
 def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
@@ -282,7 +282,9 @@ async def test_files_domain_roundtrips_inside_the_workspace_root(tmp_path: Path)
 async def test_a_client_finds_inspects_and_runs_an_npm_upstream_tool_through_the_facades(tmp_path: Path) -> None:
     settings = settings_for(
         stdio_fixture("alpha"),
-        npm_server("memory", "mcp-server-memory", env={"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")}),
+        npm_server(
+            "memory", "mcp-server-memory", env={"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")}, sandbox=writes(tmp_path)
+        ),
         exposure="facades",
     )
     async with running_gateway(settings) as (gateway, client):

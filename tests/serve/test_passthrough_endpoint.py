@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_aggregator.catalog import CLIENT_SAFE
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.settings import Settings
-from tests.conftest import npm_server, pypi_server, running_gateway, settings_for, stdio_fixture
+from tests.conftest import npm_server, pypi_server, running_gateway, settings_for, stdio_fixture, writes
 from tests.http_serving import served_over_http
 
 
@@ -112,7 +112,12 @@ async def test_resources_and_prompts_pass_through_namespaced() -> None:
 async def test_real_pypi_and_npm_upstreams_behind_one_endpoint(tmp_path: Path) -> None:
     settings = settings_for(
         pypi_server("time", "mcp-server-time", "--local-timezone", "UTC"),
-        npm_server("memory", "mcp-server-memory", env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}),
+        npm_server(
+            "memory",
+            "mcp-server-memory",
+            env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")},
+            sandbox=writes(tmp_path),
+        ),
         npm_server("everything", "mcp-server-everything", "stdio"),
     )
     async with running_gateway(settings) as (gateway, client):

@@ -22,7 +22,7 @@ from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig, Settings
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
-from tests.conftest import REPO, HttpUpstream, pypi_server, running_gateway, settings_for, stdio_fixture
+from tests.conftest import HOST_PID, REPO, HttpUpstream, pypi_server, running_gateway, settings_for, stdio_fixture
 from tests.ports import free_port
 
 
@@ -72,7 +72,10 @@ async def new_session(gateway: Gateway, sup: ServerSupervisor, old: object, with
 
 
 async def test_a_killed_stdio_upstream_is_replaced_at_once_without_a_call() -> None:
-    async with running_gateway(quiet(stdio_fixture("alpha"), stdio_fixture("beta"))) as (gateway, _client):
+    async with running_gateway(quiet(stdio_fixture("alpha", sandbox=HOST_PID), stdio_fixture("beta"))) as (
+        gateway,
+        _client,
+    ):
         sup = gateway.supervisors["alpha"]
         seen = len(sup.history) - 1
         old, pid = sup.connection, int(text_of(await gateway.call_tool("alpha.pid")))

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.health.server_state import ServerStatus
-from tests.conftest import settings_for, stdio_fixture
+from tests.conftest import HOST_PID, settings_for, stdio_fixture
 from tests.health.fake_clock import FakeClock
 
 
 async def test_a_stale_session_degrades_then_errors_and_is_replaced() -> None:
     """EC-010: a frozen upstream fails its pings; 2 -> DEGRADED, 3 -> ERROR, then a new session."""
     health = HealthSettings(interval_secs=30, timeout_secs=0.3, reconnect_backoff_base_secs=0)
-    settings = settings_for(stdio_fixture("alpha")).model_copy(update={"health": health})
+    settings = settings_for(stdio_fixture("alpha", sandbox=HOST_PID)).model_copy(update={"health": health})
     async with FakeClock(datetime(2026, 1, 1, tzinfo=UTC)) as clock, Gateway(settings, health_clock=clock) as gateway:
         await gateway.wait_settled(30)
         sup = gateway.supervisors["alpha"]

@@ -18,7 +18,7 @@ from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams import UpstreamConnection
-from tests.conftest import HttpUpstream, running_gateway, settings_for, stdio_fixture
+from tests.conftest import HOST_PID, HttpUpstream, running_gateway, settings_for, stdio_fixture
 from tests.processes import ended
 
 
@@ -79,7 +79,7 @@ async def test_unset_variable_fails_only_its_server_with_a_clear_error() -> None
 
 
 async def test_killed_stdio_upstream_fails_the_inflight_call_and_is_reaped() -> None:
-    settings = settings_for(stdio_fixture("alpha"), stdio_fixture("beta"))
+    settings = settings_for(stdio_fixture("alpha", sandbox=HOST_PID), stdio_fixture("beta"))
     settings = settings.model_copy(update={"health": HealthSettings(reconnect_max_attempts=1)})
     async with running_gateway(settings) as (gateway, _client):
         pid = int(text_of(await gateway.call_tool("alpha.pid")))
@@ -106,7 +106,7 @@ async def test_killed_stdio_upstream_fails_the_inflight_call_and_is_reaped() -> 
 
 
 async def test_upstream_crash_reconnects_with_a_new_process() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
+    async with running_gateway(settings_for(stdio_fixture("alpha", sandbox=HOST_PID))) as (gateway, _client):
         first = text_of(await gateway.call_tool("alpha.pid"))
         sup = gateway.supervisors["alpha"]
         old = sup.connection

@@ -33,6 +33,10 @@ class ConnectionConfig(BaseModel):
     cache: dict[str, Any] | None = Field(
         default=None, description="Opt-in tool result cache: {ttl_secs: > 0, tools: [globs]} (docs/caching.md)"
     )
+    sandbox: dict[str, Any] | None = Field(
+        default=None,
+        description="STDIO only: {enabled, read, write, network, memory_mb, processes, cpu_secs} (docs/security.md)",
+    )
 
 
 class ServerCreate(BaseModel):
@@ -139,6 +143,13 @@ class ServerDetail(ServerPublic):
     era: dict[str, Any] | None = Field(
         default=None,
         description="The protocol era spoken to the upstream, why, and its 2025-11-25 side session (docs/eras.md)",
+    )
+    sandbox: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "STDIO only: the sandbox as it applies (enabled, read, write, network, memory_mb, processes, "
+            "cpu_secs), what it could not confine (warnings) and the limit that ended the server (limit_hit)"
+        ),
     )
 
 

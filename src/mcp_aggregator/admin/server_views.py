@@ -10,7 +10,9 @@ from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.schemas import OriginPublic, ServerDetail, ServerPublic, ToolPublic
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.isolation.sandbox_policy import effective
 from mcp_aggregator.registry import ServerRecord, ToolPinRecord, ToolRecord, redact_connection_config, redact_url
+from mcp_aggregator.settings import Transport
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
 Scrub = Callable[[str], str]
@@ -132,7 +134,22 @@ def server_detail(
         source=record.source.value,
         pending_requests=connection.pending_requests if connection else 0,
         era=connection.era.to_json() if connection else None,
+        sandbox=sandbox_view(supervisor) if supervisor else None,
     )
+
+
+def sandbox_view(supervisor: ServerSupervisor) -> dict[str, Any] | None:
+    """A stdio server's sandbox: its settings merged with the gateway's, what the last start
+    could not confine, and the limit that ended it; None for HTTP/SSE servers."""
+    if supervisor.config.transport is not Transport.STDIO:
+        return None
+    if supervisor.sandbox is None:
+        return {"enabled": False, "warnings": ["this gateway starts servers without sandboxes"], "limit_hit": None}
+    view = effective(supervisor.sandbox.defaults, supervisor.config.sandbox).summary()
+    view["active"] = supervisor.sandbox_active
+    view["warnings"] = list(supervisor.sandbox_warnings)
+    view["limit_hit"] = supervisor.limit_hit
+    return view
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,8 +94,34 @@ def servers_show(
     shown = [(f, detail[f]) for f in fields if detail.get(f) not in (None, "")]
     if detail.get("origin"):
         shown.append(("origin", _origin(detail)))
+    shown += _sandbox_rows(detail.get("sandbox"))
     print_table(None, ["field", "value"], shown)
     print_table(f"{len(tools)} tools", ["tool", "pin", "description"], _tool_rows(tools))
+
+
+def _sandbox_rows(sandbox: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """``sandbox``: on/off (and whether the running process is), grants, network, limits, and
+    the limit that ended the server."""
+    if sandbox is None:
+        return []
+    state = "on" if sandbox.get("enabled") else "off (unsandboxed)"
+    if sandbox.get("enabled") and sandbox.get("active") is False:
+        state = "on, but this start ran unsandboxed"
+    rows: list[tuple[str, Any]] = [("sandbox", state)]
+    if sandbox.get("enabled"):
+        limits = ", ".join(
+            f"{key} {sandbox[key]}" for key in ("memory_mb", "processes", "cpu_secs") if sandbox.get(key) is not None
+        )
+        rows += [
+            ("sandbox.read", ", ".join(sandbox.get("read") or []) or "-"),
+            ("sandbox.write", ", ".join(sandbox.get("write") or []) or "-"),
+            ("sandbox.network", sandbox.get("network")),
+            ("sandbox.limits", limits or "-"),
+        ]
+    rows += [("sandbox.warning", text) for text in sandbox.get("warnings") or []]
+    if sandbox.get("limit_hit"):
+        rows.append(("sandbox.limit_hit", f"ended by its {sandbox['limit_hit']} limit"))
+    return rows
 
 
 def _tool_rows(tools: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -109,6 +135,18 @@ def servers_add(
     arg: Annotated[list[str] | None, typer.Option("--arg", help="An argument of --command (repeat).")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", help="K=V for --command (repeat).")] = None,
     cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of --command.")] = None,
+    read: Annotated[
+        list[str] | None, typer.Option("--read", help="A path --command's sandbox may read (repeat).")
+    ] = None,
+    write: Annotated[
+        list[str] | None, typer.Option("--write", help="A path --command's sandbox may write (repeat).")
+    ] = None,
+    network: Annotated[
+        str | None, typer.Option("--network", help="--command's network: outbound, none, host or host:port,...")
+    ] = None,
+    no_sandbox: Annotated[
+        bool, typer.Option("--no-sandbox", help="Run --command unsandboxed (shown as such).")
+    ] = False,
     http: Annotated[str | None, typer.Option("--http", help="A streamable HTTP server's URL.")] = None,
     sse: Annotated[str | None, typer.Option("--sse", help="An SSE server's URL.")] = None,
     header: Annotated[list[str] | None, typer.Option("--header", help="K=V sent to --http/--sse.")] = None,
@@ -128,6 +166,9 @@ def servers_add(
     connection: dict[str, Any]
     if command:
         connection = {"command": command, "args": arg or [], "env": key_values(env, "--env"), "cwd": cwd}
+        sandbox = _sandbox_flags(read, write, network, no_sandbox)
+        if sandbox:
+            connection["sandbox"] = sandbox
         transport = "STDIO"
     else:
         connection = {"url": sse} if sse else {"base_url": http}
@@ -142,10 +183,27 @@ def servers_add(
         "connection_config": {k: v for k, v in connection.items() if v is not None},
         "auto_connect": not no_connect,
     }
+    if not command and (read or write or network or no_sandbox):
+        fail("--read, --write, --network and --no-sandbox apply to --command only", 2)
     with reported(), gateway_client(config, gateway, token) as client:
         created = client.post("/servers", body)
         final = created if no_connect else _wait_connected(client, created["id"], name, wait)
     _report_connected(final, json)
+
+
+def _sandbox_flags(
+    read: list[str] | None, write: list[str] | None, network: str | None, no_sandbox: bool
+) -> dict[str, Any]:
+    sandbox: dict[str, Any] = {}
+    if no_sandbox:
+        sandbox["enabled"] = False
+    if read:
+        sandbox["read"] = read
+    if write:
+        sandbox["write"] = write
+    if network:
+        sandbox["network"] = network if ":" not in network else [item.strip() for item in network.split(",")]
+    return sandbox
 
 
 @servers_app.command("remove")

@@ -22,7 +22,9 @@ def load_settings(path: Path) -> Settings:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file: {exc.strerror}", path=str(path)) from exc
-    return parse_settings(text, source=str(path))
+    settings = parse_settings(text, source=str(path))
+    settings.source_path = path
+    return settings
 
 
 def parse_settings(text: str, *, source: str = "<config>") -> Settings:

@@ -152,6 +152,8 @@ class ServerConfig(BaseModel):
             out: dict[str, Any] = {"command": self.command, "args": list(self.args), "env": dict(self.env)}
             if self.cwd:
                 out["cwd"] = self.cwd
+            if self.sandbox is not None:
+                out["sandbox"] = self.sandbox.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
             if self.cache is not None:
                 out["cache"] = self.cache.stored()
             return {**out, **origin}

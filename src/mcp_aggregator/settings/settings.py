@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.audit.config import AuditSettings
@@ -44,6 +46,17 @@ class Settings(BaseModel):
     clients: tuple[ClientSettings, ...] = ()
     policies: tuple[PolicyRule, ...] = ()
     tool_overrides: tuple[ToolOverride, ...] = ()
+    _source_path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source_path(self) -> Path | None:
+        """The file these settings were read from (no sandboxed server may see it), if any."""
+        return self._source_path
+
+    @source_path.setter
+    def source_path(self, path: Path | None) -> None:
+        self._source_path = path
+
     registries: tuple[McpRegistrySource, ...] = DEFAULT_REGISTRIES
     """MCP Registries to search and install from (``registry search`` / ``registry add``)."""
 

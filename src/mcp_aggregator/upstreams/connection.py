@@ -35,6 +35,7 @@ from mcp_aggregator import __version__
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
+    IsolationError,
     SignInRequiredError,
     UpstreamCallError,
     UpstreamClosedError,
@@ -42,6 +43,7 @@ from mcp_aggregator.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.era_choice import (
     INVALID_RESULT,
@@ -109,8 +111,10 @@ class UpstreamConnection:
         backchannel: Backchannel | None = None,
         max_result_bytes: int = 64 << 20,
         auth: UpstreamBearer | None = None,
+        sandbox: SandboxSite | None = None,
     ) -> None:
         self.config = config
+        self.sandbox = sandbox
         self.auth = auth
         self.name = config.name
         self.max_result_bytes = max_result_bytes
@@ -218,7 +222,12 @@ class UpstreamConnection:
     async def _connect(self, stack: AsyncExitStack) -> Client:
         try:
             target = await enter_target(
-                stack, self.config, self._env, max_message_bytes=self.max_result_bytes, auth=self.auth
+                stack,
+                self.config,
+                self._env,
+                max_message_bytes=self.max_result_bytes,
+                auth=self.auth,
+                sandbox=self.sandbox,
             )
             self.pipe = target.pipe
             client = Client(
@@ -255,7 +264,7 @@ class UpstreamConnection:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
             return client
-        except (EnvVarError, SignInRequiredError):
+        except (EnvVarError, SignInRequiredError, IsolationError):
             raise
         except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
             text = describe_error(exc)
@@ -265,7 +274,9 @@ class UpstreamConnection:
 
     async def _open_side(self, stack: AsyncExitStack) -> Client:
         """The side session's client: a second transport to the same upstream, at 2025-11-25."""
-        target = await enter_target(stack, self.config, self._env, max_message_bytes=self.max_result_bytes)
+        target = await enter_target(
+            stack, self.config, self._env, max_message_bytes=self.max_result_bytes, sandbox=self.sandbox
+        )
         client = Client(
             target.client_target,
             mode="legacy",

@@ -27,6 +27,7 @@ from anyio.abc import TaskStatus
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
+    IsolationError,
     ServerUnavailableError,
     SignInRequiredError,
     StateError,
@@ -38,6 +39,7 @@ from mcp_aggregator.health.call_failure import CallFailure, classify_call_failur
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult, apply_health_result
 from mcp_aggregator.health.port_probe import Address, address_of, port_open, wait_port_open
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
@@ -89,9 +91,18 @@ class ServerSupervisor:
         max_result_bytes: int = 64 << 20,
         auth: UpstreamBearer | None = None,
         connect_limit: anyio.CapacityLimiter | None = None,
+        sandbox: SandboxSite | None = None,
     ) -> None:
         self.config = config
         self._connect_limit = connect_limit if connect_limit is not None else anyio.CapacityLimiter(math.inf)
+        self.sandbox = sandbox
+        """The gateway's sandbox site: a stdio server starts confined (None: as a plain child)."""
+        self.limit_hit: str | None = None
+        """The sandbox limit that ended the server's last process, if one did."""
+        self.sandbox_active: bool | None = None
+        """Whether the running process is confined (None before its first start)."""
+        self.sandbox_warnings: tuple[str, ...] = ()
+        """What the last start could not confine (the platform lacks a tool), said in the status."""
         self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
@@ -176,8 +187,8 @@ class ServerSupervisor:
             except (UpstreamConnectError, EnvVarError) as exc:
                 self._move(ServerEvent.CONNECT_FAILED, str(exc))
                 logger.warning("%s (attempt %d of %d)", exc, attempt, len(delays))
-                # A missing variable will not appear by retrying.
-                if isinstance(exc, EnvVarError) or not await self._pause(delay, exc):
+                # A missing variable, tool or granted path will not appear by retrying.
+                if isinstance(exc, EnvVarError | IsolationError) or not await self._pause(delay, exc):
                     break
                 if delay is None:
                     attempt = 0  # the round was over, and the port listens again: a fresh round
@@ -235,6 +246,7 @@ class ServerSupervisor:
             backchannel=self.backchannel,
             max_result_bytes=self.max_result_bytes,
             auth=self.auth,
+            sandbox=self.sandbox,
         )
         failure: UpstreamConnectError | EnvVarError | SignInRequiredError | None = None
         async with anyio.create_task_group() as tg:
@@ -249,6 +261,10 @@ class ServerSupervisor:
                 failure = exc
             else:
                 self.connection = connection
+                launch = connection.pipe.launch if connection.pipe is not None else None
+                if launch is not None and launch.plan is not None:
+                    self.sandbox_warnings = launch.warnings
+                    self.sandbox_active = launch.plan.sandboxed
                 self._move(ServerEvent.CONNECT_OK)
                 watch = anyio.CancelScope()
                 if connection.pipe is not None:
@@ -260,7 +276,14 @@ class ServerSupervisor:
                     self.connection = None
         if failure is not None:
             raise failure
-        return connection.close_reason or "session closed"
+        reason = connection.close_reason or "session closed"
+        # Read after the close, which waits for the process to exit: its status is known then.
+        hit = connection.pipe.limit_hit if connection.pipe is not None else None
+        if hit is not None:
+            self.limit_hit = hit
+            if "limit" not in reason:
+                reason = f"{reason}: it exceeded its sandbox's {hit} limit"
+        return reason
 
     async def _watch_pipe(self, connection: UpstreamConnection, pipe: StdioPipe, scope: anyio.CancelScope) -> None:
         """Give the session up the moment its server process is gone (killed, crashed, exited)."""

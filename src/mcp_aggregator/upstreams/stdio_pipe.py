@@ -29,7 +29,7 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any, Final, TextIO, cast
 
@@ -41,6 +41,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
+from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch, Spawn
 from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
 
@@ -100,8 +101,13 @@ class StdioPipe:
         name: str,
         max_message_bytes: int,
         scrub: Callable[[str], str] = lambda text: text,
+        launch: SandboxLaunch | None = None,
     ) -> None:
         self.params = params
+        self.launch = launch
+        """The server's sandbox, or None to start it as the gateway's own child."""
+        self.limit_hit: str | None = None
+        """The sandbox limit that ended the server (``memory``, ``processes``, ``cpu``), once it did."""
         self._scrub = scrub
         self.name = name
         self.max_message_bytes = max_message_bytes
@@ -128,21 +134,47 @@ class StdioPipe:
 
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
-        """Start the process; yield the SDK's (read, write) streams; stop it on exit."""
-        loop = asyncio.get_running_loop()
-        transport, process = await loop.subprocess_exec(
-            lambda: _ServerProcess(self, errlog),
-            self.params.command,
-            *self.params.args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=get_default_environment() | (self.params.env or {}),
-            cwd=self.params.cwd,
-            start_new_session=True,
-        )
-        self._process = process
-        self.pid = transport.get_pid()
+        """Start the process (in its sandbox, when it has one); yield the SDK's (read,
+        write) streams; stop it on exit. Raises ``IsolationError`` when the sandbox cannot
+        be set up (nothing is left running)."""
+        launch = self.launch
+        if launch is None:
+            env = get_default_environment() | (self.params.env or {})
+            spawning: AbstractAsyncContextManager[Spawn] = nullcontext(
+                Spawn((self.params.command, *self.params.args), env, _text(self.params.cwd))
+            )
+        else:
+            spawning = launch.running()
+        async with spawning as spawn:
+            loop = asyncio.get_running_loop()
+            transport, process = await loop.subprocess_exec(
+                lambda: _ServerProcess(self, errlog),
+                *spawn.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=dict(spawn.env),
+                cwd=spawn.cwd,
+                start_new_session=True,
+                pass_fds=spawn.pass_fds,
+            )
+            self._process = process
+            self.pid = transport.get_pid()
+            if launch is not None:
+                try:
+                    await launch.release()
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await _end_group(transport.get_pid(), process)
+                    transport.close()
+                    raise
+            async with self._session(transport, process) as streams:
+                yield streams
+
+    @asynccontextmanager
+    async def _session(
+        self, transport: asyncio.SubprocessTransport, process: _ServerProcess
+    ) -> AsyncIterator[SdkStreams]:
         # uvloop's pipe transports implement asyncio's without deriving from them.
         self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         inbox_send, inbox = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -204,8 +236,18 @@ class StdioPipe:
 
     def _went(self, reason: str) -> None:
         if self.gone_reason is None:
+            if self.launch is not None:
+                code = self._process.returncode() if self._process is not None else None
+                self.limit_hit = self.launch.hit(code)
+                if self.limit_hit is not None:
+                    reason = f"{reason}: it exceeded its sandbox's {self.limit_hit} limit"
             self.gone_reason = reason
             self._gone.set()
+
+    def _note_exit(self, code: int | None) -> None:
+        """The process exited: now its status (and cgroup's counters) say if a limit ended it."""
+        if self.launch is not None and self.limit_hit is None:
+            self.limit_hit = self.launch.hit(code)
 
     async def wait_gone(self) -> str:
         """Return, with the reason, as soon as the server's output closes or its process exits.
@@ -435,6 +477,10 @@ class StdioPipe:
         return f"StdioPipe({self.name!r})"
 
 
+def _text(path: str | os.PathLike[str] | None) -> str | None:
+    return None if path is None else os.fspath(path)
+
+
 def _backlog_size(line: bytes | _Oversized) -> int:
     return len(line) if isinstance(line, bytes) else _HEAD_BYTES
 
@@ -463,6 +509,9 @@ class _ServerProcess(asyncio.SubprocessProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.SubprocessTransport, transport)
 
+    def returncode(self) -> int | None:
+        return self._transport.get_returncode() if self._transport is not None else None
+
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         assert isinstance(data, bytes)
         if fd == 1:
@@ -479,6 +528,7 @@ class _ServerProcess(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         self.exited.set()
         code = self._transport.get_returncode() if self._transport is not None else None
+        self._pipe._note_exit(code)
         self._pipe._went("the server process exited" + (f" (status {code})" if code is not None else ""))
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -9,10 +9,12 @@ from typing import Any
 
 import httpx2
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
+from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
 from mcp_aggregator.settings import ServerConfig, Transport, expand_mapping
 from mcp_aggregator.settings.env_expansion import SecretScrubber, secret_values
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
@@ -38,13 +40,15 @@ async def enter_target(
     *,
     max_message_bytes: int = 64 << 20,
     auth: UpstreamBearer | None = None,
+    sandbox: SandboxSite | None = None,
 ) -> Target:
     """What ``Client`` should connect to (see ``Target``); HTTP clients are closed by ``stack``.
 
     ``auth`` (an ``auth: oauth`` server's) signs every HTTP request of the transport.
+    ``sandbox`` (the gateway's): a stdio server starts in its sandbox (see ``isolation``).
 
     Raises ``EnvVarError`` if a referenced variable is unset, ``SignInRequiredError`` if
-    ``auth`` has no token to give.
+    ``auth`` has no token to give, ``IsolationError`` if the sandbox cannot be set up.
     """
     if config.transport is Transport.STDIO:
         assert config.command is not None  # guaranteed by ServerConfig validation
@@ -55,7 +59,20 @@ async def enter_target(
             cwd=config.cwd,
         )
         scrub = SecretScrubber(secret_values(config.connection_config(), env))
-        pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub)
+        launch = None
+        if sandbox is not None:
+            launch = SandboxLaunch(
+                config.name,
+                params.command,
+                tuple(params.args),
+                params.env or {},
+                params.cwd if params.cwd is None else str(params.cwd),
+                effective(sandbox.defaults, config.sandbox),
+                sandbox,
+                get_default_environment(),
+            )
+            launch.prepare()
+        pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub, launch=launch)
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if auth is not None:

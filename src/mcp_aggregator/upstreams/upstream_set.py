@@ -20,6 +20,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import ServerNotFoundError, StateError, UpstreamError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ChangeCallback, RetryPolicy, ServerSupervisor, Sleeper
@@ -67,9 +68,11 @@ class UpstreamSet:
         max_result_bytes: int = 64 << 20,
         auth_for: AuthFor = lambda _id, _config: None,
         connect_concurrency: int | None = None,
+        sandbox: SandboxSite | None = None,
     ) -> None:
         self._connect_limit = anyio.CapacityLimiter(connect_concurrency or math.inf)
         """Shared by every supervisor: how many connections are being made at once."""
+        self._sandbox = sandbox
         self._max_result_bytes = max_result_bytes
         self._auth_for = auth_for
         self.supervisors: dict[str, ServerSupervisor] = {}
@@ -104,6 +107,7 @@ class UpstreamSet:
             max_result_bytes=self._max_result_bytes,
             auth=self._auth_for(server_id, config),
             connect_limit=self._connect_limit,
+            sandbox=self._sandbox,
         )
         self.supervisors[config.name] = supervisor
         self.ids[config.name] = server_id
