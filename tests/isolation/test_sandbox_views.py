@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.isolation import SandboxConfig
 from tests.admin.conftest import API, admin_settings, serve_admin, stdio_body, wait_for_status
+from tests.conftest import stdio_fixture
 from tests.registry.conftest import Database
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -45,13 +47,14 @@ async def test_a_server_registered_over_rest_keeps_its_sandbox_and_the_detail_sh
 
 
 async def test_a_grant_that_does_not_exist_puts_the_server_in_error_naming_the_field(tmp_path: Path) -> None:
+    # From the configuration, so that one connection attempt is made: the refusal needs no
+    # process, and a registration's own connect request could come after it and start another.
     missing = str(tmp_path / "missing")
-    async with serve_admin(admin_settings(db(tmp_path))) as admin:
-        body = stdio_body("boxed", sandbox={"write": [missing]})
-        created = await admin.http.post(f"{API}/servers", json=body)
+    boxed = stdio_fixture("boxed", sandbox=SandboxConfig(write=(missing,)))
+    async with serve_admin(admin_settings(db(tmp_path), boxed)) as admin:
         await admin.settle()
         assert admin.gateway.supervisors["boxed"].status is ServerStatus.ERROR
-        detail = (await admin.http.get(f"{API}/servers/{created.json()['id']}")).json()
+        detail = (await admin.http.get(f"{API}/servers/{await admin.server_id('boxed')}")).json()
         assert f"sandbox.write[0]: '{missing}' does not exist" in detail["error_message"]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.mcp_registry.gateway_with_registry import (
+    NPM_OFFLINE,
     admin,
     gateway_with_registry,
     json_of,
@@ -30,8 +31,7 @@ from tests.mcp_registry.local_registry import (
 )
 
 MEMORY = "io.github.modelcontextprotocol/server-memory"
-OFFLINE = {"npm_config_offline": "true"}
-"""npx fails rather than fetch anything: proof that the install needed no network."""
+OFFLINE = NPM_OFFLINE
 
 
 def local_registry() -> LocalRegistry:

@@ -10,6 +10,7 @@ from tests.mcp_registry.gateway_with_registry import ADMIN, gateway_with_registr
 from tests.mcp_registry.local_registry import LocalRegistry, item, memory_version, npm_memory, serving, with_secrets
 
 MEMORY = "io.github.modelcontextprotocol/server-memory"
+OFFLINE_ENV = ("--env", "npm_config_offline=true")
 
 
 async def test_search_add_list_and_update_from_the_command_line(tmp_path: Path) -> None:
@@ -40,7 +41,14 @@ async def test_search_add_list_and_update_from_the_command_line(tmp_path: Path) 
         assert "no server 'io.example/nope@2.0.0' in registry 'official'" in unknown.output
 
         added = await run_cli(
-            "registry", "add", f"{MEMORY}@1.0.0", "--as", "notes", "--env", "npm_config_offline=true", *at
+            "registry",
+            "add",
+            f"{MEMORY}@1.0.0",
+            "--as",
+            "notes",
+            "--env",
+            "npm_config_offline=true",
+            *at,
         )
         assert added.exit_code == 0, added.output
         assert f"notes: CONNECTED, 9 tools ({MEMORY}@1.0.0 from official)" in added.output
@@ -55,7 +63,14 @@ async def test_search_add_list_and_update_from_the_command_line(tmp_path: Path) 
         assert updated.exit_code == 0, updated.output
         assert f"({MEMORY}@1.1.0 from official) (was 1.0.0)" in updated.output
 
-        deprecated = await run_cli("registry", "add", "io.example/old-memory", "--env", "npm_config_offline=true", *at)
+        deprecated = await run_cli(
+            "registry",
+            "add",
+            "io.example/old-memory",
+            "--env",
+            "npm_config_offline=true",
+            *at,
+        )
         assert deprecated.exit_code == 0, deprecated.output
         assert "warning: io.example/old-memory@" in deprecated.output and "is deprecated" in deprecated.output
 
@@ -75,7 +90,15 @@ async def test_a_server_json_file_is_checked_and_installed(tmp_path: Path) -> No
         missing_file = await run_cli("registry", "add", "--file", str(tmp_path / "none.json"), *at)
         assert missing_file.exit_code == 2 and "No such file" in missing_file.output
         installed = await run_cli(
-            "registry", "add", "--file", str(good), "--env", "npm_config_offline=true", "--network", "none", *at
+            "registry",
+            "add",
+            "--file",
+            str(good),
+            "--env",
+            "npm_config_offline=true",
+            "--network",
+            "none",
+            *at,
         )
         assert installed.exit_code == 0, installed.output
         assert f"from-file: CONNECTED, 9 tools (io.example/from-file@{memory_version()} from file)" in installed.output

@@ -7,6 +7,7 @@ how a secret is sealed) comes in as arguments, so the mapping is tested with tab
 from __future__ import annotations
 
 import re
+import site
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,8 @@ def _package_plan(
         launcher = str(path / VENV_LAUNCHER_DIR / package.identifier)
         venv = PypiVenv(path=path, requirement=f"{package.identifier}=={version}", launcher=launcher)
         command, args = launcher, package_args
+        # Layered on the gateway's site-packages (pypi_venv): read-only inside the sandbox too.
+        sandbox = sandbox.model_copy(update={"read": (*sandbox.read, *gateway_site_dirs())})
         if runtime_args:
             warnings.append("runtimeArguments are for uvx and were left out (uv is not on PATH)")
     else:
@@ -203,6 +206,12 @@ def _package_plan(
         warnings.append(f"runs in a {Path(toolchain.container).name} container, not in the gateway's sandbox")
     config = {"transport": "stdio", "command": command, "args": args, "env": env, "cwd": str(private_dir)}
     return _Launch({**config, "sandbox": sandbox}, private_dir, venv, tuple(warnings))
+
+
+def gateway_site_dirs() -> tuple[str, ...]:
+    """The gateway's own site-packages, which a per-server environment is layered on (and
+    which its sandbox must therefore let it read)."""
+    return tuple(p for p in site.getsitepackages() if Path(p).is_dir())
 
 
 def _sandbox(inputs: InstallInputs, private_dir: Path, values: InputValues) -> SandboxConfig:

@@ -10,7 +10,6 @@ gateway's environment, so ``PIP_INDEX_URL`` and the like apply.
 from __future__ import annotations
 
 import json
-import site
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -19,7 +18,7 @@ from pathlib import Path
 import anyio
 
 from mcp_aggregator.errors import EntryRefusedError
-from mcp_aggregator.mcp_registry.install_plan import PypiVenv
+from mcp_aggregator.mcp_registry.install_plan import PypiVenv, gateway_site_dirs
 
 _SCRIPTS = (
     "import json, sys\n"
@@ -60,7 +59,7 @@ async def build_venv(venv: PypiVenv, identifier: str, env: Mapping[str, str], *,
 
 
 def _layer_on_gateway(path: Path) -> None:
-    site_dirs = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    site_dirs = gateway_site_dirs()
     for own in path.glob("lib/python*/site-packages"):
         (own / "_gateway_site.pth").write_text("\n".join(site_dirs) + "\n")
 
