@@ -21,7 +21,7 @@ from tests.serve.http_face import face_settings, http_face
 
 oauth_servers = pytest.importorskip("tests.upstream.oauth_servers", reason="upstream sign-in is not in this build")
 
-LOCAL = {"serve", "check-config", "query", "servers"}
+LOCAL = {"serve", "check-config", "query", "servers", "tools forget-uses"}
 """Commands that run a gateway of their own: they have no running gateway to point at."""
 START_SECS = 60.0
 
@@ -106,10 +106,11 @@ async def test_every_command_prints_json_with_the_json_option(tmp_path: Path) ->
                 assert result.exit_code == 0, (args, result.stderr)
                 printed[" ".join(args[:2])] = json.loads(result.stdout)
     for args in (["check-config", "--config", str(config)], ["query", "needle", "--config", str(config)],
-                 ["servers", "--config", str(config)]):  # fmt: skip
+                 ["servers", "--config", str(config)], ["tools", "forget-uses", "--config", str(config)]):  # fmt: skip
         result = await run_cli(*args, "--json")
         assert result.exit_code == 0, (args, result.stderr)
-        printed[args[0] if args[0] != "servers" else "servers --config"] = json.loads(result.stdout)
+        key = {"servers": "servers --config", "tools": "tools forget-uses"}.get(args[0], args[0])
+        printed[key] = json.loads(result.stdout)
     printed["serve"] = await serve_announcement(config)
 
     assert printed["servers remove"] == {"removed": "beta", "id": printed["servers add"]["id"]}  # type: ignore[index]
@@ -121,6 +122,7 @@ async def test_every_command_prints_json_with_the_json_option(tmp_path: Path) ->
          "error_message": None}
     ]  # fmt: skip
     assert printed["serve"]["mcp_url"].endswith("/mcp")  # type: ignore[index]
+    assert printed["tools forget-uses"] == {"forgotten": 0}
 
 
 async def serve_announcement(config: Path) -> object:

@@ -154,6 +154,7 @@ def tools_forget_uses(
         int | None, typer.Option("--older-than-days", min=1, help="Only the uses older than this; all by default.")
     ] = None,
     config: ConfigOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Delete the searches-then-calls search learns from (search.learn_from_use) from the
     registry's database. A running gateway stops using them within the hour."""
@@ -169,4 +170,7 @@ def tools_forget_uses(
         removed = anyio.run(run)
     except RegistryError as exc:
         fail(str(exc))
-    typer.echo(f"forgot {removed} search use(s)")
+    if json:
+        print_json({"forgotten": removed})
+    else:
+        typer.echo(f"forgot {removed} search use(s)")
