@@ -47,7 +47,7 @@ def callbacks_upstream() -> dict[str, Any]:
 async def _upstream_pid(base: str) -> str:
     async with Client(f"{base}/mcp", mode="auto", cache=None) as client:
         await call_text(client, "cb__plain", {})
-        return await call_text(client, "alpha__pid", {})
+        return await call_text(client, "alpha__instance", {})
 
 
 def _tampered(session_id: str) -> str:
@@ -77,7 +77,7 @@ async def test_a_legacy_session_resumes_on_another_replica_when_its_own_dies(tmp
             front = f"{lb.base}/mcp"
             with anyio.fail_after(90):
                 async with Client(front, mode="legacy", cache=None, message_handler=on_message) as client:
-                    home = pids[await call_text(client, "alpha__pid", {})]
+                    home = pids[await call_text(client, "alpha__instance", {})]
                     survivor = b if home is a else a
                     subscribe = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=COUNTER))
                     await client.session.send_request(subscribe, types.EmptyResult)
@@ -87,8 +87,8 @@ async def test_a_legacy_session_resumes_on_another_replica_when_its_own_dies(tmp
 
                     # The same client, no new initialize: listing and calling go on through the survivor.
                     names = {tool.name for tool in (await client.list_tools()).tools}
-                    assert {"alpha__pid", "cb__bump"} <= names
-                    assert pids[await call_text(client, "alpha__pid", {})] is survivor
+                    assert {"alpha__instance", "cb__bump"} <= names
+                    assert pids[await call_text(client, "alpha__instance", {})] is survivor
                     # The subscription came along: the survivor's upstream has it, and updates
                     # reach the client once its event stream has reconnected there.
                     updates.clear()

@@ -30,7 +30,7 @@ DEADLINE = 30.0
 
 async def _upstream_pid(base: str) -> str:
     async with Client(f"{base}/mcp", mode="auto", cache=None) as client:
-        return await call_text(client, "alpha__pid", {})
+        return await call_text(client, "alpha__instance", {})
 
 
 async def test_legacy_sessions_stick_and_resume_elsewhere_when_their_replica_dies_while_modern_clients_carry_on(
@@ -57,7 +57,7 @@ async def test_legacy_sessions_stick_and_resume_elsewhere_when_their_replica_die
             session = await raw_legacy_session(http, front)
             homes = set()
             for _ in range(8):
-                status, reply = await raw_legacy_call(http, front, session, "alpha__pid", {})
+                status, reply = await raw_legacy_call(http, front, session, "alpha__instance", {})
                 assert status == 200
                 homes.add(reply_text(reply))
             assert len(homes) == 1, f"a legacy session moved between replicas: {homes}"
@@ -92,22 +92,22 @@ async def test_legacy_sessions_stick_and_resume_elsewhere_when_their_replica_die
                     tg.start_soon(modern, 0)
                     tg.start_soon(modern, 1)
                     async with Client(front, mode="legacy", cache=None) as legacy:
-                        sdk_homes = {await call_text(legacy, "alpha__pid", {}) for _ in range(8)}
+                        sdk_homes = {await call_text(legacy, "alpha__instance", {}) for _ in range(8)}
                         assert len(sdk_homes) == 1, f"an SDK legacy session moved: {sdk_homes}"
                         sdk_home = pids[sdk_homes.pop()]
 
                         await home.kill()
                         killed.set()
                         # The dead replica's sessions resume on the survivor (their ids are sealed).
-                        status, reply = await raw_legacy_call(http, front, session, "alpha__pid", {})
+                        status, reply = await raw_legacy_call(http, front, session, "alpha__instance", {})
                         assert status == 200 and pids[reply_text(reply)] is survivor
                         assert await call_text(legacy, "alpha__echo", {"text": "after the kill"}) == "after the kill"
                         if sdk_home is home:
-                            assert pids[await call_text(legacy, "alpha__pid", {})] is survivor
+                            assert pids[await call_text(legacy, "alpha__instance", {})] is survivor
 
                     # Re-initializing lands on the survivor and works.
                     fresh = await raw_legacy_session(http, front)
-                    status, reply = await raw_legacy_call(http, front, fresh, "alpha__pid", {})
+                    status, reply = await raw_legacy_call(http, front, fresh, "alpha__instance", {})
                     assert status == 200 and pids[reply_text(reply)] is survivor
                     async with Client(front, mode="legacy", cache=None) as again:
                         assert await call_text(again, "alpha__echo", {"text": "again"}) == "again"

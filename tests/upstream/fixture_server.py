@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import uuid
 from typing import Annotated, Any
 
 import anyio
@@ -44,6 +45,14 @@ def build_server(name: str = "fixture") -> MCPServer[Any]:
     @app.tool(description="The process id of this server.")
     async def pid() -> str:
         return str(os.getpid())
+
+    # A sandboxed server lives in its own PID namespace, so two of them can share a pid;
+    # this tells processes apart wherever they run.
+    instance_id = uuid.uuid4().hex
+
+    @app.tool(description="An id unique to this server process, even across PID namespaces.")
+    async def instance() -> str:
+        return instance_id
 
     @app.tool(description="A search tool; its name collides across servers on purpose.")
     async def search(query: str) -> str:
