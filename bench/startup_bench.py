@@ -109,6 +109,8 @@ def write_config(folder: Path, servers: int, tools: int, port: int) -> Path:
             "    transport: stdio",
             f"    command: {sys.executable}",
             f"    args: [{str(SERVER)!r}, --name, {name}, --tools, '{tools}']",
+            # A sandboxed server sees its cwd and the system, so the script's folder goes here.
+            f"    cwd: {str(HERE)!r}",
         ]
     path = folder / "aggregator.yaml"
     path.write_text("\n".join(lines) + "\n")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -14,16 +13,20 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.health import ServerStatus
+from mcp_aggregator.isolation.config import SandboxConfig
 from mcp_aggregator.settings import ServerConfig
-from tests.conftest import REPO, running_gateway, settings_for, stdio_fixture
+from tests.conftest import running_gateway, settings_for, stdio_fixture
 
 
 def gated_fixture(gate: Path) -> ServerConfig:
-    """The fixture upstream, started only once something is written to the FIFO ``gate``."""
+    """The fixture upstream, started only once something is written to the FIFO ``gate``.
+    The wait runs in the fixture's own interpreter, so its sandbox mounts what that needs,
+    and the FIFO is granted read-only, as the sandbox shows nothing of the test's tmp dir."""
     plain = stdio_fixture("alpha")
-    argv = shlex.join([plain.command or sys.executable, *plain.args])
-    script = f"read _ < {shlex.quote(str(gate))}; exec {argv}"
-    return plain.model_copy(update={"command": "/bin/sh", "args": ("-c", script), "cwd": str(REPO)})
+    argv = [plain.command or sys.executable, *plain.args]
+    script = f"import os; open({str(gate)!r}).readline(); os.execv({argv[0]!r}, {argv!r})"
+    update = {"args": ("-c", script), "sandbox": SandboxConfig(read=(str(gate),))}
+    return plain.model_copy(update=update)
 
 
 def open_gate(gate: Path) -> None:
