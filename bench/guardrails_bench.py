@@ -131,6 +131,7 @@ def bench_settings(rules: list[dict[str, Any]] | None, data_dir: Path) -> Settin
                 "transport": "stdio",
                 "command": sys.executable,
                 "args": [str(HERE / "echo_server.py"), "stdio"],
+                "cwd": str(HERE),  # the sandbox shows a stdio server its working directory, read-only
             }
         ],
         "serve": {"exposure": "passthrough", "data_dir": str(data_dir)},

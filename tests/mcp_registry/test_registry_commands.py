@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import run_cli
 from tests.mcp_registry.gateway_with_registry import ADMIN, gateway_with_registry, npm_project
 from tests.mcp_registry.local_registry import LocalRegistry, item, memory_version, npm_memory, serving, with_secrets
 
 MEMORY = "io.github.modelcontextprotocol/server-memory"
 OFFLINE_ENV = ("--env", "npm_config_offline=true")
+
+
+@pytest.fixture(autouse=True)
+def _wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables as wide as their names, whatever terminal (or none) runs the tests."""
+    monkeypatch.setenv("COLUMNS", "200")
 
 
 async def test_search_add_list_and_update_from_the_command_line(tmp_path: Path) -> None:
