@@ -14,6 +14,12 @@ from tests.serve.http_face import face_settings, http_face
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables as wide as the paths they show, whatever terminal (or none) runs the tests."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+
 async def test_servers_add_takes_grants_and_servers_show_shows_the_sandbox(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
