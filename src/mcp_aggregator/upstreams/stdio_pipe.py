@@ -147,17 +147,21 @@ class StdioPipe:
             spawning = launch.running()
         async with spawning as spawn:
             loop = asyncio.get_running_loop()
-            transport, process = await loop.subprocess_exec(
-                lambda: _ServerProcess(self, errlog),
-                *spawn.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=dict(spawn.env),
-                cwd=spawn.cwd,
-                start_new_session=True,
-                pass_fds=spawn.pass_fds,
-            )
+            # Shielded: asyncio, cancelled while it connects the pipes, closes the transport
+            # but goes on connecting stdout and stderr, which then leak. The start is short;
+            # a cancellation lands just after it, where the process is ended below.
+            with anyio.CancelScope(shield=True):
+                transport, process = await loop.subprocess_exec(
+                    lambda: _ServerProcess(self, errlog),
+                    *spawn.argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=dict(spawn.env),
+                    cwd=spawn.cwd,
+                    start_new_session=True,
+                    pass_fds=spawn.pass_fds,
+                )
             self._process = process
             self.pid = transport.get_pid()
             if launch is not None:
