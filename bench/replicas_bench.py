@@ -113,7 +113,16 @@ async def wait_healthy(url: str, within: float = 60) -> None:
 
 def write_config(directory: Path, schema: str, port: int) -> Path:
     config = {
-        "servers": [{"name": "echo", "transport": "stdio", "command": sys.executable, "args": [str(ECHO), "stdio"]}],
+        "servers": [
+            # The sandbox shows a stdio server its working directory (read-only): the script lives there.
+            {
+                "name": "echo",
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": [str(ECHO), "stdio"],
+                "cwd": str(BENCH),
+            }
+        ],
         "registry": {"database_url": PG_URL, "pg_schema": schema},
         "serve": {
             "host": "127.0.0.1",
@@ -270,7 +279,7 @@ async def registrations(base: int, replicas: int, count: int) -> dict[str, Any]:
             body = {
                 "name": name,
                 "transport_type": "STDIO",
-                "connection_config": {"command": sys.executable, "args": [str(ECHO), "stdio"]},
+                "connection_config": {"command": sys.executable, "args": [str(ECHO), "stdio"], "cwd": str(BENCH)},
                 "auto_connect": False,
             }
             response = await http.post(f"{bases[n % replicas]}/api/v1/aggregator/servers", json=body)
