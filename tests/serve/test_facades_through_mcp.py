@@ -257,7 +257,8 @@ async def test_an_upstream_domain_runs_each_tool_as_a_command_and_answers_help()
         schema = await call(client, "beta", "help", {"command": "echo"}, detail="full")
         assert schema["data"][0]["inputSchema"]["required"] == ["text"]
         unknown = await call(client, "beta", "nope")
-        assert unknown["error"].startswith("unknown command 'nope'; valid commands: echo, add, blob, pid, search")
+        valid = "echo, add, blob, pid, instance, search"
+        assert unknown["error"].startswith(f"unknown command 'nope'; valid commands: {valid}")
 
 
 async def test_files_domain_roundtrips_inside_the_workspace_root(tmp_path: Path) -> None:
