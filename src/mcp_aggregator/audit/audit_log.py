@@ -5,25 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from mcp_aggregator.audit.audit_entry import AuditEntry, Outcome
 from mcp_aggregator.audit.audit_table import audit_log
 from mcp_aggregator.errors import RegistryError
-from mcp_aggregator.registry import RegistrySettings
-from mcp_aggregator.registry.engine import create_engine
-
-
-class AuditLogState(Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
+from mcp_aggregator.registry.table_store import TableStore
 
 
 @dataclass(frozen=True)
@@ -51,38 +41,12 @@ class AuditPage:
     next_before: int | None
 
 
-class AuditLog:
+class AuditLog(TableStore):
     """Reads and writes audit entries. ``async with AuditLog(settings)`` opens an engine on the
     registry's database (whose migrations made the table); it opens once.
 
     Raises ``RegistryError`` when the database refuses a read or a write.
     """
-
-    def __init__(self, settings: RegistrySettings) -> None:
-        self._settings = settings
-        self._engine: AsyncEngine | None = None
-        self._state = AuditLogState.UNOPENED
-
-    async def __aenter__(self) -> Self:
-        if self._state is not AuditLogState.UNOPENED:
-            raise RuntimeError(f"an AuditLog opens once; this one is {self._state.value}")
-        self._engine = create_engine(self._settings.database_url, self._settings.pg_schema)
-        self._state = AuditLogState.OPEN
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._state = AuditLogState.CLOSED
-        if self._engine is not None:
-            await self._engine.dispose()
-        self._engine = None
-
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            raise RuntimeError(f"the AuditLog is {self._state.value}, not open")
-        return self._engine
 
     async def insert(self, entries: Sequence[AuditEntry]) -> None:
         """Store ``entries`` in one transaction."""

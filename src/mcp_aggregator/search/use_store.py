@@ -3,58 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
-from types import TracebackType
-from typing import Self
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from mcp_aggregator.errors import RegistryError
-from mcp_aggregator.registry import RegistrySettings
-from mcp_aggregator.registry.engine import create_engine
+from mcp_aggregator.registry.table_store import TableStore
 from mcp_aggregator.search.use_table import search_uses
 
 
-class UseStoreState(Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
-
-
-class UseStore:
+class UseStore(TableStore):
     """(time, query, tool) rows. ``async with UseStore(settings)`` opens an engine on the
     registry's database (whose migrations made the table); it opens once.
 
     Raises ``RegistryError`` when the database refuses a read or a write.
     """
-
-    def __init__(self, settings: RegistrySettings) -> None:
-        self._settings = settings
-        self._engine: AsyncEngine | None = None
-        self._state = UseStoreState.UNOPENED
-
-    async def __aenter__(self) -> Self:
-        if self._state is not UseStoreState.UNOPENED:
-            raise RuntimeError(f"a UseStore opens once; this one is {self._state.value}")
-        self._engine = create_engine(self._settings.database_url, self._settings.pg_schema)
-        self._state = UseStoreState.OPEN
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._state = UseStoreState.CLOSED
-        if self._engine is not None:
-            await self._engine.dispose()
-        self._engine = None
-
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            raise RuntimeError(f"the UseStore is {self._state.value}, not open")
-        return self._engine
 
     async def add(self, time: datetime, query: str, tool: str) -> None:
         try:
