@@ -181,7 +181,21 @@ def test_a_missing_network_tool_fails_a_server_whose_network_was_written(tmp_pat
     no_slirp = HostFacts(bwrap="/usr/bin/bwrap", slirp4netns=None, nft="/usr/sbin/nft", nsenter="/x", cgroups="v2")
     with pytest.raises(IsolationError, match=r"sandbox\.network: slirp4netns not installed"):
         launch(tmp_path, SandboxConfig(network="outbound"), no_slirp).prepare()
+    with pytest.raises(IsolationError, match=r"sandbox\.network: slirp4netns not installed"):
+        launch(tmp_path, SandboxConfig(network=["example.com:443"]), no_slirp).prepare()
     assert launch(tmp_path, SandboxConfig(network="none"), no_slirp).prepare().sandboxed
+
+
+def test_without_network_tools_the_default_keeps_the_filesystem_sandbox_and_says_the_network_is_shared(
+    tmp_path: Path,
+) -> None:
+    no_slirp = HostFacts(bwrap="/usr/bin/bwrap", slirp4netns=None, nft=None, nsenter="/x", cgroups="v2")
+    started = launch(tmp_path, SandboxConfig(), no_slirp)
+    plan = started.prepare()
+    assert plan.sandboxed and plan.net is None
+    assert "--unshare-net" not in plan.argv
+    assert plan.warnings == ("network not confined: slirp4netns, nft not installed, so it shares the host's network",)
+    assert started.sandbox.network is NetworkMode.HOST
 
 
 def test_explicit_limits_without_a_cgroup_fail_and_default_ones_warn(tmp_path: Path) -> None:

