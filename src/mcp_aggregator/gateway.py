@@ -8,19 +8,17 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
-import httpx
 import mcp_types as types
 from anyio.abc import TaskGroup
 
 from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
-from mcp_aggregator.audit.audit_entry import Outcome
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
 from mcp_aggregator.caching import ResultCache, ResultCacheConfig
@@ -36,15 +34,9 @@ from mcp_aggregator.credentials import AuthStatus, SecretBox
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.credentials.per_user import PerUserTokens
 from mcp_aggregator.errors import StateError, UpstreamError
-from mcp_aggregator.guardrails import GuardAction, GuardPlace
-from mcp_aggregator.guardrails.decision import Decision
-from mcp_aggregator.guardrails.description_screen import DescriptionScreen
-from mcp_aggregator.guardrails.guard import Guard, guard_for
-from mcp_aggregator.guardrails.guard_stage import GuardStage
-from mcp_aggregator.guardrails.webhook_stage import WebhookStage
-from mcp_aggregator.health.health_monitor import Clock, HealthMonitor
-from mcp_aggregator.health.health_result import HealthOutcome, HealthResult
-from mcp_aggregator.health.live_health_store import LiveHealthStore, LiveServer, ServerSnapshot
+from mcp_aggregator.guardrails.gateway_guardrails import GatewayGuardrails
+from mcp_aggregator.guardrails.guard import guard_for
+from mcp_aggregator.health.health_monitor import Clock
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
@@ -62,7 +54,7 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Invocation, Stage, current_caller
+from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
@@ -79,6 +71,7 @@ from mcp_aggregator.settings.server_records import config_from_record, spec_from
 from mcp_aggregator.telemetry import Tracing
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
+from mcp_aggregator.upstreams.upstream_health import upstream_health_monitor
 from mcp_aggregator.upstreams.upstream_set import DesiredServer, Reconciled, UpstreamSet
 
 logger = logging.getLogger(__name__)
@@ -189,10 +182,12 @@ class Gateway:
         policies = policy_stages(settings.policies, lambda: self.catalog)
         # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
         per_user = PerUserTokens(self.credentials)
-        self.guard: Guard = guard_for(settings.guardrails, {p.name: p.guardrails for p in settings.profiles})
+        self.guardrails = GatewayGuardrails(
+            guard_for(settings.guardrails, {p.name: p.guardrails for p in settings.profiles}), self.audit
+        )
+        self.guard = self.guardrails.guard
         """The guardrails (``guardrails:`` and the profiles' own); counted decisions in ``guard.counts``."""
-        self._webhooks = httpx.AsyncClient() if self.guard.hooked else None
-        guards = self._guard_stages()
+        guards = self.guardrails.stages()
         self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
         """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never
         a hit, and inside the guardrails, so a result they mask is masked on every hit too."""
@@ -201,12 +196,11 @@ class Gateway:
             (scrub_errors(self.scrub), *watching, *policies, *guards, self.result_cache, per_user, *stages),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
             # Tracing wraps the upstream request; a webhook is awaited: both need the full pipeline.
-            raw_ok=self.tracing is None and self._webhooks is None,
+            raw_ok=self.tracing is None and self.guardrails.webhooks is None,
         )
-        self.descriptions: DescriptionScreen | None = None
-        """The guardrails on tool definitions; None when no rule judges them."""
-        if self.guard.watches(GuardPlace.DESCRIPTIONS):
-            self.catalogue.screen = self.descriptions = DescriptionScreen(self.guard, self._listing_judged)
+        self.descriptions = self.guardrails.descriptions
+        if self.descriptions is not None:
+            self.catalogue.screen = self.descriptions
         self.sandbox = CodeSandbox(settings.code_mode)
         """Runs code-mode scripts; its worker pool starts at the first script."""
         self.use_learner: UseLearner | None = None
@@ -219,8 +213,7 @@ class Gateway:
             stack.callback(self._mirror.close)
             if self.tracing is not None:
                 stack.push_async_callback(self.tracing.shutdown)
-            if self._webhooks is not None:
-                stack.push_async_callback(self._webhooks.aclose)
+            stack.push_async_callback(self.guardrails.aclose)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             await stack.enter_async_context(self.credentials.open(self._registry))
             if self.audit is not None:
@@ -253,7 +246,10 @@ class Gateway:
             await self._indexer.start(self._tg)
             if self.use_learner is not None:
                 await self._tg.start(self.use_learner.run)
-            await self._tg.start(self._health_monitor().run)
+            monitor = upstream_health_monitor(
+                self.settings.health, self.upstreams, lambda: self.registry, self._mirror.submit, self._health_clock
+            )
+            await self._tg.start(monitor.run)
             health = self.settings.health
             await self._tg.start(self.upstreams.relist_loop, health.interval_secs, health.timeout_secs)
             self.upstreams.bind(self._tg)
@@ -288,29 +284,7 @@ class Gateway:
 
     def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
         """Why a guardrail holds a tool with this pending definition (empty: none does)."""
-        return [] if self.descriptions is None else self.descriptions.reasons(server, definition)
-
-    def _guard_stages(self) -> tuple[Stage, ...]:
-        """The guardrails' stage on the call path; none when no rule judges arguments or results."""
-        guard = self.guard
-        if not (guard.watches(GuardPlace.ARGUMENTS) or guard.watches(GuardPlace.RESULTS)):
-            return ()
-        local = GuardStage(guard, self._call_judged if self.audit is not None else None)
-        return (local,) if self._webhooks is None else (WebhookStage(local, self._webhooks),)
-
-    def _call_judged(self, invocation: Invocation, decisions: Sequence[Decision]) -> None:
-        if self.audit is not None:
-            self.audit.writer.note(invocation, [decision.to_json() for decision in decisions])
-
-    def _listing_judged(self, server: str, tool: str, decisions: Sequence[Decision]) -> None:
-        """A tool's definition judged at its first listing: audited as a ``tools/list`` of it
-        (``denied`` when held)."""
-        if self.audit is None:
-            return
-        invocation = Invocation("tools/list", server, tool, NO_CALLER)
-        held = any(decision.action is GuardAction.BLOCK for decision in decisions)
-        self.audit.writer.note(invocation, [decision.to_json() for decision in decisions])
-        self.audit.writer.record(invocation, Outcome.DENIED if held else Outcome.OK, None, 0.0)
+        return self.guardrails.hold_reasons(server, definition)
 
     def _audit_trail(self, clock: WallClock | None) -> AuditTrail | None:
         if not self.settings.audit.enabled:
@@ -812,57 +786,6 @@ class Gateway:
                     targets.append(PipelineTarget(pipeline, name, tools, identity_only))
         response = await self.engine.query(request, targets)
         return response.to_json()
-
-    # -- health ------------------------------------------------------------------------
-
-    def _health_monitor(self) -> HealthMonitor:
-        store = LiveHealthStore(self._live_servers, self._persist_health)
-
-        async def ping(server: ServerSnapshot) -> HealthResult:
-            connection = self.supervisor(server.name).require_connection()
-            started = anyio.current_time()
-            await connection.ping(self.settings.health.timeout_secs)
-            elapsed_ms = (anyio.current_time() - started) * 1000
-            return HealthResult(HealthOutcome.HEALTHY, elapsed_ms, None)
-
-        return HealthMonitor(
-            self.settings.health,
-            servers=store.snapshot,
-            store=store,
-            check=ping,  # type: ignore[arg-type]
-            clock=self._health_clock,
-        )
-
-    def _live_servers(self) -> dict[str, tuple[str, LiveServer, str | None]]:
-        ids = self.upstreams.ids
-        return {
-            ids[name]: (ids[name], sup, sup.config.health_check_url)
-            for name, sup in self.upstreams.supervisors.items()
-            if name in ids
-        }
-
-    def _persist_health(
-        self,
-        server_id: str,
-        expected: ServerStatus,
-        status: ServerStatus,
-        failures: int,
-        checked_at: datetime,
-        response_time_ms: float | None,
-        last_error: str | None,
-    ) -> None:
-        self._mirror.submit(
-            "health",
-            lambda: self.registry.record_health(
-                server_id,
-                expected_status=expected,
-                status=status,
-                consecutive_failures=failures,
-                checked_at=checked_at,
-                response_time_ms=response_time_ms,
-                last_error=last_error,
-            ),
-        )
 
 
 def _same_spec(a: ServerConfig, b: ServerConfig) -> bool:
