@@ -62,3 +62,9 @@ def test_a_suspect_tool_is_held_as_new_from_the_first_listing_until_approved() -
 def test_with_pinning_off_a_suspect_tool_is_left_out() -> None:
     book = ToolPinBook([], persist=lambda server, pins: None, enabled=False)
     assert [t.name for t in book.review("s1", "calc", TOOLS, {"add"})] == ["weather"]
+
+
+def test_a_schema_property_named_data_is_judged() -> None:
+    schema = {"type": "object", "properties": {"data": {"type": "string", "description": POISONED}}}
+    _, held = screen("block")("calc", [types.Tool(name="store", description="ok", input_schema=schema)])
+    assert held == {"store"}

@@ -101,3 +101,41 @@ def test_a_secret_behind_a_json_escape_in_a_raw_answer_is_still_masked() -> None
 def test_an_answer_that_is_not_json_is_left_to_the_fast_path_to_fail() -> None:
     line = b'{"jsonrpc":"2.0","id":"agw:1","result":{"content":[{"type":"te'
     assert GuardStage(Guard(RULES)).screen(invocation(), line) is line
+
+
+def test_a_field_named_data_is_read_unless_it_is_an_image_or_audio_payload() -> None:
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="see structured"),
+            types.ImageContent(type="image", data="QUtJQUlPU0ZPRE5ON0VYQU1QTEU=", mime_type="image/png"),
+        ],
+        structured_content={"data": {"key": AWS_ACCESS_KEY}, "blob": AWS_ACCESS_KEY},
+    )
+    model, raw = both_ways(result)
+    assert model == raw
+    assert model["structuredContent"] == {
+        "data": {"key": "[REDACTED:aws_access_key]"},
+        "blob": "[REDACTED:aws_access_key]",
+    }
+    assert model["content"][1]["data"] == "QUtJQUlPU0ZPRE5ON0VYQU1QTEU="
+
+
+def test_a_resource_blob_is_not_read_but_its_text_is() -> None:
+    result = types.ReadResourceResult(
+        contents=[
+            types.BlobResourceContents(uri="file:///a", blob="QUtJQUlPU0ZPRE5ON0VYQU1QTEU="),
+            types.TextResourceContents(uri="file:///b", text=f"key {AWS_ACCESS_KEY}"),
+        ]
+    )
+    out = GuardStage(Guard(RULES)).screen(invocation("resources/read"), result)
+    dumped = out.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert dumped["contents"][0]["blob"] == "QUtJQUlPU0ZPRE5ON0VYQU1QTEU="
+    assert dumped["contents"][1]["text"] == "key [REDACTED:aws_access_key]"
+
+
+def test_an_argument_named_data_is_judged() -> None:
+    guard = Guard(
+        [GuardrailRule.model_validate({"name": "s", "kind": "secrets", "on": ["arguments"], "action": "block"})]
+    )
+    with pytest.raises(GuardrailBlockedError):
+        GuardStage(guard).admit(invocation(arguments={"data": f"key {AWS_ACCESS_KEY}"}))

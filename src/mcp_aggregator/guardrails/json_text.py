@@ -6,11 +6,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-_BINARY_KEYS: Final = frozenset(("data", "blob", "_meta"))
-"""Fields that carry base64 payloads or protocol metadata, not text a person or model reads."""
+_BINARY_TYPES: Final = frozenset(("image", "audio"))
+"""Content blocks whose ``data`` is a base64 payload."""
 
 Rewrite = Callable[[str], str | None]
 """The new text for a string, or None to keep it."""
+
+
+def _skipped(owner: dict[str, Any], key: str) -> bool:
+    """Whether ``owner[key]`` is not text a person or model reads: protocol metadata
+    (``_meta``), the base64 ``data`` of an image or audio content block, the ``blob`` of a
+    resource's contents. Any other ``data`` or ``blob`` (structured content, an argument, a
+    schema's property) is read like every other field."""
+    if key == "_meta":
+        return True
+    if key == "data":
+        return owner.get("type") in _BINARY_TYPES
+    if key == "blob":
+        return isinstance(owner.get("uri"), str)
+    return False
 
 
 def strings(value: Any) -> Iterator[str]:
@@ -19,7 +33,7 @@ def strings(value: Any) -> Iterator[str]:
         yield value
     elif isinstance(value, dict):
         for key, item in value.items():
-            if key not in _BINARY_KEYS:
+            if not _skipped(value, key):
                 yield from strings(item)
     elif isinstance(value, list):
         for item in value:
@@ -34,7 +48,7 @@ def rewritten(value: Any, rewrite: Rewrite) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] | None = None
         for key, item in value.items():
-            if key in _BINARY_KEYS:
+            if _skipped(value, key):
                 continue
             new_item = rewritten(item, rewrite)
             if new_item is not item:
