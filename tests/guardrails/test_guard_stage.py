@@ -139,3 +139,16 @@ def test_an_argument_named_data_is_judged() -> None:
     )
     with pytest.raises(GuardrailBlockedError):
         GuardStage(guard).admit(invocation(arguments={"data": f"key {AWS_ACCESS_KEY}"}))
+
+
+def test_a_tasks_result_is_judged_by_its_servers_rules_whatever_their_tools() -> None:
+    rule = {"name": "poison", "kind": "injection", "action": "block", "tools": ["fetch_page"]}
+    stage = GuardStage(Guard([GuardrailRule.model_validate(rule)]))
+    meta = {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}
+    payload = {"content": [{"type": "text", "text": INJECTED}], "_meta": meta}
+    # The request names the task ("t1"), not the tool it runs.
+    task = Invocation("tasks/result", "srv", "t1", Caller(identity=ClientIdentity(profile="default")))
+    out = stage.screen(task, payload)
+    assert out["isError"] is True and out["_meta"] == meta
+    assert out["content"][0]["text"].startswith("Blocked by guardrail 'poison' (injection)")
+    assert stage.screen(invocation("tools/call"), payload) is payload  # a tool the rule does not name

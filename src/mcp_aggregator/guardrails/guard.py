@@ -35,12 +35,14 @@ class CompiledRule:
     detector: Detector | None
     """None for a webhook rule (its service decides)."""
 
-    def applies(self, server: str, tool: str, profile: str) -> bool:
+    def applies(self, server: str, tool: str | None, profile: str) -> bool:
+        """Whether the rule judges ``server``'s ``tool`` for ``profile`` (``tool`` None: a tool
+        not known, as a task's result; then its ``tools:`` filter is not asked)."""
         rule = self.rule
         named = f"{server}.{tool}"
         return (
             any(fnmatchcase(server, glob) for glob in rule.servers)
-            and any(fnmatchcase(tool, glob) or fnmatchcase(named, glob) for glob in rule.tools)
+            and (tool is None or any(fnmatchcase(tool, glob) or fnmatchcase(named, glob) for glob in rule.tools))
             and any(fnmatchcase(profile, glob) for glob in rule.profiles)
         )
 
@@ -87,7 +89,7 @@ class Guard:
         compiled = [CompiledRule(rule, _detector(rule)) for rule in rules]
         self.rules = tuple(compiled)
         self._by_place = {place: tuple(c for c in compiled if place in c.rule.on) for place in GuardPlace}
-        self._applying: dict[tuple[GuardPlace, str, str, str], tuple[CompiledRule, ...]] = {}
+        self._applying: dict[tuple[GuardPlace, str, str | None, str], tuple[CompiledRule, ...]] = {}
         self.counts: defaultdict[tuple[str, str, str, str], int] = defaultdict(int)
         """Decisions since start by (rule, action, kind, where): the metrics."""
 
@@ -99,8 +101,9 @@ class Guard:
         """Whether a webhook rule asks a service (then results and arguments need the awaiting path)."""
         return any(c.detector is None for c in self.rules)
 
-    def applying(self, place: GuardPlace, server: str, tool: str, profile: str) -> tuple[CompiledRule, ...]:
-        """The rules that judge ``place`` of calls to ``server``'s ``tool`` by ``profile`` (kept per triple)."""
+    def applying(self, place: GuardPlace, server: str, tool: str | None, profile: str) -> tuple[CompiledRule, ...]:
+        """The rules that judge ``place`` of calls to ``server``'s ``tool`` by ``profile`` (kept
+        per triple; ``tool`` None: whatever the tool)."""
         key = (place, server, tool, profile)
         found = self._applying.get(key)
         if found is None:

@@ -28,8 +28,11 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _TOOLS_CALL: Final = "tools/call"
+TASK_RESULT: Final = "tasks/result"
+TOOL_RESULTS: Final[frozenset[str]] = frozenset((_TOOLS_CALL, TASK_RESULT))
+"""The requests answered with a tool's result: a blocked one becomes an error result."""
 _WITH_ARGUMENTS: Final = frozenset((_TOOLS_CALL, "prompts/get"))
-_WITH_RESULTS: Final = frozenset((_TOOLS_CALL, "prompts/get", "resources/read"))
+_WITH_RESULTS: Final = frozenset((*TOOL_RESULTS, "prompts/get", "resources/read"))
 
 DecisionSink = Callable[[Invocation, Sequence[Decision]], None]
 """Told of what the rules decided on a call (the audit notes it)."""
@@ -39,9 +42,20 @@ def blocked_text(decision: Decision) -> str:
     return f"Blocked by {decision.explanation}"
 
 
-def blocked_result(decision: Decision) -> dict[str, Any]:
-    """The error result (wire JSON) a tool call gets in place of a blocked result."""
-    return {"content": [{"type": "text", "text": blocked_text(decision)}], "isError": True}
+def blocked_result(decision: Decision, result: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The error result (wire JSON) a tool call gets in place of a blocked ``result``: a
+    2026-07-28 result says it is complete, and a task's names its task (``_meta``); the
+    error result in its place does too."""
+    out: dict[str, Any] = {"content": [{"type": "text", "text": blocked_text(decision)}], "isError": True}
+    if result is not None:
+        out.update((key, result[key]) for key in ("resultType", "_meta") if key in result)
+    return out
+
+
+def tool_of(invocation: Invocation) -> str | None:
+    """The tool whose rules apply to ``invocation``; None (any tool's) for a task's result,
+    whose request names the task, not the tool it runs."""
+    return None if invocation.method == TASK_RESULT else invocation.target
 
 
 class GuardStage:
@@ -77,17 +91,22 @@ class GuardStage:
 
     def screen(self, invocation: Invocation, outcome: T) -> T:
         """``outcome`` as the client gets it: unchanged, masked, or turned into an error result;
-        raises ``GuardrailBlockedError`` for a blocked prompt or resource."""
+        raises ``GuardrailBlockedError`` for a blocked prompt or resource. ``outcome`` is a
+        result model (full pipeline), the raw bytes of the upstream's answer (fast path) or
+        a result's wire JSON (a task's result, as the task relay has it)."""
         if not self._results or invocation.method not in _WITH_RESULTS:
             return outcome
         if isinstance(outcome, bytes):
             return self._screen_raw(invocation, outcome)  # type: ignore[return-value]
         if isinstance(outcome, types.Result) and not isinstance(outcome, types.InputRequiredResult):
             return self._screen_model(invocation, outcome)  # type: ignore[return-value]
+        if isinstance(outcome, dict) and invocation.method == TASK_RESULT:
+            # Only the task's result: a task-augmented tools/call's own answer names the task.
+            return self._screen_json(invocation, outcome)  # type: ignore[return-value]
         return outcome
 
     def rules(self, place: GuardPlace, invocation: Invocation) -> tuple[CompiledRule, ...]:
-        return self.guard.applying(place, invocation.server, invocation.target, invocation.caller.identity.profile)
+        return self.guard.applying(place, invocation.server, tool_of(invocation), invocation.caller.identity.profile)
 
     def decided(self, invocation: Invocation, decisions: Sequence[Decision]) -> None:
         if not decisions:
@@ -116,6 +135,13 @@ class GuardStage:
             return result
         return type(result).model_validate(verdict.value)
 
+    def _screen_json(self, invocation: Invocation, result: dict[str, Any]) -> dict[str, Any]:
+        rules = self.rules(GuardPlace.RESULTS, invocation)
+        if not rules or result.get("resultType") == "input_required":
+            return result
+        verdict = self._judged(invocation, rules, result)
+        return result if verdict is None else verdict.value
+
     def _screen_raw(self, invocation: Invocation, line: bytes) -> bytes:
         rules = self.rules(GuardPlace.RESULTS, invocation)
         if not rules:
@@ -140,13 +166,10 @@ class GuardStage:
         self.decided(invocation, verdict.decisions)
         blocked = verdict.blocked
         if blocked is not None:
-            if invocation.method != _TOOLS_CALL:
+            if invocation.method not in TOOL_RESULTS:
                 raise GuardrailBlockedError(
                     blocked.rule, namespace(invocation.server, invocation.target), blocked.explanation
                 )
-            verdict.value = blocked_result(blocked)
-            if "resultType" in result:
-                # A 2026-07-28 result says it is complete; the error result in its place does too.
-                verdict.value["resultType"] = result["resultType"]
+            verdict.value = blocked_result(blocked, result)
             return verdict
         return verdict if verdict.changed else None

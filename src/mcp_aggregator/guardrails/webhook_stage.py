@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import mcp_types as types
@@ -27,10 +27,12 @@ from mcp_aggregator.errors import GuardrailBlockedError
 from mcp_aggregator.guardrails.config import FailurePolicy, GuardAction, GuardKind, GuardPlace
 from mcp_aggregator.guardrails.decision import Decision
 from mcp_aggregator.guardrails.guard import CompiledRule
-from mcp_aggregator.guardrails.guard_stage import GuardStage, blocked_result
+from mcp_aggregator.guardrails.guard_stage import TASK_RESULT, TOOL_RESULTS, GuardStage, blocked_result
 from mcp_aggregator.relay.pipeline import Invocation, Next
 
 logger = logging.getLogger(__name__)
+
+_WITH_RESULTS: Final = frozenset((*TOOL_RESULTS, "prompts/get", "resources/read"))
 
 
 class WebhookFailure(Exception):
@@ -49,7 +51,9 @@ class WebhookStage:
         if invocation.method in ("tools/call", "prompts/get") and invocation.arguments:
             await self._arguments(invocation)
         result = self.local.screen(invocation, await send())
-        if invocation.method in ("tools/call", "prompts/get", "resources/read") and isinstance(result, types.Result):
+        if invocation.method in _WITH_RESULTS and (
+            isinstance(result, types.Result) or (isinstance(result, dict) and invocation.method == TASK_RESULT)
+        ):
             result = await self._result(invocation, result)
         return result
 
@@ -69,28 +73,37 @@ class WebhookStage:
                     verdict.rule, namespace(invocation.server, invocation.target), verdict.explanation
                 )
 
-    async def _result(self, invocation: Invocation, result: types.Result) -> types.Result:
+    async def _result(self, invocation: Invocation, result: types.Result | dict[str, Any]) -> Any:
+        """``result`` as the hooks leave it: a model stays a model, a task's wire JSON stays JSON."""
         for rule in self._hooks(GuardPlace.RESULTS, invocation):
-            shown = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            shown = (
+                result if isinstance(result, dict) else result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            )
             verdict, value = await self._ask(rule, invocation, GuardPlace.RESULTS, {"result": shown})
             if verdict is None:
                 continue
             self.local.decided(invocation, [verdict])
             if verdict.found == ("replaced",) and isinstance(value, dict):
+                kind = types.CallToolResult if isinstance(result, dict) else type(result)
                 try:
-                    result = type(result).model_validate(value)
+                    replaced = kind.model_validate(value)
                 except ValidationError:
                     logger.warning("guardrail %r: the webhook's replacement is not a valid result", rule.rule.name)
                     result = self._refused(invocation, verdict, result)
+                else:
+                    result = value if isinstance(result, dict) else replaced
             elif verdict.action is GuardAction.BLOCK:
                 result = self._refused(invocation, verdict, result)
         return result
 
-    def _refused(self, invocation: Invocation, verdict: Decision, result: types.Result) -> types.Result:
-        if invocation.method != "tools/call":
+    def _refused(self, invocation: Invocation, verdict: Decision, result: types.Result | dict[str, Any]) -> Any:
+        """The error result in place of a refused tool's ``result`` (in its form); raises for another's."""
+        if invocation.method not in TOOL_RESULTS:
             raise GuardrailBlockedError(
                 verdict.rule, namespace(invocation.server, invocation.target), verdict.explanation
             )
+        if isinstance(result, dict):
+            return blocked_result(verdict, result)
         return types.CallToolResult.model_validate(blocked_result(verdict))
 
     def _hooks(self, place: GuardPlace, invocation: Invocation) -> list[CompiledRule]:

@@ -86,11 +86,14 @@ class TaskRelay:
         Raises routing and ``UpstreamError``s (the upstream's own when it runs no tasks)."""
         route = self._routes.resolve(name)
         conn = self._routes.connection(route.server)
-        params: dict[str, Any] = {"name": route.tool, "arguments": dict(arguments or {}), "task": dict(task)}
+        # The very dict the stages judge: a guardrail masks it in place, and the masked
+        # arguments are what goes upstream.
+        sent = dict(arguments or {})
+        params: dict[str, Any] = {"name": route.tool, "arguments": sent, "task": dict(task)}
         outgoing = upstream_meta(self._pipeline.outgoing(meta), modern=False)
         if outgoing:
             params["_meta"] = dict(outgoing)
-        invocation = Invocation("tools/call", route.server, route.tool, caller, route, arguments)
+        invocation = Invocation("tools/call", route.server, route.tool, caller, route, sent)
         result: dict[str, Any] = await self._pipeline.through(
             invocation, lambda: send_task_request(conn, "tools/call", params, tag=caller)
         )
