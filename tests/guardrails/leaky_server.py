@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 from pydantic import BaseModel
 
 from tests.upstream.serving import run
@@ -79,6 +81,10 @@ def build() -> MCPServer[Any]:
     @app.tool(description=POISONED)
     async def add(a: int, b: int, note: str = "") -> int:
         return a + b
+
+    @app.tool(description="Fail with a JSON-RPC error quoting the AWS key (a careless upstream).")
+    async def failing(say: str = "") -> str:
+        raise MCPError(INTERNAL_ERROR, f"backend refused key {AWS_ACCESS_KEY}{say}")
 
     @app.resource("notes://deploy", description="Deployment notes.")
     async def deploy_notes() -> str:

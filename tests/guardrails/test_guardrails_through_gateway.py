@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from mcp_aggregator.audit import AuditQuery
 from mcp_aggregator.serve.fast_path import FastPath
-from tests.guardrails.conftest import guarded_settings
+from tests.guardrails.conftest import RULES, guarded_settings
 from tests.guardrails.leaky_server import (
     AWS_ACCESS_KEY,
     AWS_SECRET_KEY,
@@ -187,3 +187,27 @@ async def test_a_blocked_argument_is_refused_alike_on_both_paths_naming_the_rule
     code, message = refusals[0]
     assert code == -32007
     assert "guardrail 'tickets' (pattern) found tickets in the arguments" in message and "TICKET-42" not in message
+
+
+async def test_an_upstreams_error_is_masked_or_blocked_alike_on_both_paths() -> None:
+    stopper = {"name": "stopper", "kind": "pattern", "patterns": ["STOPME"], "on": ["results"], "action": "block"}
+    errors: dict[tuple[bool, str], list[tuple[int, str]]] = {}
+    for fast_path in (True, False):
+        async with served_over_http(guarded_settings([*RULES, stopper], fast_path=fast_path)) as served:
+            for mode in ("auto", "legacy"):
+                async with Client(served.mcp_url, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+                    await client.list_tools()
+                    seen = []
+                    for say in ("", " STOPME"):
+                        with pytest.raises(MCPError) as info:
+                            await client.call_tool("leaky__failing", {"say": say})
+                        seen.append((info.value.error.code, info.value.error.message))
+                    errors[(fast_path, mode)] = seen
+            assert forwarded_by(served) == (4 if fast_path else 0)
+    assert errors[(True, "auto")] == errors[(False, "auto")]
+    assert errors[(True, "legacy")] == errors[(False, "legacy")]
+    (masked_code, masked), (blocked_code, blocked) = errors[(True, "auto")]
+    assert masked_code == -32603 and "backend refused key [REDACTED:aws_access_key]" in masked
+    assert blocked_code == -32007
+    assert "guardrail 'stopper' (pattern) found stopper in the result" in blocked
+    assert AWS_ACCESS_KEY not in masked + blocked

@@ -6,6 +6,8 @@ A ``ScreenStage``: ``admit`` judges a call's arguments before it goes, ``screen`
 applies the same rules without a coroutine. ``mask`` rewrites arguments in place (the call's
 own dict, which both paths send), ``block`` refuses arguments with ``GuardrailBlockedError``
 and turns a tool's result into an error result naming the rule and the kind of finding.
+An upstream's JSON-RPC error reaches the client as a result would: the result rules judge
+its message and data too (``screen_error``), masked in place or refused as blocked.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import mcp_types as types
 import orjson
 
 from mcp_aggregator.catalog.naming import namespace
-from mcp_aggregator.errors import GuardrailBlockedError
+from mcp_aggregator.errors import AggregatorError, GuardrailBlockedError, UpstreamCallError
 from mcp_aggregator.guardrails.config import GuardPlace
 from mcp_aggregator.guardrails.decision import Decision
 from mcp_aggregator.guardrails.guard import CompiledRule, Guard, Verdict
@@ -69,7 +71,17 @@ class GuardStage:
 
     async def __call__(self, invocation: Invocation, send: Next) -> Any:
         self.admit(invocation)
-        return self.screen(invocation, await send())
+        return self.screen(invocation, await self.sent(invocation, send))
+
+    async def sent(self, invocation: Invocation, send: Next) -> Any:
+        """What ``send`` gives; raises the upstream's JSON-RPC error as ``screen_error`` leaves it."""
+        try:
+            return await send()
+        except UpstreamCallError as exc:
+            failure = self.screen_error(invocation, exc)
+            if failure is exc:
+                raise
+        raise failure from None  # the upstream's own error quotes what was blocked: not chained
 
     def admit(self, invocation: Invocation) -> None:
         """Judge the call's arguments; raises ``GuardrailBlockedError`` for a ``block``."""
@@ -98,6 +110,11 @@ class GuardStage:
             return outcome
         if isinstance(outcome, bytes):
             return self._screen_raw(invocation, outcome)  # type: ignore[return-value]
+        if isinstance(outcome, UpstreamCallError):
+            failure = self.screen_error(invocation, outcome)
+            if failure is not outcome:
+                raise failure
+            return outcome
         if isinstance(outcome, types.Result) and not isinstance(outcome, types.InputRequiredResult):
             return self._screen_model(invocation, outcome)  # type: ignore[return-value]
         if isinstance(outcome, dict) and invocation.method == TASK_RESULT:
@@ -134,6 +151,25 @@ class GuardStage:
         if verdict is None:
             return result
         return type(result).model_validate(verdict.value)
+
+    def screen_error(self, invocation: Invocation, exc: UpstreamCallError) -> AggregatorError:
+        """The error the client gets for the upstream's JSON-RPC error ``exc``: ``exc`` itself,
+        its message and data masked in place, or the ``GuardrailBlockedError`` of a block. An
+        upstream's error text reaches the client as its result would, so the result rules judge it."""
+        rules = self.rules(GuardPlace.RESULTS, invocation)
+        if not rules:
+            return exc
+        verdict = self.guard.judge(rules, {"message": str(exc), "data": exc.data}, GuardPlace.RESULTS)
+        self.decided(invocation, verdict.decisions)
+        blocked = verdict.blocked
+        if blocked is not None:
+            return GuardrailBlockedError(
+                blocked.rule, namespace(invocation.server, invocation.target), blocked.explanation
+            )
+        if verdict.changed:
+            exc.args = (verdict.value["message"],)
+            exc.data = verdict.value["data"]
+        return exc
 
     def _screen_json(self, invocation: Invocation, result: dict[str, Any]) -> dict[str, Any]:
         rules = self.rules(GuardPlace.RESULTS, invocation)

@@ -122,9 +122,9 @@ class GateStage(Protocol):
 @runtime_checkable
 class ScreenStage(Protocol):
     """A gate that also judges what comes back (``screen``: the result model, or the raw bytes
-    of the upstream's answer on the fast path) and may change it or refuse it (raising an
-    ``AggregatorError``). Synchronous, so a callback-settled call is screened too. The
-    guardrails are one."""
+    of the upstream's answer on the fast path, or the upstream's ``UpstreamCallError``) and may
+    change it or refuse it (raising an ``AggregatorError``). Synchronous, so a callback-settled
+    call is screened too. The guardrails are one."""
 
     async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
 
@@ -187,8 +187,9 @@ class CallPipeline:
         answered by callback (only while ``errors_only``): counted for metrics, an
         ``UpstreamError`` passed through the stages' ``on_error``, and every outcome shown to
         the ``WatchStage``s (``started``: the call's ``time.perf_counter()`` at its start).
-        A result goes through the ``ScreenStage``s first (it may come back changed, or refused)."""
-        if self._screens and not isinstance(outcome, AggregatorError):
+        A result, or the upstream's own error, goes through the ``ScreenStage``s first (it may
+        come back changed, or refused)."""
+        if self._screens and (not isinstance(outcome, AggregatorError) or isinstance(outcome, UpstreamCallError)):
             try:
                 for screen in self._screens:
                     outcome = screen.screen(invocation, outcome)
