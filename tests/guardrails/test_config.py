@@ -36,6 +36,26 @@ from mcp_aggregator.settings import parse_settings
             "    guardrails:\n      - {name: x, kind: pii, entities: [DNA]}",
             "profiles[0].guardrails[0].entities[0]",
         ),
+        (
+            "profiles:\n  - name: ops\n    servers: ['*']\n    guardrails:\n      - {name: s, kind: secrets}\n"
+            "      - {name: p, kind: injection, on: [descriptions], action: block}",
+            "profiles[0].guardrails[1].on: descriptions rules apply to every profile; "
+            "put them in the top-level guardrails",
+        ),
+        (
+            "profiles:\n  - name: ops\n    servers: ['*']\n"
+            "    guardrails:\n      - {name: mail, kind: pii, profiles: [support]}",
+            "profiles[0].guardrails[0].profiles: a profile's own rule applies to that profile only",
+        ),
+        (
+            "guardrails:\n  - {name: s, kind: secrets}\n  - {name: mail, kind: pii}\n"
+            "profiles:\n  - name: ops\n    servers: ['*']\n    guardrails:\n      - {name: mail, kind: pii}",
+            "profiles[0].guardrails[0].name: duplicate rule name 'mail' (also guardrails[1])",
+        ),
+        (
+            "profiles:\n  - name: ops\n    servers: ['*']\n    guardrails:\n      - {name: secrets, kind: secrets}",
+            "profiles[0].guardrails[0].name: duplicate rule name 'secrets' (also the default rule",
+        ),
     ],
 )
 def test_a_bad_rule_is_refused_naming_the_field(yaml: str, named: str) -> None:

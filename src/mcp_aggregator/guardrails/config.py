@@ -9,7 +9,7 @@ A rule names a detector (``kind``), where it looks (``on``), what it does with a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Final, Self
 
@@ -135,11 +135,39 @@ def effective_rules(
     rules: tuple[GuardrailRule, ...] | None, profiles: Mapping[str, tuple[GuardrailRule, ...]]
 ) -> tuple[GuardrailRule, ...]:
     """The global rules (``DEFAULT_RULES`` when the section is absent), then each profile's
-    own rules limited to that profile."""
+    own rules limited to that profile (``check_profile_rules`` refused any other filter, so
+    this copy, which skips validation, loses nothing)."""
     out = list(DEFAULT_RULES if rules is None else rules)
     for profile, own in profiles.items():
         out.extend(rule.model_copy(update={"profiles": (profile,)}) for rule in own)
     return tuple(out)
+
+
+def check_profile_rules(rules: tuple[GuardrailRule, ...] | None, profiles: Sequence[tuple[GuardrailRule, ...]]) -> None:
+    """Raises ``ValueError`` naming the field of a profile's rule that could not do what it
+    says: one on descriptions (judged once for every profile), one with its own ``profiles``
+    filter (it applies to its profile), one named as a global rule (the audit and the metrics
+    tell rules by name). ``profiles``: each profile's rules, in the order of ``profiles:``."""
+    default = rules is None
+    global_names = {rule.name: index for index, rule in enumerate(DEFAULT_RULES if default else rules or ())}
+    for p_index, own in enumerate(profiles):
+        for index, rule in enumerate(own):
+            where = f"profiles[{p_index}].guardrails[{index}]"
+            if GuardPlace.DESCRIPTIONS in rule.on:
+                raise ValueError(
+                    f"{where}.on: descriptions rules apply to every profile; put them in the top-level guardrails"
+                )
+            if rule.profiles != ("*",):
+                raise ValueError(
+                    f"{where}.profiles: a profile's own rule applies to that profile only; drop the filter"
+                )
+            if rule.name in global_names:
+                also = (
+                    "the default rule, in force while there is no guardrails: section"
+                    if default
+                    else f"guardrails[{global_names[rule.name]}]"
+                )
+                raise ValueError(f"{where}.name: duplicate rule name {rule.name!r} (also {also})")
 
 
 def check_rule_names(rules: tuple[GuardrailRule, ...], where: str) -> None:

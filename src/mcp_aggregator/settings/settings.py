@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
-from mcp_aggregator.guardrails.config import GuardrailRule, check_rule_names
+from mcp_aggregator.guardrails.config import GuardrailRule, check_profile_rules, check_rule_names
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.identity.config import (
     ClientSettings,
@@ -71,6 +71,7 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _guardrail_names(self) -> Settings:
         check_rule_names(self.guardrails or (), "guardrails")
+        check_profile_rules(self.guardrails, [profile.guardrails for profile in self.profiles])
         return self
 
     @model_validator(mode="after")
