@@ -779,11 +779,14 @@ class Gateway:
         pipeline = self.pipeline if within is None else within.pipeline
         targets = []
         for name in self.exposed_servers():
-            connection = self.upstreams.supervisors[name].connection
-            if connection is not None:
-                tools = connection.tools if within is None else within.tools_of(name, connection.tools)
-                if tools:
-                    targets.append(PipelineTarget(pipeline, name, tools, identity_only))
+            if self.upstreams.supervisors[name].connection is None:
+                continue
+            # The catalogue's tools, not the connection's: screened by the guardrails and
+            # pinning (held ones left out, masked ones masked) like every other way to them.
+            served = self.catalogue.known_tools.get(name, ())
+            tools = served if within is None else within.tools_of(name, served)
+            if tools:
+                targets.append(PipelineTarget(pipeline, name, tools, identity_only))
         response = await self.engine.query(request, targets)
         return response.to_json()
 
