@@ -8,7 +8,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook
-from mcp_aggregator.catalog.tool_pins import NewToolPolicy, PinStatus, review_tools
+from mcp_aggregator.catalog.tool_pins import NewToolPolicy, PinStatus, review_tools, tool_definition
 from mcp_aggregator.guardrails import GuardrailRule
 from mcp_aggregator.guardrails.description_screen import DescriptionScreen
 from mcp_aggregator.guardrails.guard import Guard
@@ -68,3 +68,17 @@ def test_a_schema_property_named_data_is_judged() -> None:
     schema = {"type": "object", "properties": {"data": {"type": "string", "description": POISONED}}}
     _, held = screen("block")("calc", [types.Tool(name="store", description="ok", input_schema=schema)])
     assert held == {"store"}
+
+
+def test_the_reasons_are_those_of_the_listing_and_asking_audits_nothing() -> None:
+    heard: list[Any] = []
+    judge = screen("block", heard)
+    titled = types.Tool(name="add", title=POISONED, description="Adds.", input_schema={"type": "object"})
+    _, held = judge("calc", [titled, TOOLS[1]])
+    assert held == {"add"}
+    for _ in range(3):  # as the admin page asks, with the pinned definition (no title)
+        [reason] = judge.reasons("calc", tool_definition(titled))
+        assert "hidden_instruction" in reason
+    assert judge.reasons("calc", tool_definition(TOOLS[1])) == []
+    assert len(heard) == 1
+    assert sum(judge.guard.counts.values()) == 1

@@ -35,25 +35,33 @@ class DescriptionScreen:
         self.guard = guard
         self._sink = sink
         self._seen: dict[tuple[str, bytes], Verdict] = {}
+        self._held: dict[tuple[str, str], list[str]] = {}
+        """Why each tool held at its latest listing is held, by (server, tool)."""
 
     def __call__(self, server: str, tools: Sequence[types.Tool]) -> tuple[tuple[types.Tool, ...], frozenset[str]]:
         served: list[types.Tool] = []
         held: set[str] = set()
+        self._held = {key: why for key, why in self._held.items() if key[0] != server}
         for tool in tools:
             verdict = self._verdict(server, tool.model_dump(mode="json", by_alias=True, exclude_none=True))
             if verdict.blocked is not None:
                 held.add(tool.name)
                 served.append(tool)
-            elif verdict.changed:
+                self._held[(server, tool.name)] = [
+                    d.explanation for d in verdict.decisions if d.action is GuardAction.BLOCK
+                ]
+                continue
+            if verdict.changed:
                 served.append(types.Tool.model_validate(verdict.value))
             else:
                 served.append(tool)
         return tuple(served), frozenset(held)
 
     def reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
-        """Why a ``block`` rule holds this definition (empty: none does), for the admin."""
-        verdict = self._verdict(server, {k: v for k, v in definition.items() if v is not None})
-        return [d.explanation for d in verdict.decisions if d.action is GuardAction.BLOCK]
+        """Why a ``block`` rule held the tool of this definition at its latest listing (empty:
+        none did), for the admin. A look-up: judging again would audit the tool once more,
+        and the definition a pin keeps lacks what the listing judged (its title)."""
+        return list(self._held.get((server, str(definition.get("name", ""))), ()))
 
     def _verdict(self, server: str, definition: dict[str, Any]) -> Verdict:
         key = (server, orjson.dumps(definition, option=orjson.OPT_SORT_KEYS))
