@@ -21,7 +21,13 @@ import anyio
 from mcp_aggregator.errors import EntryRefusedError, InstallInputError, ServerExistsError, ServerNotFoundError
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.isolation.config import NetworkMode
-from mcp_aggregator.mcp_registry.install_plan import InstallInputs, InstallPlan, Toolchain, plan_install
+from mcp_aggregator.mcp_registry.install_plan import (
+    InstallInputs,
+    InstallPlan,
+    Toolchain,
+    gateway_site_dirs,
+    plan_install,
+)
 from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
 from mcp_aggregator.mcp_registry.pypi_venv import build_venv
 from mcp_aggregator.mcp_registry.sealed_env import SealedEnv
@@ -197,7 +203,8 @@ def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
         headers=dict(config.headers),
         arguments=dict(config.origin.arguments),
         server_name=config.name,
-        grant_read=sandbox.read if sandbox is not None else (),
+        # The gateway's site-packages are the plan's own addition for a venv, not a grant.
+        grant_read=tuple(p for p in (sandbox.read if sandbox is not None else ()) if p not in gateway_site_dirs()),
         grant_write=tuple(p for p in (sandbox.write if sandbox is not None else ()) if p != private_dir),
         network=network,
     )
