@@ -10,7 +10,7 @@ import pytest
 from mcp_aggregator.errors import EntryRefusedError, InstallInputError
 from mcp_aggregator.isolation.config import NetworkMode, SandboxConfig
 from mcp_aggregator.mcp_registry.install_plan import InstallInputs, InstallPlan, Toolchain, local_name, plan_install
-from mcp_aggregator.mcp_registry.installer import _inputs_of
+from mcp_aggregator.mcp_registry.installer import _inputs_of, _keeping_sandbox
 from mcp_aggregator.mcp_registry.server_json import parse_item
 from mcp_aggregator.settings.server_config import Transport
 from tests.mcp_registry.local_registry import item, memory_version, npm_memory, pypi_time, remote, with_secrets
@@ -245,3 +245,15 @@ def test_inputs_kept_for_an_update_do_not_repeat_the_gateway_site_packages() -> 
     assert again.config.sandbox == first.config.sandbox
     kept = _inputs_of(again.config, DATA)
     assert kept.grant_read == () and kept.grant_write == ()
+
+
+def test_an_update_keeps_the_sandbox_settings_the_inputs_do_not_carry() -> None:
+    first = plan(npm_memory(), InstallInputs(grant_read=("/srv/docs",)), tools=NO_UV)
+    assert first.config.sandbox is not None
+    limits = {"enabled": True, "memory_mb": 256, "processes": 32, "cpu_secs": 60}
+    installed = first.config.model_copy(update={"sandbox": first.config.sandbox.model_copy(update=limits)})
+    again = _keeping_sandbox(plan(npm_memory(), _inputs_of(installed, DATA), tools=NO_UV), installed)
+    assert again.config.sandbox == installed.sandbox
+    boxed = {"name": "io.example/box", "version": "2", "packages": [{"registryType": "oci", "identifier": "ex/box"}]}
+    in_docker = _keeping_sandbox(plan(boxed, tools=ALL_TOOLS), installed)
+    assert in_docker.config.sandbox == SandboxConfig(enabled=False), "a container plan keeps its own"
