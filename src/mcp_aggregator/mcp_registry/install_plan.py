@@ -25,6 +25,7 @@ from mcp_aggregator.mcp_registry.server_json import (
     Package,
     RegistryItem,
     Remote,
+    ServerJson,
 )
 from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, ServerConfig, ServerOrigin
 
@@ -130,6 +131,15 @@ def plan_install(
         config = _validated({**remote, "name": name, "description": entry.description}, _origin(item, registry, values))
         return InstallPlan(config=config, warnings=tuple(warnings))
     raise EntryRefusedError(f"{entry.name}@{entry.version} cannot run here: " + "; ".join(reasons))
+
+
+def what_runs(entry: ServerJson, toolchain: Toolchain) -> Package | Remote | None:
+    """What ``plan_install`` would run of ``entry`` here: the first package this machine can
+    run, else the first remote (None: nothing)."""
+    for package in entry.packages:
+        if _cannot_run(package, toolchain) is None:
+            return package
+    return entry.remotes[0] if entry.remotes else None
 
 
 @dataclass(frozen=True)
