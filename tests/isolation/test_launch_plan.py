@@ -58,6 +58,17 @@ def test_a_servers_own_sandbox_wins_field_by_field_and_grants_add_up(
         ("processes", -1, "greater than 0"),
         ("cpu_secs", 0, "greater than 0"),
         ("read", [""], "non-empty string"),
+        ("memory_mb", True, "must be a whole number, got True"),
+        ("processes", False, "must be a whole number, got False"),
+        ("cpu_secs", 2.5, "must be a whole number, got 2.5"),
+        ("memory_mb", 2**50, "less than or equal to 1048576"),
+        ("processes", 2**40, "less than or equal to 4194304"),
+        ("cpu_secs", 2**70, "less than or equal to 31622400"),
+        ("network", ["*.example.com:443"], "wildcards are not supported"),
+        ("network", ["[::1]:443"], "IPv6 addresses are not supported"),
+        ("network", ["localhost:8080"], "loopback is never reachable"),
+        ("network", ["127.0.0.53:53"], "loopback is never reachable"),
+        ("network", ["bad_host!:443"], "must be host:port with a host name or IPv4 address"),
     ],
 )
 def test_a_bad_sandbox_setting_is_refused_naming_the_field(field: str, value: object, message: str) -> None:

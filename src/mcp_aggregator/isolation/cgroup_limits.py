@@ -72,6 +72,7 @@ class CgroupLimits:
         else:
             self._dirs = {"memory": root / "memory" / _GROUP / leaf, "pids": root / "pids" / _GROUP / leaf}
         self._root = root
+        self._baseline: dict[str, int] = {}
 
     def create(self) -> None:
         """Raises OSError when the cgroup cannot be made or limited."""
@@ -95,19 +96,29 @@ class CgroupLimits:
                     (memory / "memory.memsw.limit_in_bytes").write_text(size)
         if self.limits.processes is not None:
             (pids / "pids.max").write_text(str(self.limits.processes))
+        # A leaf of the same name left behind (a pid reused) keeps its counters: only a rise counts.
+        self._baseline = self._counters()
+
+    def _counters(self) -> dict[str, int]:
+        memory, pids = self._dirs["memory"], self._dirs["pids"]
+        events = "memory.events" if self.version == "v2" else "memory.oom_control"
+        return {
+            "memory": counter(_read(memory / events), "oom_kill"),
+            "processes": counter(_read(pids / "pids.events"), "max"),
+        }
 
     def add(self, pid: int) -> None:
         for path in set(self._dirs.values()):
             (path / "cgroup.procs").write_text(str(pid))
 
     def hit(self) -> str | None:
-        """Which limit the server ran into: ``"memory"``, ``"processes"`` or None."""
-        memory, pids = self._dirs["memory"], self._dirs["pids"]
-        events = "memory.events" if self.version == "v2" else "memory.oom_control"
-        if counter(_read(memory / events), "oom_kill"):
-            return "memory"
-        if counter(_read(pids / "pids.events"), "max"):
-            return "processes"
+        """Which limit the server ran into since it started: ``"memory"``, ``"processes"``
+        or None. Running into one is not being ended by it (a refused fork is survivable):
+        the caller judges by the exit status."""
+        now = self._counters()
+        for which in ("memory", "processes"):
+            if now[which] > self._baseline.get(which, 0):
+                return which
         return None
 
     async def remove(self) -> None:

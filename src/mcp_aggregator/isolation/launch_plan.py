@@ -184,7 +184,10 @@ def plan_launch(
     argv += ["--bind", home, home, "--bind", caches[0], f"{home}/.npm", "--bind", caches[1], f"{home}/.cache"]
     cwd = entry.cwd or (entry.gateway_cwd if _within(entry.gateway_cwd, visible) else home)
     argv += ["--chdir", cwd, "--", entry.command, *entry.args]
-    path_dirs = [str(PurePosixPath(entry.command).parent), *BASE_PATH.split(":")]
+    # A script's ``#!/usr/bin/env node`` looks its interpreter up on PATH: the runtime found
+    # for it (``~/.nvm/versions/node/v20``) must be on it, as it was on the operator's.
+    runtime_bins = [f"{folder}/bin" for folder in entry.runtime]
+    path_dirs = [str(PurePosixPath(entry.command).parent), *runtime_bins, *BASE_PATH.split(":")]
     env = {
         "PATH": ":".join(dict.fromkeys(path_dirs)),
         "HOME": home,
