@@ -148,6 +148,26 @@ def test_outbound_rules_refuse_private_ranges_and_the_hosts_addresses_but_allow_
     allow = allow_list_rules((("93.184.216.34", 443),))
     assert "ip daddr 93.184.216.34 tcp dport 443 accept" in allow
     assert allow.index("tcp dport 443 accept") < allow.index("    reject")
+    assert "dport 53" not in allow  # no DNS: a query can carry data to any name server
+
+
+def test_an_allow_list_gets_its_names_from_a_hosts_file_of_its_own() -> None:
+    sandbox = effective(SandboxConfig(network=["api.example.com:443"]), None)
+    plan = plan_launch(
+        ENTRY,
+        sandbox,
+        FACTS,
+        root="/d/sandbox",
+        hidden=(),
+        allowed=(("93.184.216.34", 443),),
+        names=(("api.example.com", "93.184.216.34"),),
+    )
+    assert plan.hosts == ("/d/sandbox/notes/hosts", "127.0.0.1 localhost\n93.184.216.34 api.example.com\n")
+    argv = plan.argv
+    assert "/d/sandbox/notes/hosts" in argv_pairs(argv, "--ro-bind")
+    # Bound after the host's /etc/hosts, so it is the one the server reads.
+    assert argv.index("/d/sandbox/notes/hosts") > argv.index("/etc/hosts")
+    assert plan.net is not None and "dport 53" not in plan.net.rules
 
 
 @pytest.mark.parametrize(

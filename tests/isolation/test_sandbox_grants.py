@@ -185,3 +185,11 @@ async def test_after_the_network_fallback_the_status_shows_the_network_the_serve
         assert view["cwd"] == str(REPO)
         assert any("shares the host's network" in warning for warning in view["warnings"])
         assert os.path.isabs(view["cwd"])
+
+
+@pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is not installed")
+async def test_an_allow_list_server_sees_only_its_own_hosts_file(tmp_path: Path) -> None:
+    settings = settings_for(hostile(SandboxConfig(network=["192.0.2.1:443"])), data_dir=str(tmp_path / "data"))
+    async with running_gateway(settings) as (gateway, _client):
+        result = await gateway.call_tool("hostile.read", {"path": "/etc/hosts"})
+        assert result.content[0].text == "ok: 127.0.0.1 localhost\n"  # type: ignore[union-attr]

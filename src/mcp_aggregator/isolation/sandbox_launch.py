@@ -154,23 +154,34 @@ def _check_cwd(name: str, cwd: str) -> None:
         )
 
 
+def _host_names(resolved: tuple[tuple[str, str, int], ...]) -> tuple[tuple[str, str], ...]:
+    """(name, address) for the hosts file: names only, not addresses written as such."""
+    pairs = []
+    for host, address, _ in resolved:
+        with suppress(ValueError):
+            ipaddress.ip_address(host)
+            continue
+        pairs.append((host, address))
+    return tuple(dict.fromkeys(pairs))
+
+
 def _resolve_allow_list(
     name: str, items: tuple[str, ...], resolve: Callable[..., Sequence[tuple[Any, ...]]] = socket.getaddrinfo
-) -> tuple[tuple[str, int], ...]:
-    """The allow-list's (IPv4 address, port) pairs; raises ``IsolationError`` naming an entry
+) -> tuple[tuple[str, str, int], ...]:
+    """The allow-list's (host, IPv4 address, port); raises ``IsolationError`` naming an entry
     the sandbox could never reach."""
-    allowed: list[tuple[str, int]] = []
+    allowed: list[tuple[str, str, int]] = []
     for index, item in enumerate(items):
         host, _, port = item.rpartition(":")
         try:
             infos = resolve(host, int(port), type=socket.SOCK_STREAM)
         except OSError as exc:
             raise IsolationError(name, f"sandbox.network[{index}]: cannot resolve {host!r}: {exc}") from exc
-        found = [(str(info[4][0]), int(port)) for info in infos if info[0] is socket.AF_INET]
+        found = [(host, str(info[4][0]), int(port)) for info in infos if info[0] is socket.AF_INET]
         if not found:
             # The sandbox's network (slirp4netns) is IPv4 only: an IPv6 address is unreachable.
             raise IsolationError(name, f"sandbox.network[{index}]: {host!r} has no IPv4 address")
-        found = [pair for pair in found if not ipaddress.ip_address(pair[0]).is_loopback]
+        found = [item for item in found if not ipaddress.ip_address(item[1]).is_loopback]
         if not found:
             raise IsolationError(
                 name, f"sandbox.network[{index}]: {host!r} is the host's loopback, which a sandbox never reaches"
@@ -259,9 +270,15 @@ class SandboxLaunch:
         )
         self.entry = entry
         network = self.sandbox.network
-        allowed = _resolve_allow_list(self.name, network) if isinstance(network, tuple) else ()
+        resolved_list = _resolve_allow_list(self.name, network) if isinstance(network, tuple) else ()
         plan = plan_launch(
-            entry, self.sandbox, self.facts, root=str(self.site.root.resolve()), hidden=self._hidden(), allowed=allowed
+            entry,
+            self.sandbox,
+            self.facts,
+            root=str(self.site.root.resolve()),
+            hidden=self._hidden(),
+            allowed=tuple(dict.fromkeys((address, port) for _, address, port in resolved_list)),
+            names=_host_names(resolved_list),
         )
         warnings = (*network_warnings, *self._limit_warnings())
         self.plan = LaunchPlan(**{**plan.__dict__, "warnings": warnings})
@@ -475,6 +492,8 @@ def _make_files(plan: LaunchPlan) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)
     if plan.resolv_conf is not None:
         Path(plan.resolv_conf).write_text(f"nameserver {SLIRP_DNS}\n")
+    if plan.hosts is not None:
+        Path(plan.hosts[0]).write_text(plan.hosts[1])
 
 
 def _read_info(fd: int) -> int | None:
