@@ -40,7 +40,7 @@ from mcp_aggregator.health.health_monitor import Clock
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite, gateway_files
 from mcp_aggregator.logs import call_context
 from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
@@ -171,7 +171,7 @@ class Gateway:
             sandbox=SandboxSite(
                 settings.serve.sandbox,
                 settings.serve.data_dir,
-                hidden=(settings.source_path,) if settings.source_path is not None else (),
+                hidden=gateway_files(settings.source_path, settings.registry.database_url, settings.search.cache_path),
             ),
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)

@@ -84,6 +84,10 @@ def build_server() -> MCPServer[Any]:
             pass
         return "ok: spun"
 
+    @app.tool(description="End the process at once with this exit status.")
+    def exit(code: int) -> str:
+        os._exit(code)
+
     return app
 
 

@@ -13,9 +13,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_aggregator.admin.server_views import sandbox_view
 from mcp_aggregator.errors import UpstreamClosedError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.config import HealthSettings
+from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.isolation import SandboxConfig
 from mcp_aggregator.isolation.sandbox_launch import host_facts
 from mcp_aggregator.settings import ServerConfig
@@ -25,9 +27,9 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 needs_cgroups = pytest.mark.skipif(host_facts().cgroups is None, reason="no writable cgroup on this host")
 
 
-def hostile(sandbox: SandboxConfig | None = None) -> ServerConfig:
+def hostile(sandbox: SandboxConfig | None = None, name: str = "hostile") -> ServerConfig:
     return ServerConfig(
-        name="hostile",
+        name=name,
         transport="stdio",
         command=sys.executable,
         args=("-m", "tests.isolation.hostile_server"),
@@ -141,9 +143,54 @@ async def test_a_memory_bomb_ends_the_server_and_its_status_names_the_memory_lim
         with pytest.raises(UpstreamClosedError):
             await call(gateway, "memory_bomb", megabytes=1024)
         supervisor = gateway.supervisors["hostile"]
-        await gateway.wait_until(lambda: supervisor.limit_hit is not None, timeout_secs=10)
-        assert supervisor.limit_hit == "memory"
+        await gateway.wait_until(lambda: "limit" in (supervisor.last_error or ""), timeout_secs=10)
+        assert "it exceeded its sandbox's memory limit" in (supervisor.last_error or "")
         assert text_of(await gateway.call_tool("beta.echo", {"text": "fine"})) == "fine"
+        # The next start is a new process: the label was the last one's (its reason stays).
+        await gateway.wait_until(lambda: supervisor.status is ServerStatus.CONNECTED, timeout_secs=20)
+        assert supervisor.limit_hit is None
+        assert sandbox_view(supervisor)["limit_hit"] is None  # type: ignore[index]
+
+
+@needs_cgroups
+async def test_a_server_refused_a_fork_that_then_exits_cleanly_was_not_ended_by_a_limit(
+    tmp_path: Path, operator_home: Path
+) -> None:
+    async with attacked(tmp_path, SandboxConfig(processes=32)) as gateway:
+        assert (await call(gateway, "fork_bomb", most=500)).startswith("refused: BlockingIOError")
+        supervisor = gateway.supervisors["hostile"]
+        first = supervisor.connection
+        with pytest.raises(UpstreamClosedError):
+            await call(gateway, "exit", code=0)
+        await gateway.wait_until(
+            lambda: supervisor.connection not in (None, first) and supervisor.status is ServerStatus.CONNECTED,
+            timeout_secs=20,
+        )
+        assert supervisor.limit_hit is None
+        assert "limit" not in (supervisor.last_error or ""), supervisor.last_error
+
+
+@needs_cgroups
+async def test_a_limit_hit_while_the_server_starts_is_named_in_its_error_and_status(
+    tmp_path: Path, operator_home: Path
+) -> None:
+    data = tmp_path / "data"
+    settings = settings_for(
+        hostile(SandboxConfig(processes=2), name="forks"),
+        hostile(SandboxConfig(memory_mb=1), name="eats"),
+        data_dir=str(data),
+    )
+    settings = settings.model_copy(update={"health": HealthSettings(reconnect_max_attempts=1)})
+    async with running_gateway(settings, settle=20) as (gateway, _client):
+        for name, limit in (("forks", "processes"), ("eats", "memory")):
+            supervisor = gateway.supervisors[name]
+            await gateway.wait_until(lambda s=supervisor: s.status is ServerStatus.ERROR, timeout_secs=20)  # type: ignore[misc]
+            assert f"it exceeded its sandbox's {limit} limit" in (supervisor.error_message or ""), (
+                supervisor.error_message
+            )
+            assert supervisor.limit_hit == limit
+            view = sandbox_view(supervisor)
+            assert view is not None and view["limit_hit"] == limit
 
 
 async def test_a_cpu_hog_is_ended_at_its_cpu_limit(tmp_path: Path, operator_home: Path) -> None:

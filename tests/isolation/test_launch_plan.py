@@ -58,6 +58,17 @@ def test_a_servers_own_sandbox_wins_field_by_field_and_grants_add_up(
         ("processes", -1, "greater than 0"),
         ("cpu_secs", 0, "greater than 0"),
         ("read", [""], "non-empty string"),
+        ("memory_mb", True, "must be a whole number, got True"),
+        ("processes", False, "must be a whole number, got False"),
+        ("cpu_secs", 2.5, "must be a whole number, got 2.5"),
+        ("memory_mb", 2**50, "less than or equal to 1048576"),
+        ("processes", 2**40, "less than or equal to 4194304"),
+        ("cpu_secs", 2**70, "less than or equal to 31622400"),
+        ("network", ["*.example.com:443"], "wildcards are not supported"),
+        ("network", ["[::1]:443"], "IPv6 addresses are not supported"),
+        ("network", ["localhost:8080"], "loopback is never reachable"),
+        ("network", ["127.0.0.53:53"], "loopback is never reachable"),
+        ("network", ["bad_host!:443"], "must be host:port with a host name or IPv4 address"),
     ],
 )
 def test_a_bad_sandbox_setting_is_refused_naming_the_field(field: str, value: object, message: str) -> None:
@@ -137,6 +148,26 @@ def test_outbound_rules_refuse_private_ranges_and_the_hosts_addresses_but_allow_
     allow = allow_list_rules((("93.184.216.34", 443),))
     assert "ip daddr 93.184.216.34 tcp dport 443 accept" in allow
     assert allow.index("tcp dport 443 accept") < allow.index("    reject")
+    assert "dport 53" not in allow  # no DNS: a query can carry data to any name server
+
+
+def test_an_allow_list_gets_its_names_from_a_hosts_file_of_its_own() -> None:
+    sandbox = effective(SandboxConfig(network=["api.example.com:443"]), None)
+    plan = plan_launch(
+        ENTRY,
+        sandbox,
+        FACTS,
+        root="/d/sandbox",
+        hidden=(),
+        allowed=(("93.184.216.34", 443),),
+        names=(("api.example.com", "93.184.216.34"),),
+    )
+    assert plan.hosts == ("/d/sandbox/notes/hosts", "127.0.0.1 localhost\n93.184.216.34 api.example.com\n")
+    argv = plan.argv
+    assert "/d/sandbox/notes/hosts" in argv_pairs(argv, "--ro-bind")
+    # Bound after the host's /etc/hosts, so it is the one the server reads.
+    assert argv.index("/d/sandbox/notes/hosts") > argv.index("/etc/hosts")
+    assert plan.net is not None and "dport 53" not in plan.net.rules
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.isolation import SandboxConfig
 from tests.admin.conftest import API, admin_settings, serve_admin, stdio_body, wait_for_status
-from tests.conftest import stdio_fixture
+from tests.conftest import REPO, stdio_fixture
 from tests.registry.conftest import Database
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -39,6 +39,7 @@ async def test_a_server_registered_over_rest_keeps_its_sandbox_and_the_detail_sh
             "memory_mb": 256,
             "processes": 1024,
             "cpu_secs": None,
+            "cwd": str(REPO),  # read-only, as a grant
             "warnings": [],
             "limit_hit": None,
         }

@@ -129,6 +129,8 @@ class LocalRegistry:
     requests: list[dict[str, str]] = field(default_factory=list)
     """The query parameters of every list request, in order."""
     url: str = ""
+    down: bool = False
+    """Answer every list request 503, as a registry in an outage."""
 
     def add(self, new: dict[str, Any]) -> None:
         """Add a version; a latest one makes the others of its name not latest (and updated)."""
@@ -143,6 +145,8 @@ class LocalRegistry:
     async def list_servers(self, request: Request) -> JSONResponse:
         params = dict(request.query_params)
         self.requests.append(params)
+        if self.down:
+            return JSONResponse({"title": "Service Unavailable", "status": 503}, status_code=503)
         chosen = self.items
         if params.get("version") == "latest":
             chosen = [i for i in chosen if i["_meta"][OFFICIAL]["isLatest"]]

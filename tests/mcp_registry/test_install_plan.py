@@ -10,6 +10,7 @@ import pytest
 from mcp_aggregator.errors import EntryRefusedError, InstallInputError
 from mcp_aggregator.isolation.config import NetworkMode, SandboxConfig
 from mcp_aggregator.mcp_registry.install_plan import InstallInputs, InstallPlan, Toolchain, local_name, plan_install
+from mcp_aggregator.mcp_registry.installer import _inputs_of, _keeping_sandbox
 from mcp_aggregator.mcp_registry.server_json import parse_item
 from mcp_aggregator.settings.server_config import Transport
 from tests.mcp_registry.local_registry import item, memory_version, npm_memory, pypi_time, remote, with_secrets
@@ -185,3 +186,74 @@ def test_grants_are_refused_for_a_remote() -> None:
 )
 def test_the_local_name_comes_from_the_entry_name(entry: str, name: str) -> None:
     assert local_name(entry) == name
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        {"type": "positional", "valueHint": "key", "isSecret": True, "default": "dflt-secret-123"},
+        {
+            "type": "named",
+            "name": "--token",
+            "value": "{tok}",
+            "variables": {"tok": {"isSecret": True, "isRequired": True}},
+        },
+        {"type": "named", "name": "--token", "isSecret": True, "isRequired": True},
+    ],
+)
+def test_a_secret_that_would_reach_the_command_line_is_refused_however_it_gets_there(argument: dict[str, Any]) -> None:
+    with pytest.raises(InstallInputError) as caught:
+        given = {"tok": "sk-secret-123456"} if "variables" in argument else {}
+        plan(npm_memory(packageArguments=[argument]), InstallInputs(arguments=given))
+    [problem] = caught.value.problems
+    assert problem.endswith("is secret: command-line arguments cannot be kept sealed; not installed")
+    assert "sk-secret" not in problem
+    optional = {"type": "named", "name": "--token", "isSecret": True}
+    assert plan(npm_memory(packageArguments=[optional])).config.args[-1] != "--token", "left out when not given"
+
+
+def test_a_secret_in_a_remote_url_is_refused_without_showing_it() -> None:
+    server = remote("https://mcp.example.com/{key}/mcp")
+    server["remotes"][0]["variables"] = {"key": {"isRequired": True, "isSecret": True}}
+    with pytest.raises(InstallInputError) as caught:
+        plan(server, InstallInputs(arguments={"key": "sk-url-secret-123456", "api_key": "k-0123456789"}))
+    assert caught.value.problems == [
+        "url https://mcp.example.com/{key}/mcp: variable 'key' is secret, and a secret in a remote's URL "
+        "cannot be kept sealed; not installed"
+    ]
+
+
+def test_a_named_flag_without_a_value_is_passed_bare_when_required() -> None:
+    server = npm_memory(
+        packageArguments=[
+            {"type": "named", "name": "--stdio", "isRequired": True},
+            {"type": "named", "name": "--debug"},
+            {"type": "named", "name": "--port", "isRequired": True, "valueHint": "port"},
+        ]
+    )
+    with pytest.raises(InstallInputError) as caught:
+        plan(server)
+    assert caught.value.problems == ["argument --port is required"]
+    made = plan(server, InstallInputs(arguments={"port": "8080", "debug": ""}))
+    assert made.config.args[2:] == ("--stdio", "--debug", "--port", "8080")
+
+
+def test_inputs_kept_for_an_update_do_not_repeat_the_gateway_site_packages() -> None:
+    first = plan(pypi_time(), tools=NO_UV)
+    assert first.config.sandbox is not None and first.config.sandbox.read
+    again = plan(pypi_time(), _inputs_of(first.config, DATA), tools=NO_UV)
+    assert again.config.sandbox == first.config.sandbox
+    kept = _inputs_of(again.config, DATA)
+    assert kept.grant_read == () and kept.grant_write == ()
+
+
+def test_an_update_keeps_the_sandbox_settings_the_inputs_do_not_carry() -> None:
+    first = plan(npm_memory(), InstallInputs(grant_read=("/srv/docs",)), tools=NO_UV)
+    assert first.config.sandbox is not None
+    limits = {"enabled": True, "memory_mb": 256, "processes": 32, "cpu_secs": 60}
+    installed = first.config.model_copy(update={"sandbox": first.config.sandbox.model_copy(update=limits)})
+    again = _keeping_sandbox(plan(npm_memory(), _inputs_of(installed, DATA), tools=NO_UV), installed)
+    assert again.config.sandbox == installed.sandbox
+    boxed = {"name": "io.example/box", "version": "2", "packages": [{"registryType": "oci", "identifier": "ex/box"}]}
+    in_docker = _keeping_sandbox(plan(boxed, tools=ALL_TOOLS), installed)
+    assert in_docker.config.sandbox == SandboxConfig(enabled=False), "a container plan keeps its own"

@@ -219,3 +219,36 @@ async def test_a_server_json_file_installs_with_the_file_as_its_origin(tmp_path:
         ).json()
         assert (failed["connected"], failed["server"]["name"]) == (False, "absent")
         assert failed["status"] in ("ERROR", "CONNECTING") and failed["error"]
+        assert failed["error"].endswith(
+            "(it stays registered and is retried; to install it again, first: servers remove absent)"
+        )
+
+
+async def test_an_update_that_does_not_connect_keeps_the_old_version(tmp_path: Path) -> None:
+    async with (
+        serving(local_registry()) as local,
+        gateway_with_registry(local.url, npm_project(tmp_path)) as gw,
+        admin(gw) as api,
+    ):
+        graph = tmp_path / "data/servers/server-memory/memory.jsonl"
+        env = {**OFFLINE, "MEMORY_FILE_PATH": str(graph)}
+        installed = await api.post("/registry/install", json={"name": f"{MEMORY}@1.0.0", "env": env})
+        assert installed.json()["connected"] is True, installed.text
+        # A version npm cannot give offline: it never connects.
+        local.add(item({**npm_memory(version="0.0.0-absent"), "version": "1.2.0"}, updated=9))
+        refused = await api.post("/registry/update", json={"server_name": "server-memory", "wait_secs": 30})
+        assert refused.status_code == 409, refused.text
+        detail = refused.json()["detail"]
+        assert detail.startswith(f"{MEMORY}@1.2.0 did not connect (")
+        assert detail.endswith("); server 'server-memory' is kept at 1.0.0")
+        [server] = (await api.get("/servers")).json()
+        assert (server["name"], server["origin"]["version"]) == ("server-memory", "1.0.0")
+        await gw.gateway.wait_until(
+            lambda: gw.gateway.supervisors["server-memory"].status.value == "CONNECTED", timeout_secs=60
+        )
+        async with mcp_client(gw) as client:
+            created = await client.call_tool(
+                "server-memory__create_entities",
+                {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]},
+            )
+            assert "Ada" in text_of(created)

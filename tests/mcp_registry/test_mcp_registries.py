@@ -8,7 +8,7 @@ import pytest
 
 from mcp_aggregator.errors import EntryNotFoundError, InstallInputError, RegistryUnreachableError
 from mcp_aggregator.mcp_registry.config import McpRegistrySource
-from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
+from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries, SearchAnswer
 from mcp_aggregator.registry import Registry
 from tests.mcp_registry.local_registry import (
     LocalRegistry,
@@ -103,3 +103,87 @@ async def test_a_registry_answering_an_error_status_is_reported(registry: Regist
         answer = await wrong.search("x")
     assert answer.entries == []
     assert "answered 404 to GET /v0.1/servers" in answer.problems[0]
+
+
+def names(answer: SearchAnswer) -> list[str]:
+    return [e.item.server.name for e in answer.entries]
+
+
+async def test_a_search_after_an_install_still_lists_the_whole_registry(registry: Registry) -> None:
+    local = LocalRegistry()
+    local.add(item(npm_memory("io.example/a-old"), updated=1))
+    local.add(item(npm_memory("io.example/z-new"), updated=9))
+    async with serving(local):
+        registries = McpRegistries((McpRegistrySource(name="acme", url=local.url),), registry, clock=Clock())
+        await registries.look_up("io.example/z-new", None)
+        answer = await registries.search("")
+    assert names(answer) == ["io.example/a-old", "io.example/z-new"]
+    assert local.requests == [{"limit": "100", "version": "latest"}], "the first listing is a full one"
+
+
+async def test_a_change_listed_before_an_install_is_not_lost_by_it(registry: Registry) -> None:
+    clock = Clock()
+    local = LocalRegistry()
+    local.add(item(npm_memory("io.example/a"), updated=1))
+    async with serving(local):
+        registries = McpRegistries(
+            (McpRegistrySource(name="acme", url=local.url, refresh_secs=60),), registry, clock=clock
+        )
+        await registries.search("")
+        local.add(item({**npm_memory("io.example/b"), "description": "B, changed"}, updated=5))
+        local.add(item(npm_memory("io.example/c"), updated=6))
+        await registries.look_up("io.example/c", None)
+        clock.now += timedelta(seconds=61)
+        answer = await registries.search("")
+    assert local.requests[-1]["updated_since"] == "2026-11-01T00:01:00Z", "from the newest entry listed, not installed"
+    assert names(answer) == ["io.example/a", "io.example/b", "io.example/c"]
+
+
+async def test_a_refresh_that_finds_nothing_new_still_throttles_the_next(registry: Registry) -> None:
+    clock = Clock()
+    async with serving(catalogue()) as local:
+        registries = McpRegistries(
+            (McpRegistrySource(name="acme", url=local.url, refresh_secs=60),), registry, clock=clock
+        )
+        await registries.search("")
+        clock.now += timedelta(seconds=61)
+        local.requests.clear()
+        for _ in range(3):
+            assert (await registries.search("memory")).problems == []
+        assert len(local.requests) == 1, "one quiet refresh, then the copy is fresh again"
+        clock.now += timedelta(seconds=61)
+        await registries.search("")
+        assert len(local.requests) == 2
+
+
+async def test_during_an_outage_searches_answer_from_the_copy_and_ask_again_only_after_a_back_off(
+    registry: Registry,
+) -> None:
+    clock = Clock()
+    async with serving(catalogue()) as local:
+        registries = McpRegistries(
+            (McpRegistrySource(name="acme", url=local.url, refresh_secs=60),), registry, clock=clock
+        )
+        await registries.search("")
+        local.down = True
+        clock.now += timedelta(seconds=61)
+        local.requests.clear()
+        first = await registries.search("memory")
+        assert len(first.entries) == 2
+        assert first.problems[0].startswith("registry 'acme'") and "answered 503" in first.problems[0]
+        again = [await registries.search("memory") for _ in range(3)]
+        assert len(local.requests) == 1, "a failing registry is not asked by every search"
+        assert "answered 503" in again[-1].problems[0]
+        assert "asked again after 2026-11-27T00:01:31+00:00" in again[-1].problems[0]
+        assert "showing the copy fetched 2026-11-27T00:00:00+00:00" in again[-1].problems[0]
+        clock.now += timedelta(seconds=30)
+        await registries.search("memory")
+        assert len(local.requests) == 2, "asked again once the back-off ended"
+        clock.now += timedelta(seconds=59)
+        await registries.search("memory")
+        assert len(local.requests) == 2, "the back-off doubles"
+        local.down = False
+        clock.now += timedelta(seconds=1)
+        back = await registries.search("memory")
+        assert (len(local.requests), back.problems) == (3, [])
+        assert local.requests[-1]["updated_since"] == "2026-11-01T00:04:00Z"

@@ -41,7 +41,11 @@ async def test_an_entry_is_found_and_installed_from_the_page(page: Page, tmp_pat
 
             await memory.get_by_role("button", name="Install").click()
             await page.fill("#i-name", "notes")
-            await page.click("#install button[type=submit]")
+            async with page.expect_request(lambda r: r.url.endswith("/registry/install")) as sent:
+                await page.click("#install button[type=submit]")
+            body = (await sent.value).post_data_json
+            assert body["registry"] == "official"
+            assert "network" not in body, "the default leaves serve.sandbox's network in force"
             row = page.locator("tr[data-server=notes]")
             await expect(row).to_contain_text("CONNECTED")
             await expect(row).to_contain_text(f"official: {MEMORY}@{memory_version()}")

@@ -321,6 +321,7 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 "audit_log",
                 "external_servers",
                 "mcp_registry_entries",
+                "mcp_registry_syncs",
                 "search_uses",
                 "session_keys",
                 "sessions",

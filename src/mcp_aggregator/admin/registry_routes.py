@@ -17,9 +17,9 @@ from mcp_aggregator.admin.registry_schemas import (
 )
 from mcp_aggregator.admin.schemas import OriginPublic
 from mcp_aggregator.admin.server_views import server_public
-from mcp_aggregator.mcp_registry.install_plan import InstallInputs
+from mcp_aggregator.mcp_registry.install_plan import InstallInputs, Toolchain, what_runs
 from mcp_aggregator.mcp_registry.installer import InstallOutcome, InstallRequest
-from mcp_aggregator.mcp_registry.server_json import Input, RegistryItem
+from mcp_aggregator.mcp_registry.server_json import Input, Package, RegistryItem, Remote
 from mcp_aggregator.registry import redact_url
 
 router = APIRouter(prefix="/api/v1/aggregator/registry", tags=["registry"])
@@ -51,8 +51,9 @@ async def search_entries(
 ) -> EntrySearchResult:
     """Latest versions from the stored copies, refreshed (``updated_since``) when stale."""
     answer = await gateway.installer.registries.search(q, registry=registry, refresh=refresh)
+    toolchain = gateway.installer.toolchain()
     return EntrySearchResult(
-        servers=[entry_public(e.registry, e.item) for e in answer.entries], problems=answer.problems
+        servers=[entry_public(e.registry, e.item, toolchain) for e in answer.entries], problems=answer.problems
     )
 
 
@@ -108,22 +109,10 @@ async def _result(gateway: GatewayDep, outcome: InstallOutcome) -> InstallResult
     )
 
 
-def entry_public(registry: str, item: RegistryItem) -> EntryPublic:
+def entry_public(registry: str, item: RegistryItem, toolchain: Toolchain) -> EntryPublic:
     server, meta = item.server, item.official
-    runs = [f"{p.registry_type} {p.identifier}@{p.version or server.version}" for p in server.packages]
-    runs += [f"remote {r.type} {redact_url(r.url)}" for r in server.remotes]
-    inputs: list[EntryInputPublic] = []
-    for package in server.packages[:1]:
-        inputs += [_input("env", v.name, v) for v in package.environment_variables]
-        for arg in (*package.runtime_arguments, *package.package_arguments):
-            if arg.value is None:
-                inputs.append(_input("argument", arg.key, arg))
-            inputs += [_input("variable", k, v) for k, v in arg.variables.items()]
-    for remote in server.remotes[:1] if not server.packages else ():
-        inputs += [_input("header", h.name, h) for h in remote.headers if h.value is None]
-        for header in remote.headers:
-            inputs += [_input("variable", k, v) for k, v in header.variables.items()]
-        inputs += [_input("variable", k, v) for k, v in remote.variables.items()]
+    chosen = what_runs(server, toolchain)
+    shown = chosen or (server.packages[0] if server.packages else server.remotes[0])
     return EntryPublic(
         registry=registry,
         name=server.name,
@@ -131,11 +120,33 @@ def entry_public(registry: str, item: RegistryItem) -> EntryPublic:
         description=server.description,
         version=server.version,
         status=meta.status.value,
-        runs=runs,
-        inputs=inputs,
+        runs=[_runs(server.version, p) for p in server.packages] + [_runs(server.version, r) for r in server.remotes],
+        runs_here=None if chosen is None else _runs(server.version, chosen),
+        inputs=_entry_inputs(shown),
         published_at=meta.published_at,
         updated_at=meta.updated_at,
     )
+
+
+def _runs(version: str, launch: Package | Remote) -> str:
+    if isinstance(launch, Remote):
+        return f"remote {launch.type} {redact_url(launch.url)}"
+    return f"{launch.registry_type} {launch.identifier}@{launch.version or version}"
+
+
+def _entry_inputs(launch: Package | Remote) -> list[EntryInputPublic]:
+    inputs: list[EntryInputPublic] = []
+    if isinstance(launch, Remote):
+        inputs += [_input("header", h.name, h) for h in launch.headers if h.value is None]
+        for header in launch.headers:
+            inputs += [_input("variable", k, v) for k, v in header.variables.items()]
+        return inputs + [_input("variable", k, v) for k, v in launch.variables.items()]
+    inputs += [_input("env", v.name, v) for v in launch.environment_variables]
+    for arg in (*launch.runtime_arguments, *launch.package_arguments):
+        if arg.value is None:
+            inputs.append(_input("argument", arg.key, arg))
+        inputs += [_input("variable", k, v) for k, v in arg.variables.items()]
+    return inputs
 
 
 def _input(kind: str, name: str, item: Input) -> EntryInputPublic:

@@ -32,7 +32,10 @@ class EntryPublic(BaseModel):
     runs: list[str] = Field(
         description="How it runs: 'npm <id>@<version>', 'pypi ...', 'oci ...', 'remote <type> <url>'"
     )
-    inputs: list[EntryInputPublic]
+    runs_here: str | None = Field(
+        default=None, description="Which of ``runs`` an install on this gateway would run (None: none of them)"
+    )
+    inputs: list[EntryInputPublic] = Field(description="The inputs of what runs here (else of the first package)")
     published_at: datetime | None = None
     updated_at: datetime | None = None
 

@@ -147,8 +147,9 @@ class ServerDetail(ServerPublic):
     sandbox: dict[str, Any] | None = Field(
         default=None,
         description=(
-            "STDIO only: the sandbox as it applies (enabled, read, write, network, memory_mb, processes, "
-            "cpu_secs), what it could not confine (warnings) and the limit that ended the server (limit_hit)"
+            "STDIO only: the sandbox as its last start applied it (enabled, read and write resolved, cwd: "
+            "the working directory it may read, network after any fallback, memory_mb, processes, cpu_secs), "
+            "what it could not confine (warnings) and the limit that ended the server (limit_hit)"
         ),
     )
 

@@ -139,13 +139,20 @@ def server_detail(
 
 
 def sandbox_view(supervisor: ServerSupervisor) -> dict[str, Any] | None:
-    """A stdio server's sandbox: its settings merged with the gateway's, what the last start
-    could not confine, and the limit that ended it; None for HTTP/SSE servers."""
+    """A stdio server's sandbox: as its last start applied it (the network after a fallback,
+    grants resolved, the working directory it may read), else its settings merged with the
+    gateway's; what that start could not confine, and the limit that ended it; None for
+    HTTP/SSE servers."""
     if supervisor.config.transport is not Transport.STDIO:
         return None
     if supervisor.sandbox is None:
         return {"enabled": False, "warnings": ["this gateway starts servers without sandboxes"], "limit_hit": None}
-    view = effective(supervisor.sandbox.defaults, supervisor.config.sandbox).summary()
+    applied = supervisor.sandbox_applied
+    view = (
+        dict(applied)
+        if applied is not None
+        else effective(supervisor.sandbox.defaults, supervisor.config.sandbox).summary()
+    )
     view["active"] = supervisor.sandbox_active
     view["warnings"] = list(supervisor.sandbox_warnings)
     view["limit_hit"] = supervisor.limit_hit

@@ -115,6 +115,7 @@ def _sandbox_rows(sandbox: dict[str, Any] | None) -> list[tuple[str, Any]]:
         rows += [
             ("sandbox.read", ", ".join(sandbox.get("read") or []) or "-"),
             ("sandbox.write", ", ".join(sandbox.get("write") or []) or "-"),
+            *([("sandbox.cwd", f"{sandbox['cwd']} (read-only)")] if sandbox.get("cwd") else []),
             ("sandbox.network", sandbox.get("network")),
             ("sandbox.limits", limits or "-"),
         ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Final
@@ -23,8 +24,11 @@ from mcp_aggregator.isolation.sandbox_policy import Limits
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 _GROUP: Final = "mcp-aggregator"
 _serial = itertools.count(1)
-_REMOVE_TRIES: Final = 50
-_REMOVE_PAUSE_SECS: Final = 0.02
+_REMOVE_TRIES: Final = 16
+_REMOVE_PAUSE_SECS: Final = 0.01
+_REMOVE_MAX_PAUSE_SECS: Final = 0.25
+_held: set[str] = set()
+"""This process's leaves in use (made, not yet removed): never swept."""
 
 
 def cgroup_version(root: Path = CGROUP_ROOT) -> str | None:
@@ -66,15 +70,19 @@ class CgroupLimits:
     def __init__(self, version: str, server: str, limits: Limits, root: Path = CGROUP_ROOT) -> None:
         self.version = version
         self.limits = limits
-        leaf = f"{server}-{os.getpid()}-{next(_serial)}"
+        leaf = f"{server}-{os.getpid()}-{next(_serial)}"  # the pid lets a later sweep tell it stale
+        self.leaf = leaf
         if version == "v2":
             self._dirs = {"memory": root / _GROUP / leaf, "pids": root / _GROUP / leaf}
         else:
             self._dirs = {"memory": root / "memory" / _GROUP / leaf, "pids": root / "pids" / _GROUP / leaf}
         self._root = root
+        self._baseline: dict[str, int] = {}
 
     def create(self) -> None:
         """Raises OSError when the cgroup cannot be made or limited."""
+        sweep(self.version, self._root)
+        _held.add(self.leaf)
         if self.version == "v2":
             for parent in (self._root, self._root / _GROUP):
                 with suppress(OSError):  # enabled already, or set by whoever delegated to us
@@ -95,19 +103,29 @@ class CgroupLimits:
                     (memory / "memory.memsw.limit_in_bytes").write_text(size)
         if self.limits.processes is not None:
             (pids / "pids.max").write_text(str(self.limits.processes))
+        # A leaf of the same name left behind (a pid reused) keeps its counters: only a rise counts.
+        self._baseline = self._counters()
+
+    def _counters(self) -> dict[str, int]:
+        memory, pids = self._dirs["memory"], self._dirs["pids"]
+        events = "memory.events" if self.version == "v2" else "memory.oom_control"
+        return {
+            "memory": counter(_read(memory / events), "oom_kill"),
+            "processes": counter(_read(pids / "pids.events"), "max"),
+        }
 
     def add(self, pid: int) -> None:
         for path in set(self._dirs.values()):
             (path / "cgroup.procs").write_text(str(pid))
 
     def hit(self) -> str | None:
-        """Which limit the server ran into: ``"memory"``, ``"processes"`` or None."""
-        memory, pids = self._dirs["memory"], self._dirs["pids"]
-        events = "memory.events" if self.version == "v2" else "memory.oom_control"
-        if counter(_read(memory / events), "oom_kill"):
-            return "memory"
-        if counter(_read(pids / "pids.events"), "max"):
-            return "processes"
+        """Which limit the server ran into since it started: ``"memory"``, ``"processes"``
+        or None. Running into one is not being ended by it (a refused fork is survivable):
+        the caller judges by the exit status."""
+        now = self._counters()
+        for which in ("memory", "processes"):
+            if now[which] > self._baseline.get(which, 0):
+                return which
         return None
 
     async def remove(self) -> None:
@@ -116,6 +134,7 @@ class CgroupLimits:
         until the last is reaped, so this retries for a moment, then leaves it (empty) behind."""
         with anyio.CancelScope(shield=True):  # runs as the server's connection is cancelled
             for path in set(self._dirs.values()):
+                pause = _REMOVE_PAUSE_SECS
                 for _ in range(_REMOVE_TRIES):
                     self._kill_rest(path)
                     try:
@@ -124,7 +143,10 @@ class CgroupLimits:
                     except FileNotFoundError:
                         break
                     except OSError:
-                        await anyio.sleep(_REMOVE_PAUSE_SECS)
+                        await anyio.sleep(pause)
+                        pause = min(pause * 2, _REMOVE_MAX_PAUSE_SECS)
+            # Left behind only if it would not empty in ~3 s: no longer held, the next sweep takes it.
+            _held.discard(self.leaf)
 
     def _kill_rest(self, path: Path) -> None:
         if self.version == "v2":
@@ -134,6 +156,54 @@ class CgroupLimits:
         for pid in _read(path / "cgroup.procs").split():
             with suppress(OSError, ValueError):
                 os.kill(int(pid), 9)
+
+
+def _leaf_pid(name: str) -> int | None:
+    """The gateway pid in a leaf's name (``<server>-<pid>-<serial>``), or None."""
+    parts = name.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return int(parts[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists (not ours to signal)
+    return True
+
+
+def stale(name: str, own_pid: int, held: set[str], alive: Callable[[int], bool] = _alive) -> bool:
+    """Whether leaf ``name`` is left over: made by a gateway process that is gone, or by this
+    one and no longer in use. A leaf whose name carries no pid is someone else's: kept."""
+    pid = _leaf_pid(name)
+    if pid is None:
+        return False
+    if pid == own_pid:
+        return name not in held
+    return not alive(pid)
+
+
+def sweep(version: str, root: Path = CGROUP_ROOT) -> int:
+    """Remove the stale, empty leaves under our group; how many went. The kernel refuses to
+    remove a cgroup with a process in it, so a leaf in use is never lost (a pid reused by
+    another process only keeps a stale leaf a while longer)."""
+    parents = [root / _GROUP] if version == "v2" else [root / "memory" / _GROUP, root / "pids" / _GROUP]
+    removed = 0
+    for parent in parents:
+        try:
+            leaves = [entry for entry in parent.iterdir() if entry.is_dir()]
+        except OSError:
+            continue
+        for leaf in leaves:
+            if stale(leaf.name, os.getpid(), _held) and not _read(leaf / "cgroup.procs").strip():
+                with suppress(OSError):
+                    leaf.rmdir()
+                    removed += 1
+    return removed
 
 
 def _read(path: Path) -> str:

@@ -114,6 +114,9 @@ class LaunchPlan:
     make_dirs: tuple[str, ...] = ()
     resolv_conf: str | None = None
     """Where to write the resolver file bound over ``/etc/resolv.conf`` (outbound, allow-list)."""
+    hosts: tuple[str, str] | None = None
+    """An allow-list's ``/etc/hosts`` (where to write it, its text): its names, resolved at
+    start, are all the server can look up (it has no DNS)."""
     net: NetPlan | None = None
     limits: Limits | None = None
     warnings: tuple[str, ...] = field(default=())
@@ -138,10 +141,11 @@ def plan_launch(
     root: str,
     hidden: tuple[str, ...],
     allowed: tuple[tuple[str, int], ...] = (),
+    names: tuple[tuple[str, str], ...] = (),
 ) -> LaunchPlan:
     """The bwrap plan for ``entry`` (the caller has checked that ``host.bwrap`` exists and
     that the network needs are met). ``root`` is ``data_dir/sandbox``; ``allowed`` the
-    allow-list resolved to (address, port)."""
+    allow-list resolved to (address, port), ``names`` its names' (name, address)."""
     assert host.bwrap is not None
     own = f"{root}/{entry.name}"
     home = f"{own}/home"
@@ -161,6 +165,12 @@ def plan_launch(
     elif network is not NetworkMode.NONE:
         resolv = f"{own}/resolv.conf"
         argv += ["--ro-bind", resolv, "/etc/resolv.conf"]
+    hosts = None
+    if isinstance(network, tuple):
+        # DNS would carry data out to any name server: the names come from a hosts file.
+        lines = ["127.0.0.1 localhost", *(f"{address} {name}" for name, address in names)]
+        hosts = (f"{own}/hosts", "\n".join(lines) + "\n")
+        argv += ["--ro-bind", hosts[0], "/etc/hosts"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     binds = [(path, "--ro-bind") for path in entry.runtime]
     if entry.cwd is not None and not _within(entry.cwd, (*entry.read, *entry.write)):
@@ -184,7 +194,10 @@ def plan_launch(
     argv += ["--bind", home, home, "--bind", caches[0], f"{home}/.npm", "--bind", caches[1], f"{home}/.cache"]
     cwd = entry.cwd or (entry.gateway_cwd if _within(entry.gateway_cwd, visible) else home)
     argv += ["--chdir", cwd, "--", entry.command, *entry.args]
-    path_dirs = [str(PurePosixPath(entry.command).parent), *BASE_PATH.split(":")]
+    # A script's ``#!/usr/bin/env node`` looks its interpreter up on PATH: the runtime found
+    # for it (``~/.nvm/versions/node/v20``) must be on it, as it was on the operator's.
+    runtime_bins = [f"{folder}/bin" for folder in entry.runtime]
+    path_dirs = [str(PurePosixPath(entry.command).parent), *runtime_bins, *BASE_PATH.split(":")]
     env = {
         "PATH": ":".join(dict.fromkeys(path_dirs)),
         "HOME": home,
@@ -204,6 +217,7 @@ def plan_launch(
         home=home,
         make_dirs=(home, *caches),
         resolv_conf=resolv,
+        hosts=hosts,
         net=net,
         limits=sandbox.limits,
     )
@@ -226,22 +240,23 @@ def _masks(hidden: tuple[str, ...], visible: list[str]) -> list[tuple[str, bool]
     return masks
 
 
-def _header() -> list[str]:
-    return [
+def _header(*, dns: bool) -> list[str]:
+    lines = [
         "table inet mcp_sandbox {",
         "  chain output {",
         "    type filter hook output priority 0; policy accept;",
         '    oif "lo" accept',
-        f"    ip daddr {SLIRP_DNS} udp dport 53 accept",
-        f"    ip daddr {SLIRP_DNS} tcp dport 53 accept",
     ]
+    if dns:
+        lines += [f"    ip daddr {SLIRP_DNS} udp dport 53 accept", f"    ip daddr {SLIRP_DNS} tcp dport 53 accept"]
+    return lines
 
 
 def outbound_rules(addresses: tuple[str, ...]) -> str:
     """nft rules for ``outbound``: anything on the internet; not the host's loopback (also
     refused by slirp4netns), its own addresses, private or link-local ranges; no IPv6
     (slirp4netns gives none)."""
-    lines = _header()
+    lines = _header(dns=True)
     lines.append(f"    ip daddr {{ {', '.join(PRIVATE_V4)} }} reject")
     if addresses:
         lines.append(f"    ip daddr {{ {', '.join(addresses)} }} reject")
@@ -250,8 +265,9 @@ def outbound_rules(addresses: tuple[str, ...]) -> str:
 
 
 def allow_list_rules(allowed: tuple[tuple[str, int], ...]) -> str:
-    """nft rules for an allow-list: DNS and the listed (address, TCP port) pairs only."""
-    lines = _header()
+    """nft rules for an allow-list: the listed (address, TCP port) pairs only; no DNS (the
+    names are in the sandbox's hosts file), which would let data out in the queries."""
+    lines = _header(dns=False)
     for address, port in allowed:
         family = "ip6" if ":" in address else "ip"
         lines.append(f"    {family} daddr {address} tcp dport {port} accept")

@@ -15,20 +15,22 @@ private ranges. A forwarding proxy would be asked, not enforced: servers that ig
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import locale
 import logging
 import os
+import pwd
 import resource
 import shutil
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -139,16 +141,52 @@ def _check_paths(name: str, field: str, paths: tuple[str, ...], base: Path) -> t
     return tuple(resolved)
 
 
-def _resolve_allow_list(name: str, items: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
-    allowed: list[tuple[str, int]] = []
+def _check_cwd(name: str, cwd: str) -> None:
+    """The working directory is shown read-only, whole: not ``/``, the operator's home or a
+    folder above it (their keys, ``~/.ssh``, would be readable)."""
+    homes = {Path.home().resolve()}
+    with suppress(KeyError):
+        homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir).resolve())
+    path = Path(cwd)
+    if path == Path("/") or any(path == home or path in home.parents for home in homes):
+        raise IsolationError(
+            name, f"cwd: {cwd!r} would show the whole of it to the sandbox (the home's keys); use a project folder"
+        )
+
+
+def _host_names(resolved: tuple[tuple[str, str, int], ...]) -> tuple[tuple[str, str], ...]:
+    """(name, address) for the hosts file: names only, not addresses written as such."""
+    pairs = []
+    for host, address, _ in resolved:
+        with suppress(ValueError):
+            ipaddress.ip_address(host)
+            continue
+        pairs.append((host, address))
+    return tuple(dict.fromkeys(pairs))
+
+
+def _resolve_allow_list(
+    name: str, items: tuple[str, ...], resolve: Callable[..., Sequence[tuple[Any, ...]]] = socket.getaddrinfo
+) -> tuple[tuple[str, str, int], ...]:
+    """The allow-list's (host, IPv4 address, port); raises ``IsolationError`` naming an entry
+    the sandbox could never reach."""
+    allowed: list[tuple[str, str, int]] = []
     for index, item in enumerate(items):
         host, _, port = item.rpartition(":")
-        host = host.strip("[]")
         try:
-            infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+            infos = resolve(host, int(port), type=socket.SOCK_STREAM)
         except OSError as exc:
             raise IsolationError(name, f"sandbox.network[{index}]: cannot resolve {host!r}: {exc}") from exc
-        allowed += [(str(info[4][0]), int(port)) for info in infos if info[0] is socket.AF_INET]
+        found = [(host, str(info[4][0]), int(port)) for info in infos if info[0] is socket.AF_INET]
+        if not found:
+            # The sandbox's network (slirp4netns) is IPv4 only: an IPv6 address is unreachable.
+            raise IsolationError(name, f"sandbox.network[{index}]: {host!r} has no IPv4 address")
+        found = [item for item in found if not ipaddress.ip_address(item[1]).is_loopback]
+        if not found:
+            raise IsolationError(
+                name, f"sandbox.network[{index}]: {host!r} is the host's loopback, which a sandbox never reaches"
+            )
+        allowed += found
     return tuple(dict.fromkeys(allowed))
 
 
@@ -179,6 +217,8 @@ class SandboxLaunch:
         self._raw = (command, args, env, cwd)
         self._host_env = host_env
         self.plan: LaunchPlan | None = None
+        self.entry: Entry | None = None
+        """The entry as it started (command, cwd and grants resolved), once prepared."""
         self._cgroup: CgroupLimits | None = None
         self._block_w: int | None = None
         self._info_r: int | None = None
@@ -212,6 +252,10 @@ class SandboxLaunch:
             return self.plan
         network_warnings = self._network_fallback()
         runtime, links = runtime_paths(resolved)
+        if cwd_abs is not None:
+            _check_cwd(self.name, cwd_abs)
+        # A relative grant means what it would to the server: relative to its working directory.
+        grants_base = Path(cwd_abs) if cwd_abs is not None else base
         entry = Entry(
             self.name,
             resolved,
@@ -219,20 +263,45 @@ class SandboxLaunch:
             env,
             cwd_abs,
             str(base),
-            read=_check_paths(self.name, "read", self.sandbox.read, base),
-            write=_check_paths(self.name, "write", self.sandbox.write, base),
+            read=_check_paths(self.name, "read", self.sandbox.read, grants_base),
+            write=_check_paths(self.name, "write", self.sandbox.write, grants_base),
             runtime=runtime,
             links=links,
         )
+        self.entry = entry
         network = self.sandbox.network
-        allowed = _resolve_allow_list(self.name, network) if isinstance(network, tuple) else ()
-        hidden = (f"{self.site.data_dir.resolve()}/", *(str(p.resolve()) for p in self.site.hidden))
+        resolved_list = _resolve_allow_list(self.name, network) if isinstance(network, tuple) else ()
         plan = plan_launch(
-            entry, self.sandbox, self.facts, root=str(self.site.root.resolve()), hidden=hidden, allowed=allowed
+            entry,
+            self.sandbox,
+            self.facts,
+            root=str(self.site.root.resolve()),
+            hidden=self._hidden(),
+            allowed=tuple(dict.fromkeys((address, port) for _, address, port in resolved_list)),
+            names=_host_names(resolved_list),
         )
         warnings = (*network_warnings, *self._limit_warnings())
         self.plan = LaunchPlan(**{**plan.__dict__, "warnings": warnings})
         return self.plan
+
+    def _hidden(self) -> tuple[str, ...]:
+        """The data dir, and the files of the gateway's outside it that exist (a mask over a
+        file that does not exist would make it, empty, in a write grant)."""
+        data_dir = self.site.data_dir.resolve()
+        files = [Path(p).resolve() for p in self.site.hidden]
+        outside = [p for p in files if data_dir not in p.parents and p.is_file()]
+        return (f"{data_dir}/", *(str(p) for p in dict.fromkeys(outside)))
+
+    def applied(self) -> dict[str, Any]:
+        """The sandbox this start got, for the status: the network after any fallback, the
+        grants resolved, and the working directory (a read grant of its own)."""
+        view = self.sandbox.summary()
+        if self.entry is None:  # it started unconfined
+            return view
+        view["read"] = list(self.entry.read)
+        view["write"] = list(self.entry.write)
+        view["cwd"] = self.entry.cwd
+        return view
 
     def _missing_tools(self) -> list[str]:
         """Tools the sandbox needs that are missing; raises when a written setting needs them."""
@@ -404,7 +473,11 @@ class SandboxLaunch:
         self._child_fds, self._info_r, self._block_w = (), None, None
 
     def hit(self, returncode: int | None) -> str | None:
-        """Which limit ended the server, from its cgroup's counters and exit status."""
+        """Which limit ended the server, from its cgroup's counters and exit status: none
+        while its status is unknown or after a clean exit (it may have run into its process
+        limit, been refused a fork, and carried on)."""
+        if returncode is None or returncode == 0:
+            return None
         if self._cgroup is not None:
             which = self._cgroup.hit()
             if which is not None:
@@ -419,6 +492,8 @@ def _make_files(plan: LaunchPlan) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)
     if plan.resolv_conf is not None:
         Path(plan.resolv_conf).write_text(f"nameserver {SLIRP_DNS}\n")
+    if plan.hosts is not None:
+        Path(plan.hosts[0]).write_text(plan.hosts[1])
 
 
 def _read_info(fd: int) -> int | None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import make_url
+
 from mcp_aggregator.isolation.config import NetworkMode, SandboxConfig
 
 DEFAULT_MEMORY_MB = 2048
@@ -31,6 +33,20 @@ class SandboxSite:
     def root(self) -> Path:
         """``data_dir/sandbox``: ``<server>/home`` per server, ``cache/`` shared by runners."""
         return self.data_dir / "sandbox"
+
+
+def gateway_files(config: Path | None, database_url: str, cache_path: Path | None) -> tuple[Path, ...]:
+    """The gateway's files no server may see, wherever they live: its configuration, a
+    SQLite registry (and its journals: they hold what the database does) and the search's
+    embedding cache. Those in the data dir are hidden with it."""
+    files = [config] if config is not None else []
+    url = make_url(database_url)
+    database = url.database
+    if url.get_backend_name() == "sqlite" and database and database != ":memory:" and not database.startswith("file:"):
+        files += [Path(database + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+    if cache_path is not None:
+        files += [Path(str(cache_path) + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+    return tuple(files)
 
 
 @dataclass(frozen=True)

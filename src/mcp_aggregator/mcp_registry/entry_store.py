@@ -1,4 +1,4 @@
-"""``EntryStore``: the copy of each MCP Registry kept in the gateway's database (migration 0007).
+"""``EntryStore``: the copy of each MCP Registry kept in the gateway's database (migrations 0007, 0012).
 
 One row per (registry, entry name, version), with the registry's status and times and the
 whole item as fetched, so search and the page work while a registry does not answer.
@@ -11,8 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Boolean, String, Text, UniqueConstraint, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mcp_aggregator.mcp_registry.registry_sync import SyncState, after_failure, after_listing, read_sync, write_sync
 from mcp_aggregator.mcp_registry.server_json import RegistryItem
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.registry.tables import SCHEMA, Base, Json
@@ -54,50 +56,32 @@ class EntryStore:
         self._registry = registry
 
     async def save(self, registry: str, items: list[RegistryItem], *, now: datetime | None = None) -> None:
-        """Insert or replace each item; an item marked latest makes its other versions not latest."""
-        fetched = now or datetime.now(UTC)
-        async with self._registry.transaction() as session:
-            for item in items:
-                server, meta = item.server, item.official
-                values = {
-                    "description": server.description,
-                    "status": meta.status.value,
-                    "is_latest": meta.is_latest,
-                    "updated_at": meta.updated_at,
-                    "fetched_at": fetched,
-                    "item": item.model_dump(mode="json", by_alias=True, exclude_none=True),
-                }
-                if meta.is_latest:
-                    await session.execute(
-                        update(RegistryEntryRow)
-                        .where(RegistryEntryRow.source == registry, RegistryEntryRow.name == server.name)
-                        .values(is_latest=False)
-                    )
-                row = await session.scalar(
-                    select(RegistryEntryRow).where(
-                        RegistryEntryRow.source == registry,
-                        RegistryEntryRow.name == server.name,
-                        RegistryEntryRow.version == server.version,
-                    )
-                )
-                if row is None:
-                    session.add(RegistryEntryRow(source=registry, name=server.name, version=server.version, **values))
-                else:
-                    for key, value in values.items():
-                        setattr(row, key, value)
-                await session.flush()
+        """Insert or replace each item; an item marked latest makes its other versions not latest.
 
-    async def last_update(self, registry: str) -> tuple[datetime | None, datetime | None]:
-        """(newest ``updatedAt`` stored, when the registry was last fetched) for ``registry``."""
+        The registry's ``SyncState`` is left as it is: items that were not listed (an
+        install's look-up) say nothing about what the copy lacks.
+        """
         async with self._registry.transaction() as session:
-            row = (
-                await session.execute(
-                    select(func.max(RegistryEntryRow.updated_at), func.max(RegistryEntryRow.fetched_at)).where(
-                        RegistryEntryRow.source == registry
-                    )
-                )
-            ).one()
-        return _aware(row[0]), _aware(row[1])
+            await _save(session, registry, items, now or datetime.now(UTC))
+
+    async def save_listing(self, registry: str, items: list[RegistryItem], *, now: datetime) -> SyncState:
+        """Store what a listing that succeeded at ``now`` returned, and move the registry's
+        ``SyncState`` past it, in one transaction; the new state."""
+        async with self._registry.transaction() as session:
+            await _save(session, registry, items, now)
+            state = after_listing(await read_sync(session, registry), now, [i.official.updated_at for i in items])
+            await write_sync(session, registry, state)
+        return state
+
+    async def record_failure(self, registry: str, *, now: datetime, error: str) -> SyncState:
+        async with self._registry.transaction() as session:
+            state = after_failure(await read_sync(session, registry), now, error)
+            await write_sync(session, registry, state)
+        return state
+
+    async def sync_state(self, registry: str) -> SyncState:
+        async with self._registry.transaction() as session:
+            return await read_sync(session, registry)
 
     async def search(self, text: str, registries: list[str], *, limit: int = SEARCH_LIMIT) -> list[StoredEntry]:
         """Latest versions whose name or description holds ``text`` (any case), by name."""
@@ -128,6 +112,38 @@ class EntryStore:
         async with self._registry.transaction() as session:
             row = await session.scalar(query.limit(1))
         return None if row is None else _stored(row)
+
+
+async def _save(session: AsyncSession, registry: str, items: list[RegistryItem], fetched: datetime) -> None:
+    for item in items:
+        server, meta = item.server, item.official
+        values = {
+            "description": server.description,
+            "status": meta.status.value,
+            "is_latest": meta.is_latest,
+            "updated_at": meta.updated_at,
+            "fetched_at": fetched,
+            "item": item.model_dump(mode="json", by_alias=True, exclude_none=True),
+        }
+        if meta.is_latest:
+            await session.execute(
+                update(RegistryEntryRow)
+                .where(RegistryEntryRow.source == registry, RegistryEntryRow.name == server.name)
+                .values(is_latest=False)
+            )
+        row = await session.scalar(
+            select(RegistryEntryRow).where(
+                RegistryEntryRow.source == registry,
+                RegistryEntryRow.name == server.name,
+                RegistryEntryRow.version == server.version,
+            )
+        )
+        if row is None:
+            session.add(RegistryEntryRow(source=registry, name=server.name, version=server.version, **values))
+        else:
+            for key, value in values.items():
+                setattr(row, key, value)
+        await session.flush()
 
 
 def _stored(row: RegistryEntryRow) -> StoredEntry:

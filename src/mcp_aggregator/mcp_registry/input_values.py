@@ -62,10 +62,7 @@ class InputValues:
 
     def template(self, text: str, variables: Mapping[str, Input], *, label: str, secret: bool) -> str:
         """``text`` with each ``{name}`` filled; a secret variable makes the whole value secret."""
-        for name in _TEMPLATE_VAR.findall(text):
-            variable = variables.get(name)
-            if variable is not None and variable.is_secret:
-                secret = True
+        secret = secret or bool(secret_variables(text, variables))
 
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
@@ -89,6 +86,11 @@ class InputValues:
         if _ONLY_REFERENCES.fullmatch(value):
             return value
         return self._seal(value)
+
+
+def secret_variables(text: str, variables: Mapping[str, Input]) -> list[str]:
+    """The secret variables the template ``text`` uses."""
+    return [name for name in _TEMPLATE_VAR.findall(text) if name in variables and variables[name].is_secret]
 
 
 def _about(variable: Input) -> str:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from mcp_aggregator.errors import EntryRefusedError, InstallInputError
 from mcp_aggregator.isolation.config import SandboxConfig
-from mcp_aggregator.mcp_registry.input_values import InputValues
+from mcp_aggregator.mcp_registry.input_values import InputValues, secret_variables
 from mcp_aggregator.mcp_registry.server_json import (
     Argument,
     EntryStatus,
@@ -25,6 +25,7 @@ from mcp_aggregator.mcp_registry.server_json import (
     Package,
     RegistryItem,
     Remote,
+    ServerJson,
 )
 from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, ServerConfig, ServerOrigin
 
@@ -132,6 +133,15 @@ def plan_install(
     raise EntryRefusedError(f"{entry.name}@{entry.version} cannot run here: " + "; ".join(reasons))
 
 
+def what_runs(entry: ServerJson, toolchain: Toolchain) -> Package | Remote | None:
+    """What ``plan_install`` would run of ``entry`` here: the first package this machine can
+    run, else the first remote (None: nothing)."""
+    for package in entry.packages:
+        if _cannot_run(package, toolchain) is None:
+            return package
+    return entry.remotes[0] if entry.remotes else None
+
+
 @dataclass(frozen=True)
 class _Launch:
     """A package's part of the plan: the config fields that run it, what it needs made first."""
@@ -190,7 +200,8 @@ def _package_plan(
         venv = PypiVenv(path=path, requirement=f"{package.identifier}=={version}", launcher=launcher)
         command, args = launcher, package_args
         # Layered on the gateway's site-packages (pypi_venv): read-only inside the sandbox too.
-        sandbox = sandbox.model_copy(update={"read": (*sandbox.read, *gateway_site_dirs())})
+        added = tuple(d for d in gateway_site_dirs() if d not in sandbox.read)
+        sandbox = sandbox.model_copy(update={"read": (*sandbox.read, *added)})
         if runtime_args:
             warnings.append("runtimeArguments are for uvx and were left out (uv is not on PATH)")
     else:
@@ -228,7 +239,17 @@ def _sandbox(inputs: InstallInputs, private_dir: Path, values: InputValues) -> S
 
 
 def _remote_config(remote: Remote, inputs: InstallInputs, values: InputValues) -> dict[str, Any]:
-    url = values.template(remote.url, remote.variables, label=f"url {remote.url}", secret=False)
+    hidden = secret_variables(remote.url, remote.variables)
+    if hidden:
+        # A URL is used as it is stored (connections, health checks, the views), so a
+        # sealed value could not be opened in it, and an open one would be stored and shown.
+        values.problem(
+            f"url {remote.url}: variable {hidden[0]!r} is secret, and a secret in a remote's URL "
+            "cannot be kept sealed; not installed"
+        )
+        url = remote.url
+    else:
+        url = values.template(remote.url, remote.variables, label=f"url {remote.url}", secret=False)
     headers = _env_values(remote.headers, inputs.headers, values, what="header")
     declared = set(remote.variables) | {v for h in remote.headers for v in h.variables}
     for key in inputs.arguments:
@@ -260,19 +281,38 @@ def _arguments(declared: tuple[Argument, ...], values: InputValues) -> list[str]
     out: list[str] = []
     for arg in declared:
         label = f"argument {arg.name or arg.value_hint}"
-        if arg.is_secret and values.given(arg.key) is not None:
-            values.problem(f"{label} is secret: command-line arguments cannot be kept sealed; not installed")
+        given = values.given(arg.key)
+        if arg.is_secret or secret_variables(arg.value or "", arg.variables):
+            if given is not None or arg.value is not None or arg.default is not None or arg.is_required:
+                # Arguments are passed as stored (not expanded at start), and anyone on the
+                # machine may read a command line: a secret there could not stay sealed.
+                values.problem(f"{label} is secret: command-line arguments cannot be kept sealed; not installed")
             continue
-        value = values.resolve(arg, values.given(arg.key), label=label)
+        if arg.type == "named" and given is None and _is_flag(arg):
+            if arg.is_required:
+                assert arg.name is not None
+                out.append(arg.name)
+            continue
+        value = values.resolve(arg, given, label=label)
+        if value is None:
+            continue
         if arg.type == "named":
             assert arg.name is not None
-            if value is not None:
-                out += [arg.name, value] if value else [arg.name]
-            elif arg.is_required:
-                out.append(arg.name)
-        elif value is not None:
+            out += [arg.name, value] if value else [arg.name]
+        else:
             out.append(value)
     return out
+
+
+def _is_flag(arg: Argument) -> bool:
+    """A named argument that takes no value (``--stdio``): nothing says what a value would be."""
+    return (
+        arg.value is None
+        and arg.default is None
+        and arg.value_hint is None
+        and not arg.choices
+        and arg.format in (None, "boolean")
+    )
 
 
 def _unknown_arguments(package: Package, inputs: InstallInputs, values: InputValues) -> None:

@@ -3,7 +3,8 @@
 The steps: look the entry up (live), plan the configuration (``plan_install``), make what
 the server needs on this machine (its private directory; for PyPI without uv, its virtual
 environment), register it like ``servers add``, and wait until it is CONNECTED or has said
-why not. Nothing is registered when a step before registration fails.
+why not. Nothing is registered when a step before registration fails. An update whose
+new version does not connect puts the old configuration back.
 """
 
 from __future__ import annotations
@@ -18,10 +19,22 @@ from typing import Any, Protocol
 
 import anyio
 
-from mcp_aggregator.errors import EntryRefusedError, InstallInputError, ServerExistsError, ServerNotFoundError
+from mcp_aggregator.errors import (
+    EntryRefusedError,
+    InstallInputError,
+    McpRegistryError,
+    ServerExistsError,
+    ServerNotFoundError,
+)
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.isolation.config import NetworkMode
-from mcp_aggregator.mcp_registry.install_plan import InstallInputs, InstallPlan, Toolchain, plan_install
+from mcp_aggregator.mcp_registry.install_plan import (
+    InstallInputs,
+    InstallPlan,
+    Toolchain,
+    gateway_site_dirs,
+    plan_install,
+)
 from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
 from mcp_aggregator.mcp_registry.pypi_venv import build_venv
 from mcp_aggregator.mcp_registry.sealed_env import SealedEnv
@@ -32,6 +45,8 @@ from mcp_aggregator.settings.server_records import config_from_record
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 
 logger = logging.getLogger(__name__)
+
+CONTAINER_PROGRAMS = ("docker", "podman")
 
 FILE_REGISTRY = "file"
 """The origin's registry name for a server installed from a ``server.json`` file."""
@@ -99,7 +114,7 @@ class Installer:
         return Toolchain(
             npx=self._which("npx"),
             uvx=self._which("uvx"),
-            container=self._which("docker") or self._which("podman"),
+            container=next(filter(None, map(self._which, CONTAINER_PROGRAMS)), None),
         )
 
     async def entry(self, request: InstallRequest) -> tuple[str, RegistryItem]:
@@ -126,7 +141,13 @@ class Installer:
         for warning in plan.warnings:
             logger.warning("installing %s: %s", plan.config.name, warning)
         record = await target.register_server(plan.config, auto_connect=True)
-        return await _connected(target, record, plan.warnings, request.wait_secs)
+        outcome = await _connected(target, record, plan.warnings, request.wait_secs)
+        if outcome.error is not None:
+            # Kept registered, as ``servers add`` keeps a server: it is retried and connects
+            # once what it lacked (a network, an upstream) is there.
+            hint = f"it stays registered and is retried; to install it again, first: servers remove {record.name}"
+            outcome = replace(outcome, error=f"{outcome.error} ({hint})")
+        return outcome
 
     async def update(
         self, target: InstallTarget, server_name: str, version: str | None = None, *, wait_secs: float = 60.0
@@ -140,12 +161,35 @@ class Installer:
         if item.server.version == old.origin.version:
             status = target.supervisors[server_name].status if server_name in target.supervisors else record.status
             return InstallOutcome(record, status, None, (f"already at {old.origin.version}",), old.origin.version)
-        plan = self.plan(registry, item, _inputs_of(old, self._data_dir))
+        plan = _keeping_sandbox(self.plan(registry, item, _inputs_of(old, self._data_dir)), old)
         await self._prepare(plan)
         await target.remove_server_by_id(record.id)
         new_record = await target.register_server(plan.config, auto_connect=True)
         outcome = await _connected(target, new_record, plan.warnings, wait_secs)
+        if not outcome.connected:
+            # The old version worked (or at least was what the user chose): put it back
+            # rather than leave a server that does not connect in its place.
+            await target.remove_server_by_id(new_record.id)
+            if plan.venv is not None:
+                await self._restore_venv(old)
+            await target.register_server(old, auto_connect=record.enabled)
+            raise EntryRefusedError(
+                f"{item.server.name}@{item.server.version} did not connect ({outcome.error}); "
+                f"server {server_name!r} is kept at {old.origin.version}"
+            )
         return replace(outcome, previous_version=old.origin.version)
+
+    async def _restore_venv(self, old: ServerConfig) -> None:
+        """Put the old version back into the virtual environment the new one was installed in
+        (it has the same path); a failure is logged: the old server then says why it fails."""
+        assert old.origin is not None
+        try:
+            registry, item = await self.registries.look_up(
+                old.origin.name, old.origin.version, registry=old.origin.registry
+            )
+            await self._prepare(self.plan(registry, item, _inputs_of(old, self._data_dir)))
+        except McpRegistryError as exc:
+            logger.warning("updating %s: its environment was not put back to %s: %s", old.name, old.origin.version, exc)
 
     async def _prepare(self, plan: InstallPlan) -> None:
         if plan.private_dir is not None:
@@ -183,6 +227,17 @@ async def _connected(
     return InstallOutcome(record, status, error, warnings)
 
 
+def _keeping_sandbox(plan: InstallPlan, old: ServerConfig) -> InstallPlan:
+    """``plan`` with the sandbox settings the inputs do not carry (``enabled``, the limits)
+    as the installed server had them; a plan that runs in a container keeps its own."""
+    new = plan.config.sandbox
+    in_container = old.command is not None and Path(old.command).name in CONTAINER_PROGRAMS
+    if new is None or old.sandbox is None or new.enabled is False or in_container:
+        return plan
+    kept = old.sandbox.model_copy(update={"read": new.read, "write": new.write, "network": new.network})
+    return replace(plan, config=plan.config.model_copy(update={"sandbox": kept}))
+
+
 def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
     """The inputs an installed server was made with, as far as its config keeps them
     (secrets stay sealed; secret arguments were never kept)."""
@@ -197,7 +252,8 @@ def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
         headers=dict(config.headers),
         arguments=dict(config.origin.arguments),
         server_name=config.name,
-        grant_read=sandbox.read if sandbox is not None else (),
+        # The gateway's site-packages are the plan's own addition for a venv, not a grant.
+        grant_read=tuple(p for p in (sandbox.read if sandbox is not None else ()) if p not in gateway_site_dirs()),
         grant_write=tuple(p for p in (sandbox.write if sandbox is not None else ()) if p != private_dir),
         network=network,
     )

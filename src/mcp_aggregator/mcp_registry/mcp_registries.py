@@ -1,9 +1,11 @@
 """``McpRegistries``: the configured MCP Registries, their stored copies, search and look-up.
 
-Search answers from the stored copy, refreshing a registry first when its copy is older
-than its ``refresh_secs`` (``updated_since``: only what changed); a registry that does not
-answer is reported beside the results, which are then the copy last fetched. Looking up
-an entry to install always asks the registry, so a deleted or replaced entry is seen.
+Search answers from the stored copy, refreshing a registry first when its last listing is
+older than its ``refresh_secs`` (``updated_since``: only what changed, once a full listing
+has finished; see ``registry_sync``); a registry that does not answer is reported beside
+the results, which are then the copy last fetched, and is asked again only after a
+back-off. Looking up an entry to install always asks the registry, so a deleted or
+replaced entry is seen; what it finds is stored but moves no listing's state.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mcp_aggregator.errors import (
 from mcp_aggregator.mcp_registry.config import McpRegistrySource
 from mcp_aggregator.mcp_registry.entry_store import EntryStore, StoredEntry
 from mcp_aggregator.mcp_registry.registry_client import RegistryClient
+from mcp_aggregator.mcp_registry.registry_sync import SyncState
 from mcp_aggregator.mcp_registry.server_json import RegistryItem
 from mcp_aggregator.registry import Registry
 
@@ -68,37 +71,74 @@ class McpRegistries:
         return [self.sources[registry]]
 
     async def refresh(self, source: McpRegistrySource) -> int:
-        """Fetch what changed in ``source`` since the newest entry stored; the items stored.
+        """List what changed in ``source`` since the last listing (everything until a full
+        one has finished) into the copy; the items stored.
 
-        Raises ``RegistryUnreachableError``; ``RegistryError`` when the copy could not be
-        written (another replica storing the same entries at the same moment).
+        Raises ``RegistryUnreachableError`` (the failure recorded, for the back-off);
+        ``RegistryError`` when the copy could not be written (another replica storing the
+        same entries at the same moment).
         """
         async with self._refreshing:
-            newest, _ = await self.store.last_update(source.name)
+            return await self._refresh(source, await self._state(source))
+
+    async def _refresh(self, source: McpRegistrySource, state: SyncState) -> int:
+        now = self._clock()
+        try:
             async with RegistryClient(source, transport=self._transport) as client:
-                items, skipped = await client.list_updates(newest)
-            for line in skipped:
-                logger.warning("registry %s: skipped an entry: %s", source.name, line)
+                items, skipped = await client.list_updates(state.since)
+        except McpRegistryError as exc:
             try:
-                await self.store.save(source.name, items, now=self._clock())
-            except SQLAlchemyError as exc:
-                raise RegistryError(f"the copy of registry {source.name!r} was not stored: {exc}") from exc
+                await self.store.record_failure(source.name, now=now, error=str(exc))
+            except SQLAlchemyError as db_exc:
+                logger.warning("registry %s: its failure was not recorded: %s", source.name, db_exc)
+            raise
+        for line in skipped:
+            logger.warning("registry %s: skipped an entry: %s", source.name, line)
+        try:
+            await self.store.save_listing(source.name, items, now=now)
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"the copy of registry {source.name!r} was not stored: {exc}") from exc
         return len(items)
+
+    async def _state(self, source: McpRegistrySource) -> SyncState:
+        try:
+            return await self.store.sync_state(source.name)
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"the copy of registry {source.name!r} could not be read: {exc}") from exc
+
+    async def _refresh_if_due(self, source: McpRegistrySource) -> SyncState:
+        """The state after refreshing ``source`` if it is due; raises as ``refresh``."""
+        async with self._refreshing:
+            # Read under the lock: a search that waited here finds the copy another one just refreshed.
+            state = await self._state(source)
+            if state.due(self._clock(), source.refresh_secs):
+                await self._refresh(source, state)
+                state = await self._state(source)
+            return state
 
     async def search(self, text: str, *, registry: str | None = None, refresh: bool = True) -> SearchAnswer:
         sources = self._chosen(registry)
         problems = []
         for source in sources:
-            _, fetched = await self.store.last_update(source.name)
-            stale = fetched is None or (self._clock() - fetched).total_seconds() >= source.refresh_secs
-            if refresh and stale:
-                try:
-                    await self.refresh(source)
-                except (McpRegistryError, RegistryError) as exc:
-                    when = f"the copy fetched {fetched.isoformat()}" if fetched else "no copy yet"
-                    problems.append(f"{exc}; showing {when}")
+            try:
+                state = await (self._refresh_if_due(source) if refresh else self._state(source))
+            except (McpRegistryError, RegistryError) as exc:
+                problems.append(f"{exc}; showing {_copy_of(await self._state_or_none(source))}")
+                continue
+            retry = state.retry_at(source.refresh_secs)
+            if retry is not None:
+                # Still failing, and not asked again until the back-off ends.
+                problems.append(
+                    f"{state.last_error} (asked again after {retry.isoformat()}); showing {_copy_of(state)}"
+                )
         entries = await self.store.search(text, [s.name for s in sources])
         return SearchAnswer(entries, problems)
+
+    async def _state_or_none(self, source: McpRegistrySource) -> SyncState | None:
+        try:
+            return await self._state(source)
+        except RegistryError:
+            return None
 
     async def look_up(self, name: str, version: str | None, *, registry: str | None = None) -> tuple[str, RegistryItem]:
         """(registry name, item) from the first registry that has it, asked live.
@@ -122,3 +162,8 @@ class McpRegistries:
         if unreachable is not None:
             raise unreachable
         raise EntryNotFoundError(name, ", ".join(s.name for s in sources), version)
+
+
+def _copy_of(state: SyncState | None) -> str:
+    listed = state.listed_at if state is not None else None
+    return f"the copy fetched {listed.isoformat()}" if listed else "no copy yet"

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -103,6 +104,8 @@ class ServerSupervisor:
         """Whether the running process is confined (None before its first start)."""
         self.sandbox_warnings: tuple[str, ...] = ()
         """What the last start could not confine (the platform lacks a tool), said in the status."""
+        self.sandbox_applied: dict[str, Any] | None = None
+        """The sandbox the running process got (after any fallback), as the views show it."""
         self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
@@ -258,13 +261,11 @@ class ServerSupervisor:
                     await tg.start(connection.run)
             except (UpstreamConnectError, EnvVarError, SignInRequiredError) as exc:
                 # Raised outside the task group, or anyio would wrap it in an ExceptionGroup.
-                failure = exc
+                failure = self._why_start_failed(connection, exc)
             else:
                 self.connection = connection
-                launch = connection.pipe.launch if connection.pipe is not None else None
-                if launch is not None and launch.plan is not None:
-                    self.sandbox_warnings = launch.warnings
-                    self.sandbox_active = launch.plan.sandboxed
+                self._note_sandbox(connection)
+                self.limit_hit = None  # a new process: the last one's limit is history (last_error)
                 self._move(ServerEvent.CONNECT_OK)
                 watch = anyio.CancelScope()
                 if connection.pipe is not None:
@@ -284,6 +285,38 @@ class ServerSupervisor:
             if "limit" not in reason:
                 reason = f"{reason}: it exceeded its sandbox's {hit} limit"
         return reason
+
+    def _note_sandbox(self, connection: UpstreamConnection) -> None:
+        """What this start's sandbox was, for the status (also when the start failed)."""
+        launch = connection.pipe.launch if connection.pipe is not None else None
+        if launch is not None and launch.plan is not None:
+            self.sandbox_warnings = launch.warnings
+            self.sandbox_active = launch.plan.sandboxed
+            self.sandbox_applied = launch.applied()
+
+    def _why_start_failed(
+        self, connection: UpstreamConnection, exc: UpstreamConnectError | EnvVarError | SignInRequiredError
+    ) -> UpstreamConnectError | EnvVarError | SignInRequiredError:
+        """A start that failed because the server died says how (its exit, the sandbox limit
+        it ran into), not only that the handshake was cut short."""
+        self._note_sandbox(connection)
+        pipe = connection.pipe
+        if not isinstance(exc, UpstreamConnectError) or pipe is None or pipe.gone_reason is None:
+            return exc
+        message = str(exc)
+        gone = pipe.gone_reason
+        if pipe.limit_hit is not None:
+            self.limit_hit = pipe.limit_hit
+            if "limit" not in gone:
+                gone = f"{gone}: it exceeded its sandbox's {pipe.limit_hit} limit"
+        elif "closed" not in message:
+            return exc  # it did not die on its own: we ended it (a timeout), which says enough
+        if gone in message:
+            return exc
+        detail = message.removeprefix(f"{self.name}: ")
+        better = type(exc)(self.name, f"{detail}; {gone}")
+        better.__cause__ = exc
+        return better
 
     async def _watch_pipe(self, connection: UpstreamConnection, pipe: StdioPipe, scope: anyio.CancelScope) -> None:
         """Give the session up the moment its server process is gone (killed, crashed, exited)."""
