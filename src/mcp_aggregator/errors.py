@@ -69,6 +69,7 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 
 class AggregatorError(Exception):
@@ -297,15 +298,18 @@ class PolicyError(AggregatorError):
 class ToolHeldError(PolicyError):
     """A call to a tool held by definition pinning, until an admin approves it."""
 
-    def __init__(self, server: str, tool: str, *, changed: bool) -> None:
+    _WHY: Final = {
+        "changed": "its definition changed since it was approved",
+        "new": "it is new on this server and not approved yet",
+        "flagged": "a guardrail on tool definitions found something in it that no admin has approved",
+    }
+
+    def __init__(self, server: str, tool: str, *, reason: str) -> None:
+        """``reason``: ``changed``, ``new`` or ``flagged`` (the pin's status)."""
         self.server = server
         self.tool = tool
-        self.changed = changed
-        why = (
-            "its definition changed since it was approved"
-            if changed
-            else "it is new on this server and not approved yet"
-        )
+        self.reason = reason
+        why = self._WHY[reason]
         super().__init__(
             f"Tool {server}.{tool} is held: {why}. An admin must review and approve it "
             f"(POST /api/v1/aggregator/servers/<id>/tools/approve)"

@@ -42,7 +42,7 @@ class Refusal(Exception):
         (UpstreamCallError("s", "boom", code=-32602), Outcome.ERROR),
         (UpstreamTimeoutError("s", "slow"), Outcome.ERROR),
         (PolicyDeniedError("no"), Outcome.DENIED),
-        (ToolHeldError("s", "t", changed=True), Outcome.DENIED),
+        (ToolHeldError("s", "t", reason="changed"), Outcome.DENIED),
         (ForeignDeniedError(), Outcome.DENIED),
         (Refusal(), Outcome.DENIED),
     ],

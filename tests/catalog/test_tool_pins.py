@@ -92,3 +92,34 @@ def test_approving_a_tool_that_is_not_held_names_it() -> None:
     with pytest.raises(KeyError) as info:
         approve_pins(pins_of(tool("a")), ["a", "zz"])
     assert info.value.args == ("a", "zz")
+
+
+def test_a_pin_made_before_a_finding_does_not_clear_it_until_an_admin_approves() -> None:
+    pins = pins_of(tool("a"), tool("b"))
+    flagged = review_tools(pins, [tool("a"), tool("b")], new_tools=NewToolPolicy.ALLOW, suspect={"a"})
+    assert [t.name for t in flagged.exposable] == ["b"] and flagged.modified
+    assert flagged.pins["a"].status is PinStatus.FLAGGED
+    assert flagged.pins["a"].fingerprint == flagged.pins["a"].pending_fingerprint == pins["a"].fingerprint
+    again = review_tools(flagged.pins, [tool("a"), tool("b")], new_tools=NewToolPolicy.ALLOW, suspect={"a"})
+    assert not again.modified and [t.name for t in again.exposable] == ["b"]
+    # The rule is gone (or finds nothing now): the pinned definition is served again.
+    unruled = review_tools(flagged.pins, [tool("a"), tool("b")], new_tools=NewToolPolicy.ALLOW)
+    assert [t.name for t in unruled.exposable] == ["a", "b"]
+
+    cleared = approve_pins(flagged.pins, ["a"])
+    assert cleared["a"].status is PinStatus.APPROVED and cleared["a"].cleared_fingerprint == pins["a"].fingerprint
+    served = review_tools(cleared, [tool("a"), tool("b")], new_tools=NewToolPolicy.ALLOW, suspect={"a"})
+    assert [t.name for t in served.exposable] == ["a", "b"] and not served.modified
+    # The clearance is of that definition only: a rewrite with a finding is held again.
+    rewritten = review_tools(cleared, [tool("a", "worse")], new_tools=NewToolPolicy.ALLOW, suspect={"a"})
+    assert rewritten.pins["a"].status is PinStatus.CHANGED and not rewritten.exposable
+
+
+def test_approving_a_held_tool_clears_its_finding_only_when_it_had_one() -> None:
+    held = review_tools(pins_of(tool("a"), tool("b")), [tool("a", "x"), tool("b", "y")], new_tools=NewToolPolicy.ALLOW)
+    approved = approve_pins(held.pins, [], suspect={"a"})
+    assert approved["a"].cleared_fingerprint == held.pins["a"].pending_fingerprint
+    assert approved["b"].cleared_fingerprint is None
+    later = review_tools(approved, [tool("a", "x"), tool("b", "y")], new_tools=NewToolPolicy.ALLOW, suspect={"a", "b"})
+    assert [t.name for t in later.exposable] == ["a"], "b was approved before any finding: held by it now"
+    assert later.pins["b"].status is PinStatus.FLAGGED

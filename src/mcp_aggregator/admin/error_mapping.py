@@ -51,8 +51,7 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     if isinstance(exc, McpRegistryError):
         return _mcp_registry_error(exc)
     if isinstance(exc, ToolHeldError):
-        reason = "changed" if exc.changed else "new"
-        return 409, {"message": str(exc), "server": exc.server, "tool": exc.tool, "reason": reason}
+        return 409, {"message": str(exc), "server": exc.server, "tool": exc.tool, "reason": exc.reason}
     if isinstance(exc, PolicyDeniedError):
         return 403, {"message": str(exc), "rule": exc.rule, "tool": exc.tool}
     if isinstance(exc, ServerNotFoundError | RoutingError):

@@ -72,7 +72,8 @@ class ServerCreate(BaseModel):
 
 class ToolPublic(BaseModel):
     """A discovered tool. ``pin_status`` is ``approved`` for a served tool; ``changed`` or ``new``
-    for one held by definition pinning, with the trusted and the pending definition to compare."""
+    for one held by definition pinning, ``flagged`` for an approved definition a guardrail's
+    finding holds; a held one has the trusted and the pending definition to compare."""
 
     id: str
     name: str = Field(description="Namespaced: {server}.{original_name}")
@@ -83,7 +84,9 @@ class ToolPublic(BaseModel):
     skill_ids: list[str]
     primary_skill_id: str | None
     is_classified: bool
-    pin_status: str | None = Field(default=None, description="approved | changed | new; null when pinning is off")
+    pin_status: str | None = Field(
+        default=None, description="approved | changed | flagged | new; null when pinning is off"
+    )
     approved_definition: dict[str, Any] | None = None
     pending_definition: dict[str, Any] | None = None
     hold_reasons: list[str] = Field(

@@ -8,6 +8,7 @@ from typing import Any
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway
 from mcp_aggregator.admin.schemas import OriginPublic, ServerDetail, ServerPublic, ToolPublic
+from mcp_aggregator.catalog.tool_pin_book import pin_of
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.isolation.sandbox_policy import effective
@@ -67,7 +68,7 @@ def tools_with_pins(
                 skill_ids=[],
                 primary_skill_id=None,
                 is_classified=False,
-                pin_status="new" if pin.fingerprint is None else "changed",
+                pin_status=pin_of(pin)[1].status.value,
                 approved_definition=pin.definition,
                 pending_definition=pending,
                 hold_reasons=reasons(server.name, pending),

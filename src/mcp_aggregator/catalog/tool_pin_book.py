@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 import mcp_types as types
 
 from mcp_aggregator.catalog.naming import exposed_name, namespace
-from mcp_aggregator.catalog.tool_pins import NewToolPolicy, PinStatus, ToolPin, approve_pins, review_tools
+from mcp_aggregator.catalog.tool_pins import NewToolPolicy, ToolPin, approve_pins, review_tools
 from mcp_aggregator.errors import ToolHeldError, ToolNotFoundError
 from mcp_aggregator.registry import ToolPinRecord
 
@@ -38,6 +38,8 @@ class ToolPinBook:
         self._max_name_length = max_name_length
         self._pins: dict[str, dict[str, ToolPin]] = {}
         self._names: dict[str, str] = {}
+        self._suspect: dict[str, frozenset[str]] = {}
+        """The tools a guardrail found something in at each server's latest listing."""
         for server_id, pin in pins:
             self._pins.setdefault(server_id, {})[pin.tool_name] = pin
 
@@ -49,6 +51,7 @@ class ToolPinBook:
         self._names[server_id] = server_name
         if not self.enabled:
             return tuple(tool for tool in tools if tool.name not in suspect)
+        self._suspect[server_id] = frozenset(suspect)
         review = review_tools(self._pins.get(server_id, {}), tools, new_tools=self._new_tools, suspect=suspect)
         if review.modified:
             self._pins[server_id] = review.pins
@@ -63,7 +66,7 @@ class ToolPinBook:
         """
         pins = self._pins.get(server_id, {})
         try:
-            approved = approve_pins(pins, names)
+            approved = approve_pins(pins, names, suspect=self._suspect.get(server_id, ()))
         except KeyError as exc:
             server = self._names.get(server_id, server_id)
             raise ToolNotFoundError(", ".join(namespace(server, str(n)) for n in exc.args)) from None
@@ -81,6 +84,7 @@ class ToolPinBook:
         for server_id in [sid for sid, known in self._names.items() if known == name]:
             self._pins.pop(server_id, None)
             self._names.pop(server_id, None)
+            self._suspect.pop(server_id, None)
 
     def check_not_held(self, name: str, server: str | None = None) -> None:
         """Raise ``ToolHeldError`` if ``name`` (any spelling a client may use) is a held tool."""
@@ -92,7 +96,7 @@ class ToolPinBook:
                 continue
             for pin in pins.values():
                 if pin.held and name in self._spellings(server_name, pin.tool_name, explicit=server is not None):
-                    raise ToolHeldError(server_name, pin.tool_name, changed=pin.status is PinStatus.CHANGED)
+                    raise ToolHeldError(server_name, pin.tool_name, reason=pin.status.value)
 
     def _spellings(self, server: str, tool: str, *, explicit: bool) -> set[str]:
         if explicit:
@@ -104,7 +108,12 @@ class ToolPinBook:
 def pin_of(record: ToolPinRecord) -> tuple[str, ToolPin]:
     """``(server_id, pin)`` from the registry's record."""
     pin = ToolPin(
-        record.tool_name, record.fingerprint, record.definition, record.pending_fingerprint, record.pending_definition
+        record.tool_name,
+        record.fingerprint,
+        record.definition,
+        record.pending_fingerprint,
+        record.pending_definition,
+        record.cleared_fingerprint,
     )
     return record.server_id, pin
 
@@ -117,4 +126,5 @@ def record_of(server_id: str, pin: ToolPin) -> ToolPinRecord:
         definition=pin.definition,
         pending_fingerprint=pin.pending_fingerprint,
         pending_definition=pin.pending_definition,
+        cleared_fingerprint=pin.cleared_fingerprint,
     )

@@ -5,6 +5,11 @@ fingerprinted when the gateway first trusts it. A later discovery that lists a d
 definition under the same name does not replace the trusted one: the tool is *held*
 (``changed``) with its new definition kept aside until an admin approves it. This is the
 defence against an upstream that rewrites a tool after it was reviewed ("rug pull").
+
+A guardrail on tool definitions can hold a tool too (it is ``suspect``). A pin made before
+the finding existed (the tool was trusted on first sight, or before the rule was added) does
+not clear it: the pinned definition itself is held (``flagged``) until an admin approves it
+knowing the finding; that approval is kept on the pin (``cleared_fingerprint``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class NewToolPolicy(StrEnum):
 class PinStatus(StrEnum):
     APPROVED = "approved"
     CHANGED = "changed"
+    FLAGGED = "flagged"
     NEW = "new"
 
 
@@ -54,7 +60,10 @@ def fingerprint(definition: Mapping[str, Any]) -> str:
 class ToolPin:
     """The trusted definition of one tool of one server, and a pending one if it is held.
 
-    ``fingerprint``/``definition`` are ``None`` for a new tool held before its first approval.
+    ``fingerprint``/``definition`` are ``None`` for a new tool held before its first approval;
+    a pending fingerprint equal to the trusted one is that definition held by a guardrail
+    finding (``flagged``). ``cleared_fingerprint`` is the definition an admin approved while
+    a guardrail's finding held it: a finding on that definition holds it no more.
     """
 
     tool_name: str
@@ -62,12 +71,15 @@ class ToolPin:
     definition: JsonObject | None
     pending_fingerprint: str | None = None
     pending_definition: JsonObject | None = None
+    cleared_fingerprint: str | None = None
 
     @property
     def status(self) -> PinStatus:
         if self.pending_fingerprint is None:
             return PinStatus.APPROVED
-        return PinStatus.NEW if self.fingerprint is None else PinStatus.CHANGED
+        if self.fingerprint is None:
+            return PinStatus.NEW
+        return PinStatus.FLAGGED if self.pending_fingerprint == self.fingerprint else PinStatus.CHANGED
 
     @property
     def held(self) -> bool:
@@ -98,7 +110,9 @@ def review_tools(
     """Decide, for one server's discovered ``tools``, which are served and which are held.
 
     * no pins at all: the server's first discovery; every tool is pinned and served;
-    * same fingerprint as the pin: served (a pending change the upstream took back is dropped);
+    * same fingerprint as the pin: served (a pending change the upstream took back is dropped),
+      unless the name is in ``suspect`` and an admin has not cleared this definition: held as
+      ``flagged`` (the pin predates the finding, so it does not vouch for it);
     * different fingerprint: held as ``changed``, the pinned definition kept;
     * unpinned name on a known server: pinned and served (``allow``) or held as ``new`` (``hold``);
     * an unpinned name in ``suspect`` (a guardrail found something in its definition): held as
@@ -120,6 +134,8 @@ def review_tools(
                 exposable.append(tool)
             else:
                 out[tool.name] = ToolPin(tool.name, None, None, seen, definition)
+        elif pin.fingerprint == seen and tool.name in suspect and pin.cleared_fingerprint != seen:
+            out[tool.name] = replace(pin, pending_fingerprint=seen, pending_definition=definition)
         elif pin.fingerprint == seen:
             out[tool.name] = replace(pin, pending_fingerprint=None, pending_definition=None)
             exposable.append(tool)
@@ -128,8 +144,13 @@ def review_tools(
     return PinReview(tuple(exposable), out, out != dict(pins))
 
 
-def approve_pins(pins: Mapping[str, ToolPin], names: Collection[str]) -> dict[str, ToolPin]:
+def approve_pins(
+    pins: Mapping[str, ToolPin], names: Collection[str], *, suspect: Collection[str] = ()
+) -> dict[str, ToolPin]:
     """Trust the pending definitions of ``names`` (every held tool when empty).
+
+    The approval of a ``flagged`` pin, or of a name in ``suspect`` (a guardrail found
+    something in its pending definition), clears that definition of the finding.
 
     Raises:
         KeyError: a name is not held (its ``args`` list every such name).
@@ -141,5 +162,7 @@ def approve_pins(pins: Mapping[str, ToolPin], names: Collection[str]) -> dict[st
     out = dict(pins)
     for name in wanted:
         pin = pins[name]
-        out[name] = ToolPin(name, pin.pending_fingerprint, pin.pending_definition)
+        cleared = pin.status is PinStatus.FLAGGED or name in suspect
+        pending = pin.pending_fingerprint
+        out[name] = ToolPin(name, pending, pin.pending_definition, cleared_fingerprint=pending if cleared else None)
     return out

@@ -120,4 +120,6 @@ class ToolPinRecord:
     definition: JsonObject | None
     pending_fingerprint: str | None = None
     pending_definition: JsonObject | None = None
+    cleared_fingerprint: str | None = None
+    """The definition an admin approved while a guardrail's finding held it (migration 0013)."""
     updated_at: datetime | None = None

@@ -442,6 +442,7 @@ class Registry:
                 row.definition = pin.definition
                 row.pending_fingerprint = pin.pending_fingerprint
                 row.pending_definition = pin.pending_definition
+                row.cleared_fingerprint = pin.cleared_fingerprint
                 row.updated_at = now
                 session.add(row)
             # An approval (or a first pin) made on one replica must hold on all of them.

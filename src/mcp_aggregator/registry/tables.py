@@ -183,6 +183,7 @@ class ToolPinRow(Base):
     definition: Mapped[dict[str, Any] | None] = mapped_column(Json)
     pending_fingerprint: Mapped[str | None] = mapped_column(String(64))
     pending_definition: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    cleared_fingerprint: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime]
 
     def to_record(self) -> ToolPinRecord:
@@ -193,5 +194,6 @@ class ToolPinRow(Base):
             definition=self.definition,
             pending_fingerprint=self.pending_fingerprint,
             pending_definition=self.pending_definition,
+            cleared_fingerprint=self.cleared_fingerprint,
             updated_at=self.updated_at,
         )

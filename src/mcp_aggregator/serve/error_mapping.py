@@ -42,8 +42,7 @@ def to_mcp_error(exc: AggregatorError) -> MCPError:
     if isinstance(exc, InvalidInputError):
         return MCPError(INVALID_PARAMS, str(exc), {"field": exc.field, "reason": exc.reason})
     if isinstance(exc, ToolHeldError):
-        reason = "changed" if exc.changed else "new"
-        return MCPError(TOOL_HELD, str(exc), {"server": exc.server, "tool": exc.tool, "reason": reason})
+        return MCPError(TOOL_HELD, str(exc), {"server": exc.server, "tool": exc.tool, "reason": exc.reason})
     if isinstance(exc, PolicyDeniedError):
         return MCPError(POLICY_DENIED, str(exc), {"rule": exc.rule, "tool": exc.tool})
     if isinstance(exc, AmbiguousToolError):
