@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from fastapi import FastAPI
@@ -102,3 +103,48 @@ async def test_an_open_failure_policy_lets_the_call_pass_and_records_it() -> Non
         counts = served.gateway.guard.counts
         assert counts[("hook", "flag", "webhook", "arguments")] == 1
         assert counts[("hook", "flag", "webhook", "results")] == 1
+
+
+@asynccontextmanager
+async def silent_service() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+    """A service that takes each request and answers none until the block ends."""
+    asked: list[dict[str, Any]] = []
+    released = anyio.Event()
+    app = FastAPI()
+
+    @app.post("/verdict")
+    async def verdict(body: dict[str, Any]) -> dict[str, Any]:
+        asked.append(body)
+        await released.wait()
+        return {"decision": "allow"}
+
+    async with served_app(app) as base:
+        try:
+            yield f"{base}/verdict", asked
+        finally:
+            released.set()  # so the server can shut down: nothing is left waiting
+
+
+async def test_a_service_that_does_not_answer_in_time_follows_the_failure_policy() -> None:
+    async with silent_service() as (url, asked):
+        block = hook(url, action="block", timeout_secs=0.2, on=["arguments"])
+        flag = {**hook(url, action="flag", timeout_secs=0.2), "name": "watch", "tools": ["weather"]}
+        settings = guarded_settings([block, flag])
+        async with served_over_http(settings) as served, Client(served.mcp_url, mode="auto", cache=None) as client:
+            with anyio.fail_after(20):  # far above both timeouts: a hook without one would hang here
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("leaky__echo", {"text": "hello"})
+                passed = await client.call_tool("leaky__weather", {"city": "Oslo"})
+            message = refused.value.error.message
+            assert "guardrail 'hook' (webhook) found unreachable" in message and "Timeout" in message
+            assert text_of(passed).startswith("Oslo: sunny"), "open for a flag rule: the call went through"
+            assert [(body["rule"], body["where"]) for body in asked] == [
+                ("hook", "arguments"),
+                ("watch", "arguments"),
+                ("watch", "results"),
+            ]
+            counts = served.gateway.guard.counts
+            assert counts[("hook", "block", "webhook", "arguments")] == 1
+            assert counts[("watch", "flag", "webhook", "arguments")] == 1
+            assert counts[("watch", "flag", "webhook", "results")] == 1
+            assert ("hook", "mask", "webhook", "arguments") not in counts
