@@ -76,6 +76,14 @@ PII = [
     ("iban DE89 3704 0044 0532 0130 01", PiiEntity.IBAN_CODE, False),
     ("host 192.168.10.20 up", PiiEntity.IP_ADDRESS, True),
     ("version 1.2.3.400", PiiEntity.IP_ADDRESS, False),
+    ("host 2001:db8:85a3::8a2e:370:7334 up", PiiEntity.IP_ADDRESS, True),
+    ("from fe80::1.", PiiEntity.IP_ADDRESS, True),
+    ("peer [2001:0db8:0000:0000:0000:ff00:0042:8329]:443", PiiEntity.IP_ADDRESS, True),
+    ("mapped ::ffff:192.0.2.128 here", PiiEntity.IP_ADDRESS, True),
+    ("at 12:30:45 on 2026-11-28T12:30:45Z", PiiEntity.IP_ADDRESS, False),
+    ("mac 00:1a:2b:3c:4d:5e and eui 00:1a:2b:ff:fe:3c:4d:5e", PiiEntity.IP_ADDRESS, False),
+    ("every other x[1::2], std::vector, Foo::bar, a::b::c", PiiEntity.IP_ADDRESS, False),
+    ("ratio 16:9, 1:2:3, chapter 3:16, fe80::gg", PiiEntity.IP_ADDRESS, False),
 ]
 
 
@@ -83,6 +91,12 @@ PII = [
 def test_personal_data_is_found_by_its_own_rules(text: str, entity: PiiEntity, found: bool) -> None:
     labels = {f.label for f in PiiDetector([entity]).find(text)}
     assert (entity.value in labels) is found
+
+
+def test_an_ipv6_address_is_one_finding_over_its_whole_text() -> None:
+    text = "peer ::ffff:192.0.2.128 and 2001:db8::1"
+    spans = [text[f.start : f.end] for f in PiiDetector([PiiEntity.IP_ADDRESS]).find(text)]
+    assert spans == ["::ffff:192.0.2.128", "2001:db8::1"]
 
 
 def test_only_the_entities_asked_for_are_found() -> None:
