@@ -69,7 +69,8 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 
 class AggregatorError(Exception):
@@ -407,11 +408,25 @@ class EntryInvalidError(McpRegistryError):
         super().__init__(f"invalid server.json: {field}: {reason}")
 
 
-class InstallInputError(McpRegistryError):
-    """The inputs given do not satisfy the entry: every missing required one is listed."""
+@dataclass(frozen=True)
+class MissingInput:
+    """A required input no value was given for: what a client may ask its user for."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
+    field: str
+    """Where its value goes in an install request: ``env``, ``headers`` or ``arguments``."""
+    name: str
+    description: str | None = None
+    secret: bool = False
+    choices: tuple[str, ...] = ()
+
+
+class InstallInputError(McpRegistryError):
+    """The inputs given do not satisfy the entry: every problem is listed; ``missing`` holds
+    the problems that are only a required input without a value."""
+
+    def __init__(self, problems: Sequence[str], missing: Sequence[MissingInput] = ()) -> None:
         self.problems = list(problems)
+        self.missing = list(missing)
         super().__init__("; ".join(self.problems))
 
 
@@ -420,4 +435,9 @@ class RegistryUnreachableError(McpRegistryError):
 
 
 class AdminClientError(AggregatorError):
-    """A request of the CLI to a running gateway's REST API failed; ``str(err)`` is for the user."""
+    """A request of the CLI to a running gateway's REST API failed; ``str(err)`` is for the user;
+    ``detail`` is the error answer's ``detail`` when the gateway gave one."""
+
+    def __init__(self, message: str, *, detail: Any = None) -> None:
+        self.detail = detail
+        super().__init__(message)

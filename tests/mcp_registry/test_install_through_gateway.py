@@ -144,7 +144,10 @@ async def test_a_remote_gets_its_secret_header_sealed_sent_and_never_shown(
         assert secret not in text
 
 
-async def test_bad_input_is_refused_clearly_and_registers_nothing(tmp_path: Path) -> None:
+async def test_bad_input_is_refused_clearly_and_registers_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     async with (
         serving(local_registry()) as local,
         gateway_with_registry(local.url, npm_project(tmp_path)) as gw,
@@ -164,6 +167,10 @@ async def test_bad_input_is_refused_clearly_and_registers_nothing(tmp_path: Path
             "env WEATHER_API_KEY is required (API key)",
             "env REGION is required",
         ]
+        assert missing.json()["detail"]["missing"] == [
+            {"field": "env", "name": "WEATHER_API_KEY", "description": "API key", "secret": True, "choices": None},
+            {"field": "env", "name": "REGION", "description": None, "secret": False, "choices": ["eu", "us"]},
+        ]
         secret = "wk-env-secret-0123456789"
         keys = {"WEATHER_API_KEY": secret, "REGION": "eu", **OFFLINE}
         with_keys = await api.post("/registry/install", json={"name": "io.example/memory-with-keys", "env": keys})
@@ -173,7 +180,8 @@ async def test_bad_input_is_refused_clearly_and_registers_nothing(tmp_path: Path
         assert detail["connection_config"]["env"]["WEATHER_API_KEY"] == "***"
         stored = (await gw.gateway.registry.get_server(keys_id)).connection_config["env"]
         assert stored["WEATHER_API_KEY"].startswith("${sealed:") and stored["REGION"] == "eu"
-        assert secret not in with_keys.text + str(detail) + str(stored)
+        shown = [with_keys.text, (await api.get(f"/servers/{keys_id}")).text, (await api.get("/servers")).text]
+        assert secret not in "".join(shown) + str(stored)
         assert (await api.delete(f"/servers/{keys_id}")).status_code == 204
 
         invalid = await api.post("/registry/install", json={"server_json": {**npm_memory(), "name": "x"}})
@@ -188,6 +196,43 @@ async def test_bad_input_is_refused_clearly_and_registers_nothing(tmp_path: Path
         ]
         taken = await api.post("/registry/install", json={"name": "io.example/old-memory"})
         assert (taken.status_code, taken.json()["detail"]) == (409, "Server already exists: old-memory")
+    assert "memory-with-keys" in caplog.text, "the gateway's log of the install was captured"
+    assert secret not in caplog.text
+
+
+async def test_an_installed_npm_server_runs_sandboxed_writing_only_where_granted(tmp_path: Path) -> None:
+    granted = tmp_path / "granted"
+    granted.mkdir()
+    elsewhere = tmp_path / "not-granted"
+    elsewhere.mkdir()
+    entities = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote programs"]}]}
+    async with (
+        serving(local_registry()) as local,
+        gateway_with_registry(local.url, npm_project(tmp_path)) as gw,
+        admin(gw) as api,
+    ):
+        body = {
+            "name": MEMORY,
+            "env": {**OFFLINE, "MEMORY_FILE_PATH": str(granted / "memory.jsonl")},
+            "grant_write": [str(granted)],
+            "network": "none",
+        }
+        answer = await api.post("/registry/install", json=body)
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["connected"] is True
+        sandbox = (await api.get(f"/servers/{answer.json()['server']['id']}")).json()["sandbox"]
+        assert (sandbox["active"], sandbox["network"]) == (True, "none")
+        assert str(granted) in sandbox["write"]
+
+        # The same server told to keep its graph where no grant reaches: the sandbox stops the write.
+        outside = {**body, "server_name": "outside", "env": {**OFFLINE, "MEMORY_FILE_PATH": str(elsewhere / "m.jsonl")}}
+        assert (await api.post("/registry/install", json=outside)).json()["connected"] is True
+        async with mcp_client(gw) as client:
+            assert "Ada" in text_of(await client.call_tool("server-memory__create_entities", entities))
+            refused = await client.call_tool("outside__create_entities", entities)
+        assert "wrote programs" in (granted / "memory.jsonl").read_text()
+        assert refused.is_error
+        assert list(elsewhere.iterdir()) == []
 
 
 async def test_a_registry_that_does_not_answer_registers_nothing(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_aggregator.cli.registry_commands import read_env_file
 from tests.cli.conftest import run_cli
 from tests.mcp_registry.gateway_with_registry import ADMIN, gateway_with_registry, npm_project
 from tests.mcp_registry.local_registry import LocalRegistry, item, memory_version, npm_memory, serving, with_secrets
@@ -42,7 +43,11 @@ async def test_search_add_list_and_update_from_the_command_line(tmp_path: Path) 
 
         missing = await run_cli("registry", "add", "io.example/memory-with-keys", *at)
         assert missing.exit_code == 1
-        assert "env WEATHER_API_KEY is required (API key); env REGION is required" in missing.output
+        assert (
+            "env WEATHER_API_KEY is required (API key); env REGION is required; "
+            "give them with --env/--header/--arg K=V or --env-file PATH, "
+            "or run on a terminal (without --json) to be asked"
+        ) in missing.output
 
         unknown = await run_cli("registry", "add", "io.example/nope@2.0.0", *at)
         assert unknown.exit_code == 1
@@ -110,3 +115,23 @@ async def test_a_server_json_file_is_checked_and_installed(tmp_path: Path) -> No
         )
         assert installed.exit_code == 0, installed.output
         assert f"from-file: CONNECTED, 9 tools (io.example/from-file@{memory_version()} from file)" in installed.output
+
+
+def test_an_env_file_gives_key_value_lines_skipping_comments_and_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.env"
+    path.write_text("# keys\n\nAPI_KEY=sk-0123=x\nexport REGION = \"eu\"\nEMPTY=\nQUOTED='a b'\n")
+    assert read_env_file(path) == {"API_KEY": "sk-0123=x", "REGION": "eu", "EMPTY": "", "QUOTED": "a b"}
+
+
+async def test_a_missing_or_malformed_env_file_is_refused_naming_it_and_the_line(tmp_path: Path) -> None:
+    # Refused before any gateway is asked: none answers at this address.
+    at = ["--gateway", "http://127.0.0.1:9", "--token", ADMIN]
+    none = await run_cli("registry", "add", MEMORY, "--env-file", str(tmp_path / "none.env"), *at)
+    assert none.exit_code == 2
+    assert f"--env-file {tmp_path / 'none.env'}: No such file or directory" in none.output
+    bad = tmp_path / "bad.env"
+    bad.write_text("GOOD=1\nsk-secret-without-a-key\n")
+    refused = await run_cli("registry", "update", "notes", "--env-file", str(bad), *at)
+    assert refused.exit_code == 2
+    assert f"--env-file {bad}: line 2: expected KEY=VALUE" in refused.output
+    assert "sk-secret-without-a-key" not in refused.output

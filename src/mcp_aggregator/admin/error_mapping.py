@@ -8,6 +8,7 @@ parts (422 query ``{field, reason}``, 502 aggregation, 503 ``{server, status}``)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import FastAPI
@@ -79,7 +80,8 @@ def _mcp_registry_error(exc: McpRegistryError) -> tuple[int, Any]:
     if isinstance(exc, EntryInvalidError):
         return 422, {"message": str(exc), "field": exc.field, "reason": exc.reason}
     if isinstance(exc, InstallInputError):
-        return 422, {"message": str(exc), "problems": exc.problems}
+        missing = [{**asdict(m), "choices": list(m.choices) or None} for m in exc.missing]
+        return 422, {"message": str(exc), "problems": exc.problems, "missing": missing}
     if isinstance(exc, RegistryUnreachableError):
         return 502, str(exc)
     return 409, str(exc)

@@ -88,8 +88,12 @@ async def install_entry(gateway: GatewayDep, body: RegistryInstall) -> InstallRe
 
 @router.post("/update", responses=_ERRORS)
 async def update_server(gateway: GatewayDep, body: RegistryUpdate) -> InstallResult:
-    """Move a server installed from a registry to ``version`` (default: the latest), keeping its inputs."""
-    outcome = await gateway.installer.update(gateway, body.server_name, body.version, wait_secs=body.wait_secs)
+    """Move a server installed from a registry to ``version`` (default: the latest), keeping its
+    inputs; those given are added (a new version may ask for more)."""
+    given = InstallInputs(env=body.env, headers=body.headers, arguments=body.arguments)
+    outcome = await gateway.installer.update(
+        gateway, body.server_name, body.version, wait_secs=body.wait_secs, given=given
+    )
     return await _result(gateway, outcome)
 
 

@@ -67,10 +67,16 @@ class RegistryInstall(BaseModel):
 
 
 class RegistryUpdate(BaseModel):
+    """Move a server to another version; ``env``/``headers``/``arguments`` add to (or replace)
+    the inputs it was installed with, for what the new version asks that the old did not."""
+
     model_config = ConfigDict(extra="forbid")
 
     server_name: str
     version: str | None = Field(default=None, description="Default: the latest")
+    env: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    arguments: dict[str, str] = Field(default_factory=dict)
     wait_secs: float = Field(default=60.0, ge=0, le=600)
 
 

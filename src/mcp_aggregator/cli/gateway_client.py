@@ -125,7 +125,8 @@ class GatewayClient:
                 f"the gateway at {base} has no {method} {API_PREFIX}{path} (it runs without this feature)"
             )
         if response.status_code >= 400:
-            raise AdminClientError(api_error_message(response.status_code, answer))
+            detail = answer.get("detail") if isinstance(answer, dict) else None
+            raise AdminClientError(api_error_message(response.status_code, answer), detail=detail)
         return answer
 
     def server(self, name: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from mcp_aggregator.errors import InstallInputError
+from mcp_aggregator.errors import InstallInputError, MissingInput
 from mcp_aggregator.mcp_registry.server_json import Input
 
 _TEMPLATE_VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
@@ -24,6 +24,7 @@ class InputValues:
         self._arguments = arguments
         self._seal = seal
         self._problems: list[str] = []
+        self._missing: list[MissingInput] = []
         self.secret_keys: set[str] = set()
         """Argument keys whose values went into a secret: never to be stored in the clear."""
 
@@ -40,10 +41,11 @@ class InputValues:
     def raise_problems(self) -> None:
         """Raise ``InstallInputError`` listing every problem found so far, if any."""
         if self._problems:
-            raise InstallInputError(self._problems)
+            raise InstallInputError(self._problems, self._missing)
 
-    def resolve(self, item: Input, given: str | None, *, label: str) -> str | None:
-        """The value for ``item`` (sealed if secret), or None when it is optional and unset."""
+    def resolve(self, item: Input, given: str | None, *, label: str, field: str, key: str) -> str | None:
+        """The value for ``item`` (sealed if secret), or None when it is optional and unset;
+        a required one left unset is missing as ``key`` of the request's ``field``."""
         if given is not None:
             value: str | None = given
             secret = item.is_secret
@@ -53,7 +55,8 @@ class InputValues:
             value, secret = item.default, item.is_secret
         if value is None:
             if item.is_required:
-                self.problem(f"{label} is required" + (f" ({item.description})" if item.description else ""))
+                self.problem(f"{label} is required" + _about(item))
+                self._missing.append(_missing(field, key, item, secret=item.is_secret))
             return None
         if item.choices and value not in item.choices:
             self.problem(f"{label} must be one of {', '.join(item.choices)}")
@@ -74,6 +77,7 @@ class InputValues:
             if value is None:
                 if variable.is_required or name not in variables:
                     self.problem(f"{label}: variable {name!r} is required" + _about(variable))
+                    self._missing.append(_missing("arguments", name, variable, secret=secret))
                 return ""
             if variable.choices and value not in variable.choices:
                 self.problem(f"{label}: variable {name!r} must be one of {', '.join(variable.choices)}")
@@ -91,6 +95,10 @@ class InputValues:
 def secret_variables(text: str, variables: Mapping[str, Input]) -> list[str]:
     """The secret variables the template ``text`` uses."""
     return [name for name in _TEMPLATE_VAR.findall(text) if name in variables and variables[name].is_secret]
+
+
+def _missing(field: str, key: str, item: Input, *, secret: bool) -> MissingInput:
+    return MissingInput(field, key, item.description, secret, tuple(item.choices or ()))
 
 
 def _about(variable: Input) -> str:

@@ -269,7 +269,8 @@ def _env_values(
     undeclared ones the user gave, passed as they are."""
     out = {}
     for item in declared:
-        value = values.resolve(item, given.get(item.name), label=f"{what} {item.name}")
+        field = "env" if what == "env" else "headers"
+        value = values.resolve(item, given.get(item.name), label=f"{what} {item.name}", field=field, key=item.name)
         if value is not None:
             out[item.name] = value
     names = {item.name for item in declared}
@@ -293,7 +294,7 @@ def _arguments(declared: tuple[Argument, ...], values: InputValues) -> list[str]
                 assert arg.name is not None
                 out.append(arg.name)
             continue
-        value = values.resolve(arg, given, label=label)
+        value = values.resolve(arg, given, label=label, field="arguments", key=arg.key)
         if value is None:
             continue
         if arg.type == "named":

@@ -150,9 +150,16 @@ class Installer:
         return outcome
 
     async def update(
-        self, target: InstallTarget, server_name: str, version: str | None = None, *, wait_secs: float = 60.0
+        self,
+        target: InstallTarget,
+        server_name: str,
+        version: str | None = None,
+        *,
+        wait_secs: float = 60.0,
+        given: InstallInputs | None = None,
     ) -> InstallOutcome:
-        """Move an installed server to ``version`` (the latest when None), keeping its inputs."""
+        """Move an installed server to ``version`` (the latest when None), keeping its inputs;
+        the ``env``, ``headers`` and ``arguments`` of ``given`` are added over them."""
         record = await target.registry.get_server_by_name(server_name)
         old = config_from_record(record)
         if old.origin is None or old.origin.registry == FILE_REGISTRY:
@@ -161,7 +168,8 @@ class Installer:
         if item.server.version == old.origin.version:
             status = target.supervisors[server_name].status if server_name in target.supervisors else record.status
             return InstallOutcome(record, status, None, (f"already at {old.origin.version}",), old.origin.version)
-        plan = _keeping_sandbox(self.plan(registry, item, _inputs_of(old, self._data_dir)), old)
+        inputs = _with_given(_inputs_of(old, self._data_dir), given or InstallInputs())
+        plan = _keeping_sandbox(self.plan(registry, item, inputs), old)
         await self._prepare(plan)
         await target.remove_server_by_id(record.id)
         new_record = await target.register_server(plan.config, auto_connect=True)
@@ -236,6 +244,15 @@ def _keeping_sandbox(plan: InstallPlan, old: ServerConfig) -> InstallPlan:
         return plan
     kept = old.sandbox.model_copy(update={"read": new.read, "write": new.write, "network": new.network})
     return replace(plan, config=plan.config.model_copy(update={"sandbox": kept}))
+
+
+def _with_given(kept: InstallInputs, given: InstallInputs) -> InstallInputs:
+    return replace(
+        kept,
+        env={**kept.env, **given.env},
+        headers={**kept.headers, **given.headers},
+        arguments={**kept.arguments, **given.arguments},
+    )
 
 
 def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
