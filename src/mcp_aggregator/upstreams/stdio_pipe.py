@@ -566,10 +566,17 @@ class _ServerProcess(asyncio.SubprocessProtocol):
 
 async def _end_group(pid: int, process: _ServerProcess) -> None:
     """SIGTERM the server's process group (it leads one: ``start_new_session``), SIGKILL
-    it after the grace period, and wait for the leader to be reaped."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    it after the grace period, and wait for the leader to be reaped; then SIGKILL what is
+    left of the group. A leader that obeys SIGTERM can leave members that do not: a
+    sandbox ended mid set-up leaves bwrap's pid-namespace init waiting for its parent, and
+    an init ignores every signal it has no handler for except SIGKILL."""
+    try:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
+            with anyio.move_on_after(_STOP_GRACE_SECS):
+                await process.exited.wait()
+                return
+    finally:
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        with anyio.move_on_after(_STOP_GRACE_SECS):
-            await process.exited.wait()
-            return
+            os.killpg(pid, signal.SIGKILL)
