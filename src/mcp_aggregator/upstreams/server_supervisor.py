@@ -106,6 +106,7 @@ class ServerSupervisor:
         """What the last start could not confine (the platform lacks a tool), said in the status."""
         self.sandbox_applied: dict[str, Any] | None = None
         """The sandbox the running process got (after any fallback), as the views show it."""
+        self._sandbox_error: str | None = None
         self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
@@ -240,7 +241,23 @@ class ServerSupervisor:
         return address_of(self.config.base_url or self.config.url)
 
     async def _connect_and_hold(self) -> str:
-        """Connect, then hold the session until it ends; returns why it ended."""
+        """Connect, then hold the session until it ends; returns why it ended.
+
+        A start whose sandbox bwrap itself could not set up is made once more at once, as
+        part of the same attempt: seen here as a rare netlink error while bwrap brings up the
+        namespace's loopback (``bwrap: loopback: Failed RTM_NEWADDR``), which a second start
+        does not meet, and which should not cost a backoff or a failed first attempt."""
+        self._sandbox_error = None
+        try:
+            return await self._connect_once()
+        except UpstreamConnectError:
+            error = self._sandbox_error
+            if error is None:
+                raise
+        logger.warning("upstream %s: its sandbox could not be set up (%s); starting it again", self.name, error)
+        return await self._connect_once()
+
+    async def _connect_once(self) -> str:
         connection = UpstreamConnection(
             self.config,
             env=self._env,
@@ -262,6 +279,8 @@ class ServerSupervisor:
             except (UpstreamConnectError, EnvVarError, SignInRequiredError) as exc:
                 # Raised outside the task group, or anyio would wrap it in an ExceptionGroup.
                 failure = self._why_start_failed(connection, exc)
+                if connection.pipe is not None:
+                    self._sandbox_error = connection.pipe.sandbox_error
             else:
                 self.connection = connection
                 self._note_sandbox(connection)

@@ -106,6 +106,8 @@ class StdioPipe:
         self.params = params
         self.launch = launch
         """The server's sandbox, or None to start it as the gateway's own child."""
+        self.sandbox_error: str | None = None
+        """bwrap's own first error line (``bwrap: ...``), when the sandbox could not be set up."""
         self.limit_hit: str | None = None
         """The sandbox limit that ended the server (``memory``, ``processes``, ``cpu``), once it did."""
         self._scrub = scrub
@@ -348,6 +350,8 @@ class StdioPipe:
         pending = lines.pop()[-_HEAD_BYTES:]
         for line in lines:
             text = self._scrub(line.decode(errors="replace"))
+            if self.sandbox_error is None and self.launch is not None and text.startswith("bwrap: "):
+                self.sandbox_error = text
             with suppress(OSError, ValueError):
                 print(f"[{self.name}] {text}", file=errlog, flush=True)
         return pending
