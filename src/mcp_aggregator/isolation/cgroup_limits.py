@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -29,6 +30,8 @@ _REMOVE_PAUSE_SECS: Final = 0.01
 _REMOVE_MAX_PAUSE_SECS: Final = 0.25
 _held: set[str] = set()
 """This process's leaves in use (made, not yet removed): never swept."""
+_SWEEP_EVERY_SECS: Final = 60.0
+_last_sweep: float | None = None
 
 
 def cgroup_version(root: Path = CGROUP_ROOT) -> str | None:
@@ -81,7 +84,7 @@ class CgroupLimits:
 
     def create(self) -> None:
         """Raises OSError when the cgroup cannot be made or limited."""
-        sweep(self.version, self._root)
+        _sweep_now_and_then(self.version, self._root)
         _held.add(self.leaf)
         if self.version == "v2":
             for parent in (self._root, self._root / _GROUP):
@@ -185,6 +188,16 @@ def stale(name: str, own_pid: int, held: set[str], alive: Callable[[int], bool] 
     if pid == own_pid:
         return name not in held
     return not alive(pid)
+
+
+def _sweep_now_and_then(version: str, root: Path) -> None:
+    """Sweep at the first start and then at most once a minute: a start of fifty servers
+    would otherwise read every leftover leaf fifty times on the event loop."""
+    global _last_sweep  # one clock for the process, like _held
+    now = time.monotonic()
+    if _last_sweep is None or now - _last_sweep >= _SWEEP_EVERY_SECS:
+        _last_sweep = now
+        sweep(version, root)
 
 
 def sweep(version: str, root: Path = CGROUP_ROOT) -> int:
