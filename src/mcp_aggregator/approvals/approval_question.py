@@ -1,0 +1,67 @@
+"""What the calling client is asked about a held call, and what its answer decides. Pure.
+
+The question is a form elicitation: it names the tool, the server, the rule and the exact
+arguments (as ``shown_arguments`` shows them: secrets masked), and asks for a yes/no
+``approve`` and an optional ``reason``. A 2025-11-25 client gets it as an
+``elicitation/create`` request; a 2026-07-28 client as an input request of a multi-round-trip
+``InputRequiredResult`` (the server's parked calls carry it), which the SDK client answers
+with the same elicitation handler.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Final
+
+import mcp_types as types
+
+from mcp_aggregator.approvals.approval import Approval, ApprovalStatus
+
+APPROVE: Final = "approve"
+REASON: Final = "reason"
+_MAX_SHOWN: Final = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAnswer:
+    """What a client's answer decided: ``status`` None when it decided nothing (dismissed,
+    or it could not be asked): the call waits on for an admin where the rule lets one decide."""
+
+    status: ApprovalStatus | None
+    reason: str | None = None
+
+
+def question(approval: Approval) -> types.ElicitRequest:
+    shown = json.dumps(approval.arguments, indent=2, sort_keys=True, ensure_ascii=False)
+    if len(shown) > _MAX_SHOWN:
+        shown = shown[:_MAX_SHOWN] + "\n… (cut)"
+    message = (
+        f"Approve this tool call? (rule {approval.rule!r})\n"
+        f"Tool: {approval.tool}\nServer: {approval.server}\nArguments:\n{shown}"
+    )
+    schema: types.ElicitRequestedSchema = {
+        "type": "object",
+        "properties": {
+            APPROVE: {"type": "boolean", "title": "Approve this call", "default": False},
+            REASON: {"type": "string", "title": "Reason (optional)"},
+        },
+        "required": [APPROVE],
+    }
+    return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def answer_of(answer: types.InputResponse | types.ErrorData) -> ClientAnswer:
+    """The decision in the client's answer to ``question``."""
+    if not isinstance(answer, types.ElicitResult):
+        return ClientAnswer(None)
+    content = answer.content or {}
+    reason = content.get(REASON)
+    reason = reason.strip() or None if isinstance(reason, str) else None
+    if answer.action == "accept":
+        if content.get(APPROVE) is True:
+            return ClientAnswer(ApprovalStatus.APPROVED, reason)
+        return ClientAnswer(ApprovalStatus.DENIED, reason or "denied by the client")
+    if answer.action == "decline":
+        return ClientAnswer(ApprovalStatus.DENIED, reason or "declined by the client")
+    return ClientAnswer(None)
