@@ -14,14 +14,17 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus
 from mcp_aggregator.gateway import Gateway
+from tests.audit.test_audit_through_gateway import fast_path_of
 from tests.caching.test_result_cache_through_gateway import tally_upstream, text
 from tests.cli.conftest import run_cli
 from tests.conftest import serving_gateway, settings_for
@@ -98,3 +101,145 @@ async def test_the_calling_client_approves_or_denies_a_held_call_through_elicita
     yes, no = asked.messages
     assert "Tool: tally" in yes and "Server: tally" in yes and '"label": "yes"' in yes
     assert "ghp_" not in no and "[REDACTED:" in no  # secrets masked as the guardrails mask them
+
+
+class Calls:
+    """Tool calls made in the background of a test, each answer (or error text) kept by label."""
+
+    def __init__(self, client: Client, tg: Any) -> None:
+        self.client = client
+        self.tg = tg
+        self.answers: dict[str, str] = {}
+
+    def start(self, label: str, tool: str = "tally__tally") -> None:
+        async def call() -> None:
+            try:
+                self.answers[label] = text(await self.client.call_tool(tool, {"label": label}))
+            except MCPError as exc:
+                self.answers[label] = f"error: {exc}"
+
+        self.tg.start_soon(call)
+
+
+def admin_api(base: str, token: str = ADMIN) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=base + API, headers={"Authorization": f"Bearer {token}"}, timeout=DEADLINE)
+
+
+ADA = "ada-token-0123456789abcdef"
+FIELDS = {
+    "id", "rule", "client", "profile", "server", "tool", "arguments", "digest", "status",
+    "created_at", "expires_at", "decided_by", "reason",
+}  # fmt: skip
+
+
+async def test_an_admin_approves_a_held_call_over_rest_and_it_runs_once_and_a_denied_one_never_runs() -> None:
+    clients = [{"name": "ada", "token": ADA, "profiles": ["default"]}]
+    settings = settings_for(tally_upstream(), sections={"approvals": [rule(ask="admin")], "clients": clients})
+    async with (
+        served_over_http(settings, admin_token=ADMIN) as served,
+        client_of(served.mcp_url, ADA) as client,
+        admin_api(served.base) as admin,
+        admin_api(served.base, ADA) as ada_as_admin,
+    ):
+        desk = Desk(served.gateway)
+        fast = fast_path_of(served.app)
+        async with anyio.create_task_group() as tg:
+            calls = Calls(client, tg)
+            calls.start("ship-it")
+            held = await desk.next_held()
+            listed = (await admin.get("/approvals", params={"server": "tally", "client": "ada"})).json()
+            [item] = listed["approvals"]
+            assert FIELDS <= set(item)
+            assert (item["id"], item["status"], item["client"], item["server"], item["tool"], item["arguments"]) == (
+                held.id, "pending", "ada", "tally", "tally", {"label": "ship-it"},
+            )  # fmt: skip
+            # A client's token never decides through the admin path, its own call least of all.
+            assert (await ada_as_admin.post(f"/approvals/{held.id}", json={"decision": "approve"})).status_code == 401
+            assert (await admin.post(f"/approvals/{held.id}", json={"decision": "maybe"})).status_code == 422
+            decided = await admin.post(f"/approvals/{held.id}", json={"decision": "approve"})
+            assert decided.status_code == 200, decided.text
+            assert (decided.json()["status"], decided.json()["decided_by"]) == ("approved", "admin")
+        assert calls.answers["ship-it"] == "ship-it #1"
+        again = await admin.post(f"/approvals/{held.id}", json={"decision": "deny"})
+        assert again.status_code == 409 and "approved already" in again.text
+        assert (await admin.post("/approvals/nope", json={"decision": "deny"})).status_code == 404
+
+        async with anyio.create_task_group() as tg:
+            calls = Calls(client, tg)
+            calls.start("drop-it")
+            held = await desk.next_held()
+            denied = await admin.post(f"/approvals/{held.id}", json={"decision": "deny", "reason": "wrong branch"})
+            assert denied.json()["reason"] == "wrong branch"
+        assert "was denied: wrong branch" in calls.answers["drop-it"]
+
+        forwarded = fast.forwarded
+        assert await reached(client) == 1  # only the approved call reached the upstream
+        assert fast.forwarded == forwarded + 1  # a call under no rule takes the fast path
+        assert (await admin.get("/approvals")).json() == {"approvals": []}
+        every = (await admin.get("/approvals", params={"status": "all"})).json()["approvals"]
+        assert [a["status"] for a in every] == ["denied", "approved"]
+        metrics = (await admin.get(served.base + "/metrics")).text
+        assert 'mcp_aggregator_approval_decisions_total{status="approved"} 1' in metrics
+        assert 'mcp_aggregator_approval_decisions_total{status="denied"} 1' in metrics
+        assert "mcp_aggregator_approvals_waiting 0" in metrics
+
+
+async def test_an_admin_decides_held_calls_with_the_cli_an_undecided_one_expires_and_the_audit_keeps_it_all() -> None:
+    rules = [rule(ask="admin"), {"name": "quick", "tools": ["tally.broken"], "timeout_secs": 1}]
+    settings = settings_for(tally_upstream(), sections={"approvals": rules})
+    async with (
+        served_over_http(settings, admin_token=ADMIN) as served,
+        client_of(served.mcp_url, None) as client,
+        admin_api(served.base) as admin,
+    ):
+        desk = Desk(served.gateway)
+        cli = ("--gateway", served.base, "--token", ADMIN)
+        async with anyio.create_task_group() as tg:
+            calls = Calls(client, tg)
+            calls.start("via-cli")
+            held = await desk.next_held()
+            listed = await run_cli("approvals", "list", *cli)
+            assert listed.exit_code == 0, listed.output
+            assert held.id in listed.output and "pending" in listed.output
+            approved = await run_cli("approvals", "approve", held.id, *cli)
+            assert approved.exit_code == 0, approved.output
+            assert f"{held.id}: approved (tally.tally)" in approved.output
+        assert calls.answers["via-cli"] == "via-cli #1"
+
+        async with anyio.create_task_group() as tg:
+            calls = Calls(client, tg)
+            calls.start("not-via-cli")
+            denied_call = await desk.next_held()
+            denied = await run_cli("approvals", "deny", denied_call.id, "--reason", "not today", *cli)
+            assert denied.exit_code == 0, denied.output
+        assert "was denied: not today" in calls.answers["not-via-cli"]
+        twice = await run_cli("approvals", "deny", denied_call.id, *cli)
+        assert twice.exit_code == 1 and "denied already" in twice.output
+
+        with pytest.raises(MCPError) as expired:
+            await client.call_tool("tally__broken", {})
+        assert "was not approved in time (it expired)" in str(expired.value)
+        assert await reached(client) == 1
+
+        assert served.gateway.audit is not None
+        await served.gateway.audit.flush()
+        items = (await admin.get("/audit", params={"server": "tally"})).json()["items"]
+        events = {
+            (item["method"], item["error"].split(": ")[1]) for item in items if item["method"].startswith("approvals/")
+        }
+        assert events == {
+            ("approvals/held", "held"), ("approvals/approved", "approved"),
+            ("approvals/denied", "denied"), ("approvals/expired", "expired"),
+        }  # fmt: skip
+        [approved_entry] = [item for item in items if item["method"] == "approvals/approved"]
+        assert "by admin; via cli" in approved_entry["error"] and f"digest {held.digest}" in approved_entry["error"]
+
+
+@asynccontextmanager
+async def client_of(url: str, token: str | None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=DEADLINE) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,  # type: ignore[arg-type]
+    ):
+        yield client
