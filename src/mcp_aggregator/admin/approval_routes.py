@@ -81,7 +81,6 @@ def _is_client_token(settings: Settings, authorization: str | None) -> bool:
         return False
     token = presented.strip()
     digest = hashlib.sha256(token.encode()).hexdigest()
-    return (
-        token in settings.serve.mcp_tokens
-        or any(c.token == token or c.token_sha256 == digest for c in settings.clients)
+    return token in settings.serve.mcp_tokens or any(
+        c.token == token or c.token_sha256 == digest for c in settings.clients
     )
