@@ -14,11 +14,12 @@ import anyio
 import pytest
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus, DecidedVia
-from mcp_aggregator.approvals.approval_desk import RESTARTED, ApprovalDesk
+from mcp_aggregator.approvals.approval_desk import RESTARTED, STOPPING, ApprovalDesk
 from mcp_aggregator.approvals.approval_question import ClientAnswer
 from mcp_aggregator.approvals.approval_store import ApprovalStore
 from mcp_aggregator.errors import ApprovalDecidedError, ApprovalNotFoundError, ApprovalRefusedError
 from mcp_aggregator.registry import Registry, RegistrySettings
+from tests.registry.conftest import Database
 
 DEADLINE = 10
 
@@ -44,9 +45,13 @@ def approval(**changes: Any) -> Approval:
     return Approval(**fields)
 
 
+def sqlite_in(directory: Path) -> RegistrySettings:
+    return RegistrySettings(database_url=f"sqlite+aiosqlite:///{directory / 'registry.db'}")
+
+
 @asynccontextmanager
-async def store_at(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
-    settings = RegistrySettings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'registry.db'}")
+async def store_at(settings: RegistrySettings) -> AsyncIterator[ApprovalStore]:
+    """A store on the database of ``settings``, migrated."""
     async with Registry(settings), ApprovalStore(settings) as store:
         yield store
 
@@ -79,8 +84,8 @@ class Watch:
             self.pending.set()
 
 
-async def test_a_held_call_is_decided_once(tmp_path: Path) -> None:
-    async with store_at(tmp_path) as store:
+async def test_a_held_call_is_decided_once(database: Database) -> None:
+    async with store_at(database.settings()) as store:
         desk = ApprovalDesk(store)
         watch = Watch(desk)
         call = held(desk)
@@ -104,8 +109,8 @@ async def test_a_held_call_is_decided_once(tmp_path: Path) -> None:
             await desk.decide("nope", approve=True, by="admin", via=DecidedVia.REST, reason=None)
 
 
-async def test_a_decision_another_replica_stores_releases_the_call_held_here(tmp_path: Path) -> None:
-    async with store_at(tmp_path) as here_store, store_at(tmp_path) as there_store:
+async def test_a_decision_another_replica_stores_releases_the_call_held_here(database: Database) -> None:
+    async with store_at(database.settings()) as here_store, store_at(database.settings()) as there_store:
         here = ApprovalDesk(here_store, shared=True, poll_secs=0.05)
         there = ApprovalDesk(there_store, shared=True)
         watch = Watch(here)
@@ -128,7 +133,7 @@ async def test_a_decision_another_replica_stores_releases_the_call_held_here(tmp
 
 
 async def test_the_client_and_an_admin_race_and_only_the_first_decision_counts(tmp_path: Path) -> None:
-    async with store_at(tmp_path) as store:
+    async with store_at(sqlite_in(tmp_path)) as store:
         desk = ApprovalDesk(store)
         watch = Watch(desk)
         call = held(desk)
@@ -154,8 +159,8 @@ async def test_the_client_and_an_admin_race_and_only_the_first_decision_counts(t
         assert stored is not None and stored.status is ApprovalStatus.APPROVED
 
 
-async def test_a_restart_cancels_the_calls_left_pending(tmp_path: Path) -> None:
-    async with store_at(tmp_path) as store:
+async def test_a_restart_cancels_the_calls_left_pending(database: Database) -> None:
+    async with store_at(database.settings()) as store:
         await store.add(approval())
         assert await ApprovalDesk(store).start() == 1
         stored = await store.get("a1")
@@ -163,7 +168,7 @@ async def test_a_restart_cancels_the_calls_left_pending(tmp_path: Path) -> None:
 
 
 async def test_a_call_approved_for_the_session_is_remembered_for_that_session_and_digest_only(tmp_path: Path) -> None:
-    async with store_at(tmp_path) as store:
+    async with store_at(sqlite_in(tmp_path)) as store:
         desk = ApprovalDesk(store)
 
         async def yes(_: Approval) -> ClientAnswer:
@@ -178,7 +183,7 @@ async def test_a_call_approved_for_the_session_is_remembered_for_that_session_an
 
 
 async def test_a_call_only_its_client_may_decide_is_denied_when_the_client_gives_no_answer(tmp_path: Path) -> None:
-    async with store_at(tmp_path) as store:
+    async with store_at(sqlite_in(tmp_path)) as store:
         desk = ApprovalDesk(store)
 
         async def dismissed(_: Approval) -> ClientAnswer:
@@ -186,3 +191,22 @@ async def test_a_call_only_its_client_may_decide_is_denied_when_the_client_gives
 
         with anyio.fail_after(DEADLINE), pytest.raises(ApprovalRefusedError, match="the client gave no answer"):
             await desk.hold(held(desk, ask="client"), ask_client=dismissed, admin=False)
+
+
+async def test_a_stopping_gateway_refuses_the_calls_it_holds_and_says_so(tmp_path: Path) -> None:
+    async with store_at(sqlite_in(tmp_path)) as store:
+        desk = ApprovalDesk(store)
+        watch = Watch(desk)
+        refused: list[ApprovalRefusedError] = []
+        async with anyio.create_task_group() as tg:
+
+            async def wait() -> None:
+                with pytest.raises(ApprovalRefusedError) as exc:
+                    await desk.hold(held(desk), ask_client=None, admin=True)
+                refused.append(exc.value)
+
+            tg.start_soon(wait)
+            with anyio.fail_after(DEADLINE):
+                await watch.pending.wait()
+            await desk.stop()
+        assert refused[0].status == "cancelled" and STOPPING in str(refused[0])

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,12 +25,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus
+from mcp_aggregator.approvals.config import ApprovalRule
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.runner import serve_http
 from tests.audit.test_audit_through_gateway import fast_path_of
 from tests.caching.test_result_cache_through_gateway import tally_upstream, text
 from tests.cli.conftest import run_cli
 from tests.conftest import serving_gateway, settings_for
 from tests.http_serving import served_over_http
+from tests.serve.http_face import START_SECS, Face, face_settings
 
 ADMIN = "approvals-test-admin-token-0123456789"
 API = "/api/v1/aggregator"
@@ -243,3 +248,26 @@ async def client_of(url: str, token: str | None) -> AsyncIterator[Client]:
         Client(streamable_http_client(url, http_client=http), cache=None) as client,
     ):
         yield client
+
+
+async def test_a_gateway_told_to_stop_refuses_the_calls_it_holds_and_their_clients_are_told(tmp_path: Path) -> None:
+    settings = face_settings(tmp_path, tally_upstream())
+    settings = settings.model_copy(update={"approvals": (ApprovalRule(name="tallies", tools=("tally.tally",)),)})
+    ready, shutdown = anyio.Event(), anyio.Event()
+    faces: list[Face] = []
+
+    def announce(gateway: Gateway, url: str, link: str) -> None:
+        faces.append(Face(gateway, url, link))
+        ready.set()
+
+    async with anyio.create_task_group() as serving:
+        serving.start_soon(partial(serve_http, settings, announce=announce, shutdown=shutdown))
+        with anyio.fail_after(START_SECS):
+            await ready.wait()
+        desk = Desk(faces[0].gateway)
+        async with client_of(faces[0].mcp_url, None) as client, anyio.create_task_group() as tg:
+            calls = Calls(client, tg)
+            calls.start("late")
+            await desk.next_held()
+            shutdown.set()
+    assert "was cancelled before anyone decided: the gateway stopped while the call was held" in calls.answers["late"]
