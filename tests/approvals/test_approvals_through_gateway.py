@@ -8,6 +8,7 @@ is told why) or expires."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -206,6 +207,10 @@ async def test_an_admin_decides_held_calls_with_the_cli_an_undecided_one_expires
             listed = await run_cli("approvals", "list", *cli)
             assert listed.exit_code == 0, listed.output
             assert held.id in listed.output and "pending" in listed.output
+            as_json = await run_cli("approvals", "list", "--tool", "tally", "--json", *cli)
+            assert [a["id"] for a in json.loads(as_json.stdout)["approvals"]] == [held.id]
+            bad = await run_cli("approvals", "list", "--status", "maybe", *cli)
+            assert bad.exit_code == 1 and "status" in bad.output
             approved = await run_cli("approvals", "approve", held.id, *cli)
             assert approved.exit_code == 0, approved.output
             assert f"{held.id}: approved (tally.tally)" in approved.output
