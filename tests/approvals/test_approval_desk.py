@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,18 @@ async def test_a_stopping_gateway_refuses_the_calls_it_holds_and_says_so(tmp_pat
                 await watch.pending.wait()
             await desk.stop()
         assert refused[0].status == "cancelled" and STOPPING in str(refused[0])
+
+
+async def test_a_held_call_whose_client_gives_up_is_cancelled_not_left_pending(tmp_path: Path) -> None:
+    async with store_at(sqlite_in(tmp_path)) as store:
+        desk = ApprovalDesk(store)
+        watch = Watch(desk)
+        call = held(desk)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(desk.hold, call, ask_client=None, admin=True))
+            with anyio.fail_after(DEADLINE):
+                await watch.pending.wait()
+            tg.cancel_scope.cancel()
+        stored = await store.get(call.id)
+        assert stored is not None and stored.status is ApprovalStatus.CANCELLED
+        assert desk.waiting == 0 and desk.decisions == {"cancelled": 1}

@@ -22,11 +22,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import anyio
+from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus, DecidedVia
 from mcp_aggregator.approvals.approval_question import ClientAnswer
 from mcp_aggregator.approvals.approval_store import ApprovalStore
-from mcp_aggregator.errors import ApprovalDecidedError, ApprovalNotFoundError, ApprovalRefusedError, RegistryError
+from mcp_aggregator.errors import (
+    AggregatorError,
+    ApprovalDecidedError,
+    ApprovalNotFoundError,
+    ApprovalRefusedError,
+    RegistryError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +47,7 @@ WallClock = Callable[[], datetime]
 _DB_GRACE_SECS: Final = 5.0
 STOPPING: Final = "the gateway stopped while the call was held; call again"
 RESTARTED: Final = "the gateway restarted while the call was held; call again"
+_UNANSWERED: Final = "the call ended before anyone decided"
 
 
 def _now() -> datetime:
@@ -150,9 +158,10 @@ class ApprovalDesk:
                 await self._wait(held, ask_client, admin=admin)
             if held.final is None:
                 await self._settle(held, ApprovalStatus.EXPIRED, None, DecidedVia.GATEWAY, None)
-        except anyio.get_cancelled_exc_class():
+        except BaseException:
+            # Cancelled (the client gave up), or failed: never leave the row pending.
             with anyio.move_on_after(_DB_GRACE_SECS, shield=True):
-                await self._settle(held, ApprovalStatus.CANCELLED, None, DecidedVia.GATEWAY, "the call was cancelled")
+                await self._settle(held, ApprovalStatus.CANCELLED, None, DecidedVia.GATEWAY, _UNANSWERED)
             raise
         finally:
             self._held.pop(approval.id, None)
@@ -180,7 +189,11 @@ class ApprovalDesk:
             tg.cancel_scope.cancel()
 
     async def _ask(self, held: _Held, ask_client: AskClient, admin: bool) -> None:
-        answer = await ask_client(held.approval)
+        try:
+            answer = await ask_client(held.approval)
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, AggregatorError) as exc:
+            logger.info("approvals: the client could not be asked about %s: %s", held.approval.id, exc)
+            answer = ClientAnswer(None)
         if answer.status is not None:
             await self._settle(held, answer.status, held.approval.client or "client", DecidedVia.CLIENT, answer.reason)
         elif not admin:
