@@ -196,6 +196,7 @@ class Gateway:
             catalog=lambda: self.catalog,
             scrub=self.scrub,
             audit=self.audit,
+            page=lambda: self.credentials.public_base,
         )
         """Calls held for a person (``approvals:``); after the guardrails, so a person sees and
         approves the arguments as they will go (masked where a rule masks them)."""

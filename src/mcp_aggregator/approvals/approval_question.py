@@ -2,7 +2,9 @@
 
 The question is a form elicitation: it names the tool, the server, the rule and the exact
 arguments (as ``shown_arguments`` shows them: secrets masked), and asks for a yes/no
-``approve`` and an optional ``reason``. A 2025-11-25 client gets it as an
+``approve`` and an optional ``reason``; a client that takes URL elicitation only is pointed at
+the page's approval view instead (``page_question``), where the decision is an admin's. A
+2025-11-25 client gets it as an
 ``elicitation/create`` request; a 2026-07-28 client as an input request of a multi-round-trip
 ``InputRequiredResult`` (the server's parked calls carry it), which the SDK client answers
 with the same elicitation handler.
@@ -49,6 +51,24 @@ def question(approval: Approval) -> types.ElicitRequest:
         "required": [APPROVE],
     }
     return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def page_question(approval: Approval, page: str) -> types.ElicitRequest:
+    """For a client that takes URL elicitation only: the page's approval view, where the person
+    (signed in to the page) decides; ``page`` is the gateway's base URL."""
+    message = f"Approve or deny this call of {approval.tool} on {approval.server} (rule {approval.rule!r}) on the page"
+    url = f"{page.rstrip('/')}/#/approvals/{approval.id}"
+    return types.ElicitRequest(
+        params=types.ElicitRequestURLParams(message=message, url=url, elicitation_id=approval.id)
+    )
+
+
+def page_answer_of(answer: types.InputResponse | types.ErrorData) -> ClientAnswer:
+    """What the answer to ``page_question`` decided: a refusal to open the page denies; opening
+    it decides nothing (the decision comes from the page)."""
+    if isinstance(answer, types.ElicitResult) and answer.action == "decline":
+        return ClientAnswer(ApprovalStatus.DENIED, "declined by the client")
+    return ClientAnswer(None)
 
 
 def answer_of(answer: types.InputResponse | types.ErrorData) -> ClientAnswer:

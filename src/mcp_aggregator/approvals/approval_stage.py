@@ -17,9 +17,9 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from mcp_aggregator.approvals.approval import approval_digest, shown_arguments
+from mcp_aggregator.approvals.approval import Approval, approval_digest, shown_arguments
 from mcp_aggregator.approvals.approval_desk import ApprovalDesk, AskClient
-from mcp_aggregator.approvals.approval_question import ClientAnswer, answer_of, question
+from mcp_aggregator.approvals.approval_question import ClientAnswer, answer_of, page_answer_of, page_question, question
 from mcp_aggregator.approvals.approval_rules import ApprovalRules
 from mcp_aggregator.approvals.config import ApprovalAsk, ApprovalRule
 from mcp_aggregator.catalog import Catalog
@@ -36,11 +36,15 @@ _MAX_RESUMABLE: Final = 4096
 _PROBE: Final = types.ElicitRequest(
     params=types.ElicitRequestFormParams(message="", requested_schema={"type": "object", "properties": {}})
 )
+_URL_PROBE: Final = types.ElicitRequest(
+    params=types.ElicitRequestURLParams(message="", url="http://127.0.0.1/", elicitation_id="probe")
+)
 
 
 class ApprovalStage:
     """See the module docstring. ``catalog``: the current catalogue (the tools' pinned
-    definitions); ``scrub``: the servers' configured secrets, masked in what people are shown."""
+    definitions); ``scrub``: the servers' configured secrets, masked in what people are shown;
+    ``page``: the gateway's base URL, for clients that take URL elicitation only."""
 
     def __init__(
         self,
@@ -49,12 +53,15 @@ class ApprovalStage:
         catalog: Callable[[], Catalog],
         scrub: Callable[[str], str],
         *,
+        page: Callable[[], str | None] = lambda: None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.rules = rules
         self.desk = desk
         self._catalog = catalog
         self._scrub = scrub
+        self._page = page
+        """The gateway's base URL as a browser reaches it (None until it serves HTTP)."""
         self._monotonic = monotonic
         self._resumable: dict[str, float] = {}
         """Digests approved lately: a 2026-07-28 client's retry of the same call (answering
@@ -106,8 +113,8 @@ class ApprovalStage:
         if self.desk.remembered(session, digest) or (invocation.resumed and self._resumed(digest)):
             return
         asks_client = rule.ask in (ApprovalAsk.CLIENT, ApprovalAsk.BOTH)
-        ask = _asker(caller) if asks_client else None
         admin = rule.ask in (ApprovalAsk.ADMIN, ApprovalAsk.BOTH)
+        ask = _asker(caller, self._page(), admin=admin) if asks_client else None
         name = namespace(invocation.server, invocation.target)
         if ask is None and not admin:
             raise ApprovalRefusedError(
@@ -145,12 +152,19 @@ class ApprovalStage:
         return fingerprint(tool_definition(entry.tool))
 
 
-def _asker(caller: Caller) -> AskClient | None:
-    """How to ask ``caller`` (None: it cannot answer a form elicitation)."""
-    if caller.refusal(_PROBE) is not None:
+def _asker(caller: Caller, page: str | None, *, admin: bool) -> AskClient | None:
+    """How to ask ``caller``: a form; else, where an admin may decide and the page's address is
+    known, a URL elicitation pointing at the page's approval view; else None."""
+    if caller.refusal(_PROBE) is None:
+
+        async def ask(approval: Approval) -> ClientAnswer:
+            return answer_of(await caller.answer(question(approval)))
+
+        return ask
+    if page is None or not admin or caller.refusal(_URL_PROBE) is not None:
         return None
 
-    async def ask(approval: Any) -> ClientAnswer:
-        return answer_of(await caller.answer(question(approval)))
+    async def point(approval: Approval) -> ClientAnswer:
+        return page_answer_of(await caller.answer(page_question(approval, page)))
 
-    return ask
+    return point

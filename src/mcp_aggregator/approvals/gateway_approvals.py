@@ -45,13 +45,14 @@ class GatewayApprovals:
         catalog: Callable[[], Catalog],
         scrub: Callable[[str], str],
         audit: AuditTrail | None,
+        page: Callable[[], str | None] = lambda: None,
         clock: WallClock = _now,
     ) -> None:
         self.rules = ApprovalRules(rules, by_profile)
         self.store = ApprovalStore(registry)
         self._audit = audit
         self.desk = ApprovalDesk(self.store, clock=clock, note=self._note if audit is not None else None)
-        self.stage = ApprovalStage(self.rules, self.desk, catalog, scrub)
+        self.stage = ApprovalStage(self.rules, self.desk, catalog, scrub, page=page)
 
     def stages(self) -> tuple[Stage, ...]:
         return (self.stage,) if self.rules else ()
