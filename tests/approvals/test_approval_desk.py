@@ -226,3 +226,17 @@ async def test_a_held_call_whose_client_gives_up_is_cancelled_not_left_pending(t
         stored = await store.get(call.id)
         assert stored is not None and stored.status is ApprovalStatus.CANCELLED
         assert desk.waiting == 0 and desk.decisions == {"cancelled": 1}
+
+
+async def test_a_call_left_pending_by_a_replica_that_died_expires_by_its_time(tmp_path: Path) -> None:
+    async with store_at(sqlite_in(tmp_path)) as store:
+        await store.add(approval(replica="gone"))
+        after = approval().expires_at + timedelta(seconds=1)
+        desk = ApprovalDesk(store, shared=True, clock=lambda: after)
+        assert await desk.listed() == []
+        [shown] = await desk.listed(status=None)
+        assert shown.status is ApprovalStatus.EXPIRED
+        with pytest.raises(ApprovalDecidedError, match="expired already"):
+            await desk.decide("a1", approve=True, by="admin", via=DecidedVia.REST, reason=None)
+        stored = await store.get("a1")
+        assert stored is not None and stored.status is ApprovalStatus.EXPIRED

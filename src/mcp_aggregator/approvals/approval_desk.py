@@ -48,6 +48,7 @@ _DB_GRACE_SECS: Final = 5.0
 STOPPING: Final = "the gateway stopped while the call was held; call again"
 RESTARTED: Final = "the gateway restarted while the call was held; call again"
 _UNANSWERED: Final = "the call ended before anyone decided"
+_MAX_REMEMBERED: Final = 10_000
 
 
 def _now() -> datetime:
@@ -176,6 +177,8 @@ class ApprovalDesk:
                 approval_id=final.id,
             )
         if session is not None:
+            if len(self._remembered) >= _MAX_REMEMBERED:
+                self._remembered.clear()  # sessions end unannounced: bounded, at worst asked again
             self._remembered.add((session, final.digest))
         return final
 
@@ -255,13 +258,15 @@ class ApprovalDesk:
         past its time whose replica is gone (it would have expired it) is shown expired."""
         found = await self.store.listed(status=status, server=server, tool=tool, client=client)
         now = self._clock()
-        return [
-            a.decided(ApprovalStatus.EXPIRED, a.expires_at, None, DecidedVia.GATEWAY, None)
-            if a.status is ApprovalStatus.PENDING and a.expires_at <= now and a.id not in self._held
-            else a
-            for a in found
-            if not (status is ApprovalStatus.PENDING and a.expires_at <= now and a.id not in self._held)
-        ]
+        shown = []
+        for approval in found:
+            overdue = approval.status is ApprovalStatus.PENDING and approval.expires_at <= now
+            if overdue and approval.id not in self._held:
+                if status is ApprovalStatus.PENDING:
+                    continue
+                approval = approval.decided(ApprovalStatus.EXPIRED, approval.expires_at, None, DecidedVia.GATEWAY, None)
+            shown.append(approval)
+        return shown
 
     async def stop(self) -> None:
         """Refuse every call held here (its client is told the gateway stopped)."""
