@@ -276,3 +276,23 @@ async def test_a_gateway_told_to_stop_refuses_the_calls_it_holds_and_their_clien
             await desk.next_held()
             shutdown.set()
     assert "was cancelled before anyone decided: the gateway stopped while the call was held" in calls.answers["late"]
+
+
+async def test_a_code_mode_script_waits_for_the_approval_of_its_held_call_and_a_denial_raises_in_the_script() -> None:
+    asked = Asked()
+    settings = settings_for(tally_upstream(), exposure="code", sections={"approvals": [rule(ask="client")]})
+    denied = (
+        "try:\n    await call_tool('tally.tally', {'label': 'no'})\nexcept PermissionError as e:\n    r = str(e)\nr"
+    )
+    async with (
+        serving_gateway(settings) as (_, gateway_server),
+        Client(gateway_server.server, mode="legacy", cache=None, elicitation_callback=asked) as client,
+    ):
+        with anyio.fail_after(DEADLINE):
+            approved = await client.call_tool("run_code", {"code": "await call_tool('tally.tally', {'label': 'yes'})"})
+            refused = await client.call_tool("run_code", {"code": denied})
+            counted = await client.call_tool("run_code", {"code": "await call_tool('tally.reached_calls', {})"})
+    assert json.loads(text(approved))["result"] == "yes #1"
+    assert "was denied: not on a Friday" in json.loads(text(refused))["result"]
+    assert json.loads(text(counted))["result"] == 1
+    assert len(asked.messages) == 2
