@@ -57,7 +57,7 @@ async def decide_approval(
     x_approval_via: Annotated[Literal["rest", "cli", "page"] | None, Header()] = None,
 ) -> dict[str, Any]:
     """Approve or deny one held call; 404 unknown, 409 decided already, 403 a client's token."""
-    if _is_client_token(gateway.settings, authorization):
+    if is_client_token(gateway.settings, authorization):
         raise HTTPException(403, "a client's token cannot decide held calls; use the admin token")
     reason = body.reason.strip() or None if body.reason is not None else None
     try:
@@ -75,7 +75,9 @@ async def decide_approval(
     return decided.to_json()
 
 
-def _is_client_token(settings: Settings, authorization: str | None) -> bool:
+def is_client_token(settings: Settings, authorization: str | None) -> bool:
+    """Whether the bearer of ``authorization`` is a client's token (``mcp_tokens``, a named
+    client's ``token`` or ``token_sha256``)."""
     scheme, _, presented = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not presented.strip():
         return False
