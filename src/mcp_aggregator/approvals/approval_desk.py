@@ -79,7 +79,8 @@ class ApprovalDesk:
         self.replica = secrets.token_hex(8)
         """This gateway process: a row names the replica that holds its call."""
         self.listeners: list[Listener] = []
-        """Awaited, in order, on every change of state; one that raises is logged and skipped."""
+        """Awaited, in order, on every change of state (on the held call's way: keep them quick,
+        e.g. put the event on a queue); one that raises is logged and skipped."""
         self.shared = shared
         """Set at start, when the gateway knows whether its registry is shared."""
         self._poll = poll_secs
