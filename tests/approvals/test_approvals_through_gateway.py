@@ -296,3 +296,24 @@ async def test_a_code_mode_script_waits_for_the_approval_of_its_held_call_and_a_
     assert "was denied: not on a Friday" in json.loads(text(refused))["result"]
     assert json.loads(text(counted))["result"] == 1
     assert len(asked.messages) == 2
+
+
+async def test_a_profiles_own_rule_holds_the_calls_through_that_profile_only() -> None:
+    profiles = [{"name": "ops", "servers": ["tally"], "approvals": [rule(ask="admin")]}]
+    settings = settings_for(tally_upstream(), sections={"profiles": profiles})
+    async with (
+        served_over_http(settings, admin_token=ADMIN) as served,
+        client_of(served.mcp_url, None) as default,
+        client_of(f"{served.mcp_url}/ops", None) as ops,
+        admin_api(served.base) as admin,
+    ):
+        desk = Desk(served.gateway)
+        with anyio.fail_after(DEADLINE):
+            assert text(await default.call_tool("tally__tally", {"label": "free"})) == "free #1"
+        async with anyio.create_task_group() as tg:
+            calls = Calls(ops, tg)
+            calls.start("ops")
+            held = await desk.next_held()
+            assert held.profile == "ops"
+            await admin.post(f"/approvals/{held.id}", json={"decision": "approve"})
+        assert calls.answers["ops"] == "ops #2"
