@@ -45,11 +45,16 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   └── AccessDeniedError        the client or its profile may not make this call
     │       ├── PolicyDeniedError    a client policy (CEL rule) refused the call: 403 /
     │       │   │                    JSON-RPC -32007, the rule named
-    │       │   └── GuardrailBlockedError  a guardrail's ``block`` found something in the
-    │       │                        arguments (or in a prompt or resource): the rule and
-    │       │                        the kind of finding named, never the value
+    │       │   ├── GuardrailBlockedError  a guardrail's ``block`` found something in the
+    │       │   │                    arguments (or in a prompt or resource): the rule and
+    │       │   │                    the kind of finding named, never the value
+    │       │   └── ApprovalRefusedError  a held call was denied, expired or cancelled
+    │       │                        before anyone approved it (rule, status, reason named)
     │       └── OutsideProfileError  a call to a tool outside the caller's profile: only
     │                                audited; the client is told "Tool not found"
+    ├── ApprovalError                the admin path to held calls (``approvals/``)
+    │   ├── ApprovalNotFoundError    404: no held call has that id
+    │   └── ApprovalDecidedError     409: it was decided already (or refused: its own client)
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
@@ -350,6 +355,25 @@ class GuardrailBlockedError(PolicyDeniedError):
         super().__init__(rule, tool, message=explanation)
 
 
+class ApprovalRefusedError(PolicyDeniedError):
+    """A call held for a person's approval that was not approved: ``status`` is ``denied``,
+    ``expired`` or ``cancelled``; ``reason`` what the person (or the gateway) said."""
+
+    def __init__(self, rule: str, tool: str, *, status: str, reason: str | None, approval_id: str) -> None:
+        self.status = status
+        self.approval_id = approval_id
+        text = {
+            "denied": "was denied",
+            "expired": "was not approved in time (it expired)",
+            "cancelled": "was cancelled before anyone decided",
+        }.get(status, f"was not approved ({status})")
+        super().__init__(rule, tool, reason=reason)
+        message = f"Call to {tool} needs approval (rule {rule!r}) and {text}"
+        if reason:
+            message += f": {reason}"
+        self.args = (f"{message} [approval {approval_id}]",)
+
+
 class OutsideProfileError(AccessDeniedError):
     """A call to a tool the gateway has but the caller's profile does not select.
 
@@ -361,6 +385,20 @@ class OutsideProfileError(AccessDeniedError):
         self.name = name
         self.profile = profile
         super().__init__(f"{name} is outside profile {profile!r}")
+
+
+class ApprovalError(AggregatorError):
+    """A decision on a held call could not be taken."""
+
+
+class ApprovalNotFoundError(ApprovalError):
+    def __init__(self, approval_id: str) -> None:
+        self.approval_id = approval_id
+        super().__init__(f"No held call with id {approval_id!r}")
+
+
+class ApprovalDecidedError(ApprovalError):
+    """The held call was decided already, or the decider may not decide it."""
 
 
 class SearchError(AggregatorError):

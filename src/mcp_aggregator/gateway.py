@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 
 from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
+from mcp_aggregator.approvals.gateway_approvals import GatewayApprovals
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
 from mcp_aggregator.caching import ResultCache, ResultCacheConfig
@@ -188,12 +189,32 @@ class Gateway:
         self.guard = self.guardrails.guard
         """The guardrails (``guardrails:`` and the profiles' own); counted decisions in ``guard.counts``."""
         guards = self.guardrails.stages()
+        self.approvals = GatewayApprovals(
+            settings.approvals,
+            {p.name: p.approvals for p in settings.profiles if p.approvals},
+            settings.registry,
+            catalog=lambda: self.catalog,
+            scrub=self.scrub,
+            audit=self.audit,
+            page=lambda: self.credentials.public_base,
+        )
+        """Calls held for a person (``approvals:``); after the guardrails, so a person sees and
+        approves the arguments as they will go (masked where a rule masks them)."""
         self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
         """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never
         a hit, and inside the guardrails, so a result they mask is masked on every hit too."""
         self.pipeline = CallPipeline(
             self,
-            (scrub_errors(self.scrub), *watching, *policies, *guards, self.result_cache, per_user, *stages),
+            (
+                scrub_errors(self.scrub),
+                *watching,
+                *policies,
+                *guards,
+                *self.approvals.stages(),
+                self.result_cache,
+                per_user,
+                *stages,
+            ),
             outgoing_meta=self.tracing.outgoing_meta if self.tracing is not None else None,
             # Tracing wraps the upstream request; a webhook is awaited: both need the full pipeline.
             raw_ok=self.tracing is None and self.guardrails.webhooks is None,
@@ -216,6 +237,7 @@ class Gateway:
             stack.push_async_callback(self.guardrails.aclose)
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             await stack.enter_async_context(self.credentials.open(self._registry))
+            await stack.enter_async_context(self.approvals)
             if self.audit is not None:
                 await stack.enter_async_context(self.audit)
             if self._search is None:
@@ -234,6 +256,7 @@ class Gateway:
                 McpRegistries(self.settings.registries, self._registry), self._env, self.settings.serve.data_dir
             )
             self.catalogue.pins = await self._open_tool_pins()
+            await self.approvals.start(shared=self._registry.shared)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
@@ -278,6 +301,7 @@ class Gateway:
         if self.change_feed is not None:
             self.change_feed.stop()
         with anyio.move_on_after(_SHUTDOWN_GRACE_SECS, shield=True):
+            await self.approvals.stop()
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)

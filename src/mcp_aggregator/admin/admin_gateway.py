@@ -12,6 +12,7 @@ from typing import Annotated, Any, Protocol, cast
 import mcp_types as types
 from fastapi import Depends, Request
 
+from mcp_aggregator.approvals.gateway_approvals import GatewayApprovals
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.credentials.credential_book import Credentials
@@ -63,6 +64,11 @@ class AdminGateway(Protocol):
     @property
     def audit(self) -> AuditTrail | None:
         """The audit trail; None when ``audit.enabled`` is false."""
+        ...
+
+    @property
+    def approvals(self) -> GatewayApprovals:
+        """Calls held for a person's approval (``approvals:``), and the decisions on them."""
         ...
 
     @property

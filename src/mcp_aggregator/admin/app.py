@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from mcp_aggregator.admin import (
+    approval_routes,
     audit_routes,
     identity_routes,
     metrics,
@@ -52,6 +53,7 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(registry_routes.router)
     app.include_router(tool_call_routes.router)
     app.include_router(audit_routes.router)
+    app.include_router(approval_routes.router)
     app.include_router(identity_routes.router)
     app.include_router(metrics.router)
     app.include_router(build_page_router())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
@@ -36,12 +37,14 @@ def render_metrics(
     auth: Mapping[str, tuple[AuthStatus, int]] | None = None,
     guardrails: Mapping[tuple[str, str, str, str], int] | None = None,
     cache: Mapping[str, tuple[int, int]] | None = None,
+    approvals: ApprovalCounts | None = None,
 ) -> str:
     """Pure: the exposition text. Every status appears, zero included, so dashboards see 0s.
 
     ``auth`` is, by server name, each OAuth upstream's sign-in status and failed refreshes;
     ``guardrails`` counts the guardrails' decisions by (rule, action, kind, where).
-    ``cache``, by server name, the tool result cache's (hits, misses).
+    ``cache``, by server name, the tool result cache's (hits, misses); ``approvals``, the calls
+    held for a person now and the decisions since start.
     """
     cached = sorted((cache or {}).items())
     signed = sorted((auth or {}).items())
@@ -131,8 +134,38 @@ def render_metrics(
             ],
             kind="counter",
         ),
+        *_approval_families(approvals or ApprovalCounts(0, {}, 0.0)),
     ]
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class ApprovalCounts:
+    waiting: int
+    decisions: Mapping[str, int]
+    decision_seconds: float
+
+
+def _approval_families(counts: ApprovalCounts) -> list[str]:
+    decided = sum(counts.decisions.values())
+    return [
+        *_family(
+            "mcp_aggregator_approvals_waiting", "Tool calls held for a person's approval now.", [("", counts.waiting)]
+        ),
+        *_family(
+            "mcp_aggregator_approval_decisions_total",
+            "Held calls decided since start, by outcome (approved, denied, expired, cancelled).",
+            [(f'{{status="{status}"}}', counts.decisions.get(status, 0)) for status in _DECIDED],
+            kind="counter",
+        ),
+        "# HELP mcp_aggregator_approval_decision_seconds Time from a call held to its decision.",
+        "# TYPE mcp_aggregator_approval_decision_seconds summary",
+        f"mcp_aggregator_approval_decision_seconds_sum {_number(counts.decision_seconds)}",
+        f"mcp_aggregator_approval_decision_seconds_count {decided}",
+    ]
+
+
+_DECIDED = ("approved", "denied", "expired", "cancelled")
 
 
 router = APIRouter(tags=["metrics"])
@@ -146,5 +179,7 @@ async def metrics(gateway: GatewayDep) -> PlainTextResponse:
     auth = gateway.credentials.refresh_failures()
     counts = gateway.result_cache.cache
     cache = {name: (counts.hits[name], counts.misses[name]) for name in {*counts.hits, *counts.misses}}
-    text = render_metrics(samples, total_tools, auth, gateway.guard.counts, cache)
+    desk = gateway.approvals.desk
+    approvals = ApprovalCounts(desk.waiting, dict(desk.decisions), desk.decision_seconds)
+    text = render_metrics(samples, total_tools, auth, gateway.guard.counts, cache, approvals)
     return PlainTextResponse(text, media_type=CONTENT_TYPE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mcp_aggregator.cli.activity_commands import audit, profiles
+from mcp_aggregator.cli.approvals_commands import approvals_app
 from mcp_aggregator.cli.local_commands import check_config, query
 from mcp_aggregator.cli.registry_commands import registry_app
 from mcp_aggregator.cli.serve_command import serve
@@ -18,6 +19,7 @@ app.command()(query)
 app.add_typer(servers_app, name="servers")
 app.add_typer(tools_app, name="tools")
 app.add_typer(registry_app, name="registry")
+app.add_typer(approvals_app, name="approvals")
 app.command()(audit)
 app.command()(profiles)
 

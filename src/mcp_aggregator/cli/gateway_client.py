@@ -99,7 +99,15 @@ class GatewayClient:
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)
 
-    def request(self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """The decoded JSON answer (None for an empty one).
 
         Raises:
@@ -108,7 +116,7 @@ class GatewayClient:
         """
         base = self.target.base_url
         try:
-            response = self._http.request(method, path, json=body, params=params)
+            response = self._http.request(method, path, json=body, params=params, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise AdminClientError(
                 f"no gateway answers at {base} (is it running? start it with `mcp-aggregator serve`, "

@@ -13,6 +13,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from mcp_aggregator.approvals.config import ApprovalRule
 from mcp_aggregator.guardrails.config import GuardrailRule, check_rule_names
 from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE
 from mcp_aggregator.identity.policies import compile_rule
@@ -69,7 +70,8 @@ class ProfileSettings(BaseModel):
     ``servers`` takes whole servers, ``tools`` / ``prompts`` / ``resources`` single items by
     canonical name (``server.name``; a resource by ``server`` and URI: ``server:uri``), each
     entry a glob (``vcs.git_*``). A kind with no pattern of its own follows ``servers``.
-    ``guardrails``: rules for this profile's calls, on top of the global ones.
+    ``guardrails``: rules for this profile's calls, on top of the global ones; ``approvals``
+    likewise (calls through this profile a person must approve).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -83,6 +85,7 @@ class ProfileSettings(BaseModel):
     exposure: Exposure | None = None
     overrides: tuple[ToolOverride, ...] = ()
     guardrails: tuple[GuardrailRule, ...] = ()
+    approvals: tuple[ApprovalRule, ...] = ()
 
     @field_validator("name")
     @classmethod

@@ -40,6 +40,7 @@ from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from mcp_aggregator.approvals.approval_stage import ApprovalStage
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
@@ -251,6 +252,9 @@ class FastCalls:
         """A stage decides per call from the client and the arguments: each plan gets its own
         ``Invocation``."""
         self._watched = gateway.pipeline.per_call
+        self._approvals = next((s for s in gateway.pipeline.stages if isinstance(s, ApprovalStage)), None)
+        """Tools a rule may hold for approval are left out of the routes: their calls wait in
+        the full pipeline, and every other call pays nothing for them."""
         """A stage records each call (the audit): each plan gets its own ``Invocation``, with
         the client's request id and the time it started."""
         self._stamp = orjson.dumps(server_info)
@@ -269,11 +273,14 @@ class FastCalls:
             routes = {}
             overrides = self._profile.overrides if self._profile is not None else {}
             supervisors = self.gateway.supervisors
+            profile = self._anonymous.identity.profile
             for entry in catalog.entries:
                 server, tool = entry.server, entry.original_name
                 sup = supervisors.get(server)
                 if sup is not None and sup.config.cache is not None and sup.config.cache.covers(tool):
                     continue  # a cacheable tool: the full pipeline's cache stage answers it
+                if self._approvals is not None and self._approvals.rules.covers(server, tool, profile):
+                    continue
                 invocation = Invocation(_TOOLS_CALL, server, tool, self._anonymous)
                 schema = entry.tool.input_schema
                 mirrored = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))

@@ -8,6 +8,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import TextIO
 
 import anyio
@@ -131,8 +132,11 @@ async def serve_http(
             async with anyio.create_task_group() as tg:
                 await tg.start(servers.run)
                 await tg.start(sessions.keys.run)
+                stopping = anyio.Event()
+                _tell_on_exit(server, stopping)
                 if shutdown is not None:
-                    tg.start_soon(_exit_when_set, shutdown, server)
+                    tg.start_soon(_exit_when_set, shutdown, server, stopping)
+                tg.start_soon(_refuse_held_calls_at_exit, server, gateway, stopping)
                 if announce is not None:
                     announce(gateway, url, link)
                 else:
@@ -141,8 +145,28 @@ async def serve_http(
                 tg.cancel_scope.cancel()
 
 
-async def _exit_when_set(shutdown: anyio.Event, server: uvicorn.Server) -> None:
+async def _refuse_held_calls_at_exit(server: uvicorn.Server, gateway: Gateway, stopping: anyio.Event) -> None:
+    """Once uvicorn is told to stop (``stopping``: a signal, or ``shutdown``), refuse the calls
+    held for a person's approval: their clients are told, and uvicorn, which waits for every
+    request in flight before it stops, is not kept waiting on a decision that will never come."""
+    await stopping.wait()
+    await gateway.approvals.stop()
+
+
+def _tell_on_exit(server: uvicorn.Server, stopping: anyio.Event) -> None:
+    """Make uvicorn's signal handler set ``stopping`` too (it only sets a flag it polls)."""
+    handle_exit = server.handle_exit
+
+    def handled(sig: int, frame: FrameType | None) -> None:
+        stopping.set()
+        handle_exit(sig, frame)
+
+    server.handle_exit = handled  # type: ignore[method-assign]
+
+
+async def _exit_when_set(shutdown: anyio.Event, server: uvicorn.Server, stopping: anyio.Event) -> None:
     await shutdown.wait()
+    stopping.set()
     server.should_exit = True
 
 

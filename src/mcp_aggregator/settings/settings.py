@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mcp_aggregator.aggregate.config import AggregatorSettings
+from mcp_aggregator.approvals.config import ApprovalRule, check_approval_rules
 from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
 from mcp_aggregator.guardrails.config import GuardrailRule, check_profile_rules, check_rule_names
@@ -46,6 +47,8 @@ class Settings(BaseModel):
     clients: tuple[ClientSettings, ...] = ()
     policies: tuple[PolicyRule, ...] = ()
     tool_overrides: tuple[ToolOverride, ...] = ()
+    approvals: tuple[ApprovalRule, ...] = ()
+    """Calls a person must approve before they go upstream (``docs/approvals.md``)."""
     _source_path: Path | None = PrivateAttr(default=None)
 
     @property
@@ -72,6 +75,11 @@ class Settings(BaseModel):
     def _guardrail_names(self) -> Settings:
         check_rule_names(self.guardrails or (), "guardrails")
         check_profile_rules(self.guardrails, [profile.guardrails for profile in self.profiles])
+        return self
+
+    @model_validator(mode="after")
+    def _approvals(self) -> Settings:
+        check_approval_rules(self.approvals, [(p.name, p.approvals) for p in self.profiles])
         return self
 
     @model_validator(mode="after")

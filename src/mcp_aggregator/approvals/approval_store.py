@@ -1,0 +1,148 @@
+"""``ApprovalStore``: held calls and their decisions, in the registry's database.
+
+The database is where replicas meet: an admin's decision taken on one replica is a row
+update the replica holding the call reads (``get``). ``decide`` changes a row only while it
+is pending, in one statement, so two deciders racing (a client and an admin, two admins on
+two replicas) cannot both win: the call runs once or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from mcp_aggregator.approvals.approval import Approval, ApprovalStatus, DecidedVia
+from mcp_aggregator.approvals.approval_table import approvals
+from mcp_aggregator.errors import RegistryError
+from mcp_aggregator.registry.table_store import TableStore
+
+_MAX_LISTED = 500
+
+
+class ApprovalStore(TableStore):
+    """``async with ApprovalStore(settings)`` opens an engine on the registry's database
+    (whose migrations made the table); it opens once. Raises ``RegistryError`` when the
+    database refuses a read or a write."""
+
+    async def add(self, approval: Approval) -> None:
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(insert(approvals), [_row(approval)])
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot store a held call: {exc}") from exc
+
+    async def decide(self, approval: Approval) -> bool:
+        """Store ``approval``'s decision if its row is still pending; whether it was."""
+        statement = (
+            update(approvals)
+            .where(approvals.c.id == approval.id, approvals.c.status == ApprovalStatus.PENDING.value)
+            .values(
+                status=approval.status.value,
+                decided_at=approval.decided_at,
+                decided_by=approval.decided_by,
+                via=approval.via.value if approval.via is not None else None,
+                reason=approval.reason,
+            )
+        )
+        try:
+            async with self.engine.begin() as conn:
+                result = await conn.execute(statement)
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot store a decision on a held call: {exc}") from exc
+        return bool(result.rowcount)
+
+    async def get(self, approval_id: str) -> Approval | None:
+        try:
+            async with self.engine.connect() as conn:
+                row = (await conn.execute(select(approvals).where(approvals.c.id == approval_id))).first()
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot read a held call: {exc}") from exc
+        return None if row is None else _approval(row._mapping)
+
+    async def listed(
+        self,
+        *,
+        status: ApprovalStatus | None = ApprovalStatus.PENDING,
+        server: str | None = None,
+        tool: str | None = None,
+        client: str | None = None,
+    ) -> list[Approval]:
+        """Newest first, at most 500."""
+        statement = select(approvals).order_by(approvals.c.created_at.desc()).limit(_MAX_LISTED)
+        for column, value in (
+            (approvals.c.status, status.value if status is not None else None),
+            (approvals.c.server, server),
+            (approvals.c.tool, tool),
+            (approvals.c.client, client),
+        ):
+            if value is not None:
+                statement = statement.where(column == value)
+        try:
+            async with self.engine.connect() as conn:
+                rows = (await conn.execute(statement)).all()
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot list the held calls: {exc}") from exc
+        return [_approval(row._mapping) for row in rows]
+
+    async def cancel_pending(self, replicas: Sequence[str] | None, at: datetime, reason: str) -> int:
+        """Cancel the pending rows held by ``replicas`` (None: every replica's); how many."""
+        statement = update(approvals).where(approvals.c.status == ApprovalStatus.PENDING.value)
+        if replicas is not None:
+            statement = statement.where(approvals.c.replica.in_(list(replicas)))
+        statement = statement.values(
+            status=ApprovalStatus.CANCELLED.value, decided_at=at, via=DecidedVia.GATEWAY.value, reason=reason
+        )
+        try:
+            async with self.engine.begin() as conn:
+                result = await conn.execute(statement)
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot cancel held calls: {exc}") from exc
+        return int(result.rowcount or 0)
+
+
+def _row(approval: Approval) -> dict[str, Any]:
+    return {
+        "id": approval.id,
+        "rule": approval.rule,
+        "client": approval.client,
+        "profile": approval.profile,
+        "server": approval.server,
+        "tool": approval.tool,
+        "arguments": approval.arguments,
+        "digest": approval.digest,
+        "status": approval.status.value,
+        "ask": approval.ask,
+        "replica": approval.replica,
+        "created_at": approval.created_at,
+        "expires_at": approval.expires_at,
+        "decided_at": approval.decided_at,
+        "decided_by": approval.decided_by,
+        "via": approval.via.value if approval.via is not None else None,
+        "reason": approval.reason,
+    }
+
+
+def _approval(row: Any) -> Approval:
+    return Approval(
+        id=row["id"],
+        rule=row["rule"],
+        client=row["client"],
+        profile=row["profile"],
+        server=row["server"],
+        tool=row["tool"],
+        arguments=row["arguments"],
+        digest=row["digest"],
+        status=ApprovalStatus(row["status"]),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        ask=row["ask"],
+        replica=row["replica"],
+        decided_at=row["decided_at"],
+        decided_by=row["decided_by"],
+        via=DecidedVia(row["via"]) if row["via"] is not None else None,
+        reason=row["reason"],
+    )

@@ -1,0 +1,87 @@
+"""``GatewayApprovals``: approvals as the gateway composes them (rules, store, desk, stage).
+
+The store is open whenever the gateway runs (the admin API lists and decides held calls
+even on a gateway without rules: an empty list); the stage is on the pipeline only when
+there are rules, so a gateway without them pays nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Self
+
+from mcp_aggregator.approvals.approval import Approval, ApprovalStatus
+from mcp_aggregator.approvals.approval_desk import ApprovalDesk, WallClock, _now
+from mcp_aggregator.approvals.approval_rules import ApprovalRules
+from mcp_aggregator.approvals.approval_stage import ApprovalStage
+from mcp_aggregator.approvals.approval_store import ApprovalStore
+from mcp_aggregator.approvals.config import ApprovalRule
+from mcp_aggregator.audit.audit_entry import Outcome
+from mcp_aggregator.audit.audit_trail import AuditTrail
+from mcp_aggregator.catalog import Catalog
+from mcp_aggregator.identity.client_identity import ClientIdentity
+from mcp_aggregator.registry import RegistrySettings
+from mcp_aggregator.relay.caller import Caller
+from mcp_aggregator.relay.pipeline import Invocation, Stage
+
+_GIVEN: frozenset[str] = frozenset(("held", ApprovalStatus.APPROVED.value))
+
+
+class ApprovalEvent(Exception):
+    """One event of an approval as the audit trail stores it (never raised)."""
+
+
+class GatewayApprovals:
+    """See the module docstring. ``async with`` opens the store; ``start`` cancels what a
+    previous run left pending; ``stop`` refuses the calls held at shutdown."""
+
+    def __init__(
+        self,
+        rules: Sequence[ApprovalRule],
+        by_profile: Mapping[str, Sequence[ApprovalRule]],
+        registry: RegistrySettings,
+        *,
+        catalog: Callable[[], Catalog],
+        scrub: Callable[[str], str],
+        audit: AuditTrail | None,
+        page: Callable[[], str | None] = lambda: None,
+        clock: WallClock = _now,
+    ) -> None:
+        self.rules = ApprovalRules(rules, by_profile)
+        self.store = ApprovalStore(registry)
+        self._audit = audit
+        self.desk = ApprovalDesk(self.store, clock=clock, note=self._note if audit is not None else None)
+        self.stage = ApprovalStage(self.rules, self.desk, catalog, scrub, page=page)
+
+    def stages(self) -> tuple[Stage, ...]:
+        return (self.stage,) if self.rules else ()
+
+    def covers(self, server: str, tool: str, profile: str) -> bool:
+        """Whether a call of ``server``'s ``tool`` through ``profile`` may be held (the fast
+        path sends such calls to the full pipeline)."""
+        return self.rules.covers(server, tool, profile)
+
+    async def __aenter__(self) -> Self:
+        await self.store.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.store.__aexit__(exc_type, exc, tb)
+
+    async def start(self, *, shared: bool) -> None:
+        self.desk.shared = shared
+        await self.desk.start()
+
+    async def stop(self) -> None:
+        await self.desk.stop()
+
+    def _note(self, approval: Approval, text: str) -> None:
+        assert self._audit is not None
+        event = text.partition(":")[0]
+        caller = Caller(identity=ClientIdentity(name=approval.client, profile=approval.profile))
+        invocation = Invocation(f"approvals/{event}", approval.server, approval.tool, caller)
+        outcome = Outcome.OK if event in _GIVEN else Outcome.DENIED
+        self._audit.writer.record(invocation, outcome, ApprovalEvent(text), 0.0)
