@@ -34,6 +34,7 @@ from pydantic import TypeAdapter
 from mcp_aggregator import __version__
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
+    BridgeError,
     EnvVarError,
     IsolationError,
     SignInRequiredError,
@@ -264,7 +265,7 @@ class UpstreamConnection:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
             return client
-        except (EnvVarError, SignInRequiredError, IsolationError):
+        except (EnvVarError, SignInRequiredError, IsolationError, BridgeError):
             raise
         except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
             text = describe_error(exc)

@@ -1,0 +1,31 @@
+"""Building the in-process server of an ``openapi`` or ``a2a`` upstream for one connection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from typing import Any
+
+import httpx2
+from mcp.server import Server
+
+from mcp_aggregator.bridges.openapi import OpenApiBridge
+from mcp_aggregator.settings import ServerConfig, Transport
+
+
+async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapping[str, str]) -> Server[Any]:
+    """The server standing for ``config``'s upstream, its document or card read; its HTTP
+    client is closed by ``stack``. ``headers`` (expanded) go with every request.
+
+    Raises ``BridgeError`` naming the setting or the path in the document that is unusable.
+    """
+    if config.transport is Transport.OPENAPI:
+        assert config.spec is not None  # guaranteed by ServerConfig validation
+        timeout = httpx2.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs)
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=dict(headers), timeout=timeout, follow_redirects=False)
+        )
+        bridge = OpenApiBridge(config.name, config.spec, client, base_url=config.base_url, selection=config.operations)
+        await bridge.load()
+        return bridge.server()
+    raise ValueError(f"transport {config.transport.value} is not a bridge")
