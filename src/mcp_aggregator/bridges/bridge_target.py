@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
+import httpx
 import httpx2
 from mcp.server import Server
 
+from mcp_aggregator.bridges.a2a import A2ABridge
 from mcp_aggregator.bridges.openapi import OpenApiBridge
 from mcp_aggregator.settings import ServerConfig, Transport
 
@@ -28,4 +30,17 @@ async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapp
         bridge = OpenApiBridge(config.name, config.spec, client, base_url=config.base_url, selection=config.operations)
         await bridge.load()
         return bridge.server()
+    if config.transport is Transport.A2A:
+        assert config.base_url is not None  # guaranteed by ServerConfig validation
+        # a2a-sdk speaks httpx (not httpx2); no redirects, as for every upstream.
+        http = await stack.enter_async_context(
+            httpx.AsyncClient(
+                headers=dict(headers),
+                timeout=httpx.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs),
+            )
+        )
+        agent = A2ABridge(config.name, config.base_url, http)
+        stack.push_async_callback(agent.aclose)
+        await agent.load()
+        return agent.server()
     raise ValueError(f"transport {config.transport.value} is not a bridge")

@@ -39,7 +39,7 @@ def selector_of(method: str, path: str) -> str:
 
 def tool_name(operation_id: str | None, method: str, path: str) -> str:
     """``operationId`` made client-safe, else method and path (``get_pets_petId``)."""
-    raw = operation_id or f"{method}_{path}"
+    raw = operation_id or "_".join([method, *(part.strip("{}") for part in path.split("/") if part)])
     name = _UNSAFE.sub("_", raw).strip("_")
     return (name or method)[:MAX_NAME]
 
