@@ -462,9 +462,16 @@ class UpstreamConnection:
         before = (self.tools, self.prompts, self.resources, self.templates)
 
         async def listing(client: Client) -> tuple[types.Tool, ...]:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._discover_features, client)
-                tools = await self._list_tools_everywhere(client)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._discover_features, client)
+                    tools = await self._list_tools_everywhere(client)
+            except BaseExceptionGroup as group:
+                # One listing refused (e.g. a bridge's document gone): report that error, mapped
+                # like any request's, not an opaque group.
+                if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
+                    raise group.exceptions[0] from group
+                raise
             return tools
 
         self.tools = await self.request("health check", listing, timeout_secs=timeout_secs)
