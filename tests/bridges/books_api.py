@@ -32,7 +32,7 @@ def signed_in(credentials: Annotated[HTTPAuthorizationCredentials, Depends(beare
 
 
 def build_books_app() -> FastAPI:
-    app = FastAPI(title="Books", version="1.0.0", servers=[{"url": "/"}])
+    app = FastAPI(title="Books", version="1.0.0")
     books: dict[int, Book] = {1: Book(id=1, title="Dune", author="Frank Herbert", year=1965)}
 
     @app.get("/books", operation_id="listBooks", summary="List books", dependencies=[Depends(signed_in)])

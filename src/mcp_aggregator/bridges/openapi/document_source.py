@@ -53,13 +53,14 @@ async def read_document(spec: str, client: httpx2.AsyncClient, *, server: str) -
 
 def api_base_url(document: Mapping[str, Any], spec: str, configured: str | None, *, server: str) -> str:
     """``base_url`` as configured, else the document's first server (its variables at their
-    defaults, a relative URL taken relative to the document's own URL)."""
+    defaults, a relative URL taken relative to the document's own URL; no servers is ``/``)."""
     if configured:
         return configured
     servers = document.get("servers")
-    first = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], Mapping) else None
-    if first is None or not isinstance(first.get("url"), str):
-        raise BridgeError(server, "base_url: not set, and the document lists no servers to take it from")
+    # OpenAPI: no servers means one server at "/", i.e. where the document itself is served.
+    first = servers[0] if isinstance(servers, list) and servers else {"url": "/"}
+    if not isinstance(first, Mapping) or not isinstance(first.get("url"), str):
+        raise BridgeError(server, "base_url: not set, and the document's servers[0] has no url to take it from")
     url: str = first["url"]
     variables = first.get("variables")
     if isinstance(variables, Mapping):
