@@ -81,3 +81,17 @@ async def test_an_agent_without_a_card_puts_the_server_in_error_naming_base_url(
         message = gateway.supervisors["travel"].error_message
     assert message is not None
     assert "base_url: no usable agent card at http://127.0.0.1:9/nothing" in message
+
+
+async def test_an_agent_that_does_not_stream_answers_with_the_finished_task() -> None:
+    executor = TravelExecutor()
+    async with (
+        serve_built(lambda url: build_agent_app(url, executor, streaming=False)) as base,
+        running_gateway(settings_for(ServerConfig(name="travel", transport="a2a", base_url=base))) as (_, client),
+    ):
+        answer = await client.call_tool("travel__plan_trip", {"message": "a weekend in Porto"})
+        failed = await client.call_tool("travel__book_flight", {"message": "OPO to LIS"})
+    assert [block.text for block in answer.content] == ["Itinerary for: a weekend in Porto"]
+    assert answer.structured_content == {"days": 3, "city": "Lisbon"}
+    assert answer.meta is not None and answer.meta["a2a"]["state"] == "TASK_STATE_COMPLETED"
+    assert failed.is_error and "No seats left" in failed.content[0].text
