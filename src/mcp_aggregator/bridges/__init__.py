@@ -6,6 +6,6 @@ upstream connection talks to in-process; everything past that connection treats 
 MCP server. ``open_bridge`` builds one for a server's configuration.
 """
 
-from mcp_aggregator.bridges.bridge_target import open_bridge
+from mcp_aggregator.bridges.bridge_target import OpenBridge, RawAnswer, open_bridge
 
-__all__ = ["open_bridge"]
+__all__ = ["OpenBridge", "RawAnswer", "open_bridge"]

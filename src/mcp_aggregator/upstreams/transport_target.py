@@ -13,7 +13,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 
-from mcp_aggregator.bridges import open_bridge
+from mcp_aggregator.bridges import RawAnswer, open_bridge
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch
 from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
@@ -35,6 +35,8 @@ class Target:
     """stdio: the pipe raw calls share with the SDK session."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """streamable HTTP: the configured headers, expanded."""
+    bridge_raw: RawAnswer | None = None
+    """A bridge that answers a raw ``tools/call`` itself, without the SDK's client and server."""
 
 
 async def enter_target(
@@ -80,7 +82,8 @@ async def enter_target(
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if config.transport in BRIDGED:
-        return Target(await open_bridge(stack, config, headers))
+        bridge = await open_bridge(stack, config, headers)
+        return Target(bridge.server, bridge_raw=bridge.raw)
     if auth is not None:
         await auth.ensure_ready()
     if config.transport is Transport.SSE:

@@ -9,11 +9,12 @@ document that can no longer be fetched fails the health check.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx2
 import mcp_types as types
+import orjson
 from jsonschema import Draft202012Validator
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -101,10 +102,26 @@ class OpenApiBridge:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        operation = self._operations.get(params.name)
+        return await self.call(params.name, params.arguments or {})
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        operation = self._operations.get(name)
         if operation is None:
-            return error_result(f"Unknown tool: {params.name}")
-        return await self._caller.call(operation, params.arguments or {}, self._validator(operation))
+            return error_result(f"Unknown tool: {name}")
+        return await self._caller.call(operation, arguments, self._validator(operation))
+
+    async def answer_raw(self, message: dict[str, Any]) -> bytes:
+        """A raw JSON-RPC ``tools/call`` answered as the SDK's server would, minus its framing
+        (the fast path's lane); any other method is not found, as there."""
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        if message.get("method") != "tools/call" or not isinstance(name, str):
+            error = {"code": types.METHOD_NOT_FOUND, "message": "Method not found"}
+            return orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": error})
+        result = await self.call(name, arguments if isinstance(arguments, dict) else {})
+        body = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": body})
 
     def _validator(self, operation: Operation) -> Draft202012Validator | None:
         name = operation.tool.name
