@@ -47,3 +47,12 @@ async def test_a_document_that_can_no_longer_be_read_fails_the_health_checks_rel
         spec.write_text("openapi: [unbalanced")
         with pytest.raises(UpstreamError, match=r"spec: .* does not parse as JSON or YAML"):
             await gateway.supervisors["svc"].require_connection().relist()
+
+
+async def test_a_spec_file_that_is_missing_puts_the_server_in_error_naming_spec(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.yaml"
+    config = ServerConfig(name="svc", transport="openapi", spec=str(missing), base_url="http://127.0.0.1:9")
+    async with running_gateway(settings_for(config)) as (gateway, _):
+        message = gateway.supervisors["svc"].error_message
+    assert message is not None
+    assert f"spec: cannot read the file {missing}" in message
