@@ -25,8 +25,10 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── InvalidInputError            a request the gateway refuses at the edge (-32602, field named)
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
-    │   │   └── IsolationError       a stdio server's sandbox cannot be set up (a tool it
-    │   │                            requires is missing, a granted path does not exist)
+    │   │   ├── IsolationError       a stdio server's sandbox cannot be set up (a tool it
+    │   │   │                        requires is missing, a granted path does not exist)
+    │   │   └── BridgeError          an OpenAPI document or A2A agent card cannot be read
+    │   │                            or used (the field or the path in the document named)
     │   ├── UpstreamClosedError      the session died (503-style, says what was running)
     │   ├── UpstreamTimeoutError     a call ran past its timeout
     │   ├── UpstreamCallError        the upstream answered with a JSON-RPC error
@@ -220,6 +222,12 @@ class UpstreamConnectError(UpstreamError):
 class IsolationError(UpstreamConnectError):
     """A stdio server's sandbox cannot be set up; nothing of it was left running. The
     message names the setting (``sandbox.write[0]``) or the missing tool."""
+
+
+class BridgeError(UpstreamConnectError):
+    """An ``openapi`` or ``a2a`` server's document or agent card cannot be read or used; the
+    message names the setting (``spec``, ``base_url``, ``operations[1]``) or the path in the
+    document (``paths./pets.get.requestBody``)."""
 
 
 class UpstreamClosedError(UpstreamError):

@@ -88,3 +88,19 @@ def test_a_registration_carries_a_result_cache_and_a_wrong_one_names_its_field()
     assert errors_of(body(connection_config=remote | {"cache": {"ttl_secs": 0}})) == [
         ("body.connection_config.cache.ttl_secs", "Input should be greater than 0")
     ]
+
+
+def test_openapi_and_a2a_registrations_name_their_fields_when_wrong() -> None:
+    config = server_config_from(
+        body(transport_type="openapi", connection_config={"spec": "/srv/books.yaml", "operations": ["getBook"]})
+    )
+    assert config.transport is Transport.OPENAPI and config.operations == ("getBook",)
+    assert errors_of(body(transport_type="OPENAPI", connection_config={"base_url": "https://b.example"})) == [
+        ("body.connection_config.spec", "required for transport openapi")
+    ]
+    assert errors_of(body(transport_type="OPENAPI", connection_config={"spec": "b.yaml", "operations": ["GO /x"]})) == [
+        ("body.connection_config.operations", "[0]: 'GO /x' is neither an operationId nor 'METHOD /path'")
+    ]
+    assert errors_of(body(transport_type="A2A", connection_config={"base_url": "agent.local"})) == [
+        ("body.connection_config.base_url", "must be an absolute http(s) URL, got 'agent.local'")
+    ]

@@ -74,9 +74,11 @@ async def test_transport_options_must_be_exactly_one_and_pairs_need_an_equals_si
         cli = Cli(face)
         both = await cli("servers", "add", "x", "--command", "true", "--http", "http://127.0.0.1:9/mcp")
         assert both.exit_code == 2
-        assert "give exactly one of --command, --http, --sse (got --command, --http)" in both.stderr
+        assert "give exactly one of --command, --http, --sse, --openapi, --a2a (got --command, --http)" in both.stderr
         none = await cli("servers", "add", "x")
-        assert none.exit_code == 2 and "give exactly one of --command, --http, --sse" in none.stderr
+        assert none.exit_code == 2 and "give exactly one of --command, --http, --sse, --openapi, --a2a" in none.stderr
+        stray = await cli("servers", "add", "x", "--http", "http://127.0.0.1:9/mcp", "--operation", "getPetById")
+        assert stray.exit_code == 2 and "--base-url and --operation apply to --openapi only" in stray.stderr
         bad_env = await cli("servers", "add", "x", "--command", "true", "--env", "NOVALUE")
         assert bad_env.exit_code == 2 and "--env 'NOVALUE': expected KEY=VALUE" in bad_env.stderr
         header = await cli("servers", "add", "x", "--sse", "http://127.0.0.1:9/sse", "--header", "Bad Name=v")
@@ -123,3 +125,18 @@ async def test_http_and_sse_servers_are_added_with_their_headers(
         assert json.loads(events.stdout)["transport_type"] == "SSE"
         shown = json.loads((await cli("servers", "show", "web", "--json")).stdout)
         assert shown["connection_config"]["headers"] == {"X-Team": "***"}, "header values are redacted"
+
+
+async def test_servers_add_openapi_registers_the_documents_selected_operations(tmp_path: Path) -> None:
+    petstore = REPO / "tests" / "bridges" / "fixtures" / "petstore-openapi.yaml"
+    async with http_face(face_settings(tmp_path)) as face:
+        cli = Cli(face)
+        added = await cli(
+            "servers", "add", "pets", "--openapi", str(petstore), "--base-url", "http://127.0.0.1:9/api/v3",
+            "--operation", "getPetById", "--operation", "GET /store/inventory", "--json",
+        )  # fmt: skip
+        assert added.exit_code == 0, added.stderr
+        detail = json.loads((await cli("servers", "show", "pets", "--json")).stdout)
+        assert detail["transport_type"] == "OPENAPI"
+        assert {t["original_name"] for t in detail["tools"]} == {"getPetById", "getInventory"}
+        assert detail["connection_config"]["operations"] == ["getPetById", "GET /store/inventory"]

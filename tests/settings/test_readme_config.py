@@ -20,7 +20,7 @@ def test_the_configuration_reference_example_is_valid() -> None:
     match = re.search(r"## Every field.*?```yaml\n(.*?)```", text, re.S)
     assert match is not None
     settings = parse_settings(match.group(1))
-    assert [s.name for s in settings.servers] == ["memory", "docs", "events"]
+    assert [s.name for s in settings.servers] == ["memory", "docs", "events", "books", "travel"]
     assert settings.aggregator.servers["memory"].query_tool == "search_nodes"
     needs = NeedMatcher(settings.search.implicit_needs or [])
     assert needs.needs_of("Book a table for tomorrow and save it to /tmp/plan.md") == [

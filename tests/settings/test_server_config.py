@@ -28,7 +28,10 @@ def error_of(text: str) -> str:
         ("{name: has.dot, transport: stdio, command: x}", "servers[1].name: must match"),
         ('{name: "abc\\n", transport: stdio, command: x}', "servers[1].name: must match"),
         (f"{{name: {'a' * 256}, transport: stdio, command: x}}", "servers[1].name: must be at most 255 characters"),
-        ("{name: s, transport: ftp, command: x}", "servers[1].transport: must be one of stdio, sse, http, got 'ftp'"),
+        (
+            "{name: s, transport: ftp, command: x}",
+            "servers[1].transport: must be one of stdio, sse, http, openapi, a2a, got 'ftp'",
+        ),
         ("{name: s, command: x}", "servers[1].transport: Field required"),
         ("{name: s, transport: stdio}", "servers[1].command: required for transport stdio"),
         ("{name: s, transport: sse}", "servers[1].url: required for transport sse"),

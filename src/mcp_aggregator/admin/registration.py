@@ -16,7 +16,19 @@ from pydantic_core import ErrorDetails
 from mcp_aggregator.admin.schemas import ServerCreate
 from mcp_aggregator.settings import ServerConfig
 
-_CONNECTION_FIELDS = ("command", "args", "env", "cwd", "url", "base_url", "headers", "auth", "cache")
+_CONNECTION_FIELDS = (
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "base_url",
+    "spec",
+    "operations",
+    "headers",
+    "auth",
+    "cache",
+)
 _API_LOCATION: dict[str, tuple[str, ...]] = {
     "transport": ("transport_type",),
     **{field: ("connection_config", field) for field in _CONNECTION_FIELDS},

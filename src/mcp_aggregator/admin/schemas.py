@@ -15,7 +15,8 @@ from mcp_aggregator.settings.server_config import MAX_DESCRIPTION_LENGTH, MAX_NA
 
 class ConnectionConfig(BaseModel):
     """Transport-specific fields: STDIO ``command`` (+ ``args``, ``env``, ``cwd``), SSE ``url``,
-    HTTP ``base_url`` (+ ``headers`` for both). ``${VAR}`` references stay unexpanded."""
+    HTTP ``base_url``, OPENAPI ``spec`` (+ ``base_url``, ``operations``), A2A ``base_url``
+    (+ ``headers`` for all but STDIO). ``${VAR}`` references stay unexpanded."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,6 +26,10 @@ class ConnectionConfig(BaseModel):
     cwd: str | None = None
     url: str | None = None
     base_url: str | None = None
+    spec: str | None = Field(default=None, description="OPENAPI: the document's URL or file (JSON or YAML)")
+    operations: list[str] | None = Field(
+        default=None, description="OPENAPI: the operations to offer (operationId or 'METHOD /path'); all if unset"
+    )
     headers: dict[str, str] | None = None
     auth: str | dict[str, Any] | None = Field(
         default=None,
@@ -64,7 +69,7 @@ class ServerCreate(BaseModel):
 
     name: str = Field(json_schema_extra={"pattern": NAME_PATTERN.pattern, "maxLength": MAX_NAME_LENGTH})
     description: str | None = Field(default=None, json_schema_extra={"maxLength": MAX_DESCRIPTION_LENGTH})
-    transport_type: str = Field(description="STDIO, SSE or HTTP, in any case")
+    transport_type: str = Field(description="STDIO, SSE, HTTP, OPENAPI or A2A, in any case")
     connection_config: ConnectionConfig
     health_check_url: str | None = Field(default=None, description="An absolute http(s) URL")
     auto_connect: bool = False

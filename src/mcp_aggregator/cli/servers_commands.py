@@ -150,7 +150,20 @@ def servers_add(
     ] = False,
     http: Annotated[str | None, typer.Option("--http", help="A streamable HTTP server's URL.")] = None,
     sse: Annotated[str | None, typer.Option("--sse", help="An SSE server's URL.")] = None,
-    header: Annotated[list[str] | None, typer.Option("--header", help="K=V sent to --http/--sse.")] = None,
+    openapi: Annotated[
+        str | None, typer.Option("--openapi", help="A REST API's OpenAPI document (URL or file).")
+    ] = None,
+    a2a: Annotated[str | None, typer.Option("--a2a", help="An A2A agent's base URL (its card is read there).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="--openapi: where the API lives (default: the document's server).")
+    ] = None,
+    operation: Annotated[
+        list[str] | None,
+        typer.Option("--operation", help="--openapi: an operation to offer, operationId or 'METHOD /path' (repeat)."),
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="K=V sent to --http/--sse/--openapi/--a2a.")
+    ] = None,
     description: Annotated[str | None, typer.Option("--description")] = None,
     health_check_url: Annotated[str | None, typer.Option("--health-check-url")] = None,
     no_connect: Annotated[bool, typer.Option("--no-connect", help="Register without connecting.")] = False,
@@ -160,10 +173,14 @@ def servers_add(
     token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Register a server (exactly one of --command, --http, --sse) and wait until it is CONNECTED."""
-    chosen = [flag for flag, value in (("--command", command), ("--http", http), ("--sse", sse)) if value]
+    """Register a server (exactly one of --command, --http, --sse, --openapi, --a2a) and wait until it is CONNECTED."""
+    kinds = (("--command", command), ("--http", http), ("--sse", sse), ("--openapi", openapi), ("--a2a", a2a))
+    chosen = [flag for flag, value in kinds if value]
     if len(chosen) != 1:
-        fail("give exactly one of --command, --http, --sse" + (f" (got {', '.join(chosen)})" if chosen else ""), 2)
+        listed = ", ".join(flag for flag, _ in kinds)
+        fail(f"give exactly one of {listed}" + (f" (got {', '.join(chosen)})" if chosen else ""), 2)
+    if (base_url or operation) and not openapi:
+        fail("--base-url and --operation apply to --openapi only", 2)
     connection: dict[str, Any]
     if command:
         connection = {"command": command, "args": arg or [], "env": key_values(env, "--env"), "cwd": cwd}
@@ -171,6 +188,12 @@ def servers_add(
         if sandbox:
             connection["sandbox"] = sandbox
         transport = "STDIO"
+    elif openapi:
+        connection = {"spec": openapi, "base_url": base_url, "operations": operation or None}
+        transport = "OPENAPI"
+    elif a2a:
+        connection = {"base_url": a2a}
+        transport = "A2A"
     else:
         connection = {"url": sse} if sse else {"base_url": http}
         transport = "SSE" if sse else "HTTP"

@@ -17,6 +17,8 @@ class TransportType(StrEnum):
     STDIO = "STDIO"
     SSE = "SSE"
     HTTP = "HTTP"
+    OPENAPI = "OPENAPI"
+    A2A = "A2A"
 
 
 class ServerSource(StrEnum):

@@ -76,7 +76,7 @@ class ExternalServerRow(Base):
     __tablename__ = "external_servers"
     __table_args__ = (
         UniqueConstraint("name"),
-        CheckConstraint("transport_type IN ('STDIO', 'SSE', 'HTTP')", name="transport_type"),
+        CheckConstraint("transport_type IN ('STDIO', 'SSE', 'HTTP', 'OPENAPI', 'A2A')", name="transport_type"),
         CheckConstraint("status IN ('DISCONNECTED', 'CONNECTING', 'CONNECTED', 'DEGRADED', 'ERROR')", name="status"),
         CheckConstraint("source IN ('config', 'api')", name="source"),
         {"schema": SCHEMA},

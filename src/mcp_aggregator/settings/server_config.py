@@ -25,6 +25,15 @@ class Transport(StrEnum):
     STDIO = "stdio"
     SSE = "sse"
     HTTP = "http"
+    OPENAPI = "openapi"
+    """A REST API, from its OpenAPI document (``spec``); see ``bridges``."""
+    A2A = "a2a"
+    """An A2A agent, from its agent card at ``base_url``; see ``bridges``."""
+
+
+BRIDGED = frozenset({Transport.OPENAPI, Transport.A2A})
+"""Transports the gateway serves through an in-process MCP server of its own."""
+_HTTP_METHODS = frozenset({"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"})
 
 
 def check_url(value: str) -> str:
@@ -62,6 +71,10 @@ class ServerConfig(BaseModel):
     cwd: str | None = None
     url: str | None = None
     base_url: str | None = None
+    spec: str | None = None
+    """openapi: the document's URL or file (JSON or YAML, OpenAPI 3.0 or 3.1)."""
+    operations: tuple[str, ...] | None = None
+    """openapi: the operations to offer (``operationId`` or ``"METHOD /path"``); all if unset."""
     headers: dict[str, str] = Field(default_factory=dict)
     health_check_url: str | None = None
     tool_timeout_secs: float = Field(default=60.0, gt=0)
@@ -96,7 +109,7 @@ class ServerConfig(BaseModel):
             aliases = {"streamable-http": "http", "streamable_http": "http", "streamablehttp": "http"}
             lowered = aliases.get(lowered, lowered)
             if lowered not in {t.value for t in Transport}:
-                raise ValueError(f"must be one of stdio, sse, http, got {value!r}")
+                raise ValueError(f"must be one of stdio, sse, http, openapi, a2a, got {value!r}")
             return lowered
         return value
 
@@ -124,14 +137,50 @@ class ServerConfig(BaseModel):
     def _urls(cls, value: str | None) -> str | None:
         return None if value is None else check_url(value)
 
+    @field_validator("spec")
+    @classmethod
+    def _spec(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip():
+            raise ValueError("must be a URL or a file path, got an empty string")
+        scheme = urlsplit(value).scheme
+        return check_url(value) if scheme in ("http", "https") or "://" in value else value
+
+    @field_validator("operations")
+    @classmethod
+    def _operations(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("must name at least one operation (leave it out to offer them all)")
+        for index, item in enumerate(value):
+            method, _, path = item.strip().partition(" ")
+            if not item.strip():
+                raise ValueError(f"[{index}]: an empty name")
+            if path and (method.upper() not in _HTTP_METHODS or not path.strip().startswith("/")):
+                raise ValueError(f"[{index}]: {item!r} is neither an operationId nor 'METHOD /path'")
+        if len(set(value)) != len(value):
+            raise ValueError("names an operation twice")
+        return value
+
     @model_validator(mode="after")
     def _transport_fields(self) -> ServerConfig:
-        required = {Transport.STDIO: "command", Transport.SSE: "url", Transport.HTTP: "base_url"}
+        required = {
+            Transport.STDIO: "command",
+            Transport.SSE: "url",
+            Transport.HTTP: "base_url",
+            Transport.OPENAPI: "spec",
+            Transport.A2A: "base_url",
+        }
+        allowed = {Transport.OPENAPI: {"spec", "base_url", "operations"}}.get(
+            self.transport, {required[self.transport]}
+        )
         needed = required[self.transport]
         if not getattr(self, needed):
             raise ValueError(f"{needed}: required for transport {self.transport.value}")
-        for other_transport, field in required.items():
-            if other_transport is not self.transport and getattr(self, field):
+        for field in ("command", "url", "base_url", "spec", "operations"):
+            if field not in allowed and getattr(self, field):
                 raise ValueError(f"{field}: not allowed for transport {self.transport.value}")
         if self.transport is not Transport.STDIO and (self.args or self.env or self.cwd):
             raise ValueError(f"args/env/cwd: only allowed for transport stdio, not {self.transport.value}")
@@ -141,6 +190,8 @@ class ServerConfig(BaseModel):
             raise ValueError(f"sandbox: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.auth is not None:
             raise ValueError("auth: only allowed for transport http or sse (a stdio server gets its secrets in env)")
+        if self.transport in BRIDGED and self.auth is not None:
+            raise ValueError(f"auth: only allowed for transport http or sse (give {self.transport.value} its headers)")
         if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
             raise ValueError("headers: an Authorization header cannot be combined with auth: oauth")
         return self
@@ -157,8 +208,13 @@ class ServerConfig(BaseModel):
             if self.cache is not None:
                 out["cache"] = self.cache.stored()
             return {**out, **origin}
-        key = "url" if self.transport is Transport.SSE else "base_url"
-        remote: dict[str, Any] = {key: getattr(self, key), "headers": dict(self.headers)}
+        keys = {Transport.SSE: ("url",), Transport.OPENAPI: ("spec", "base_url", "operations")}
+        remote: dict[str, Any] = {
+            key: list(value) if isinstance(value, tuple) else value
+            for key in keys.get(self.transport, ("base_url",))
+            if (value := getattr(self, key)) is not None
+        }
+        remote["headers"] = dict(self.headers)
         if self.auth is not None:
             remote["auth"] = self.auth.stored()
         if self.cache is not None:

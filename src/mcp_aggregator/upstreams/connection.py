@@ -32,8 +32,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_aggregator import __version__
+from mcp_aggregator.bridges import RawAnswer
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
+    BridgeError,
     EnvVarError,
     IsolationError,
     SignInRequiredError,
@@ -120,6 +122,8 @@ class UpstreamConnection:
         self.max_result_bytes = max_result_bytes
         self.pipe: StdioPipe | None = None
         self.http_raw: HttpRaw | None = None
+        self.bridge_raw: RawAnswer | None = None
+        """A bridge's own answer to raw calls (``bridges``): no SDK client and server between."""
         """The stdio pipe, which raw fast-path calls share with the SDK session (None for HTTP/SSE)."""
         self.state = ConnectionState.NEW
         self.tools: tuple[types.Tool, ...] = ()
@@ -230,6 +234,7 @@ class UpstreamConnection:
                 sandbox=self.sandbox,
             )
             self.pipe = target.pipe
+            self.bridge_raw = target.bridge_raw
             client = Client(
                 target.client_target,
                 mode=self.config.protocol,
@@ -264,7 +269,7 @@ class UpstreamConnection:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
             return client
-        except (EnvVarError, SignInRequiredError, IsolationError):
+        except (EnvVarError, SignInRequiredError, IsolationError, BridgeError):
             raise
         except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
             text = describe_error(exc)
@@ -461,9 +466,16 @@ class UpstreamConnection:
         before = (self.tools, self.prompts, self.resources, self.templates)
 
         async def listing(client: Client) -> tuple[types.Tool, ...]:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._discover_features, client)
-                tools = await self._list_tools_everywhere(client)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._discover_features, client)
+                    tools = await self._list_tools_everywhere(client)
+            except BaseExceptionGroup as group:
+                # One listing refused (e.g. a bridge's document gone): report that error, mapped
+                # like any request's, not an opaque group.
+                if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
+                    raise group.exceptions[0] from group
+                raise
             return tools
 
         self.tools = await self.request("health check", listing, timeout_secs=timeout_secs)
@@ -626,12 +638,15 @@ class UpstreamConnection:
         Uses the SDK session's own stamping so a raw call is indistinguishable from one the
         SDK sends (the 2026-07-28 ``_meta`` envelope; nothing for a handshake session).
         """
-        return self._stamps.apply(self._require_client().session, message, over_http=self.pipe is None)
+        over_http = self.pipe is None and self.bridge_raw is None
+        return self._stamps.apply(self._require_client().session, message, over_http=over_http)
 
     @property
     def raw_capable(self) -> bool:
-        """Whether raw calls can go beside this session (stdio: the shared pipe; 2026-07-28 HTTP: a POST)."""
-        return (self.pipe is not None or self.http_raw is not None) and self._client is not None
+        """Whether raw calls can go beside this session (stdio: the shared pipe; 2026-07-28 HTTP: a
+        POST; a bridge that answers them itself)."""
+        lanes = (self.pipe, self.http_raw, self.bridge_raw)
+        return any(lane is not None for lane in lanes) and self._client is not None
 
     def submit_raw(
         self,
@@ -648,6 +663,8 @@ class UpstreamConnection:
         nothing was sent, ``call_raw`` instead). Raises ``UpstreamClosedError`` when it cannot
         be sent, ``InvalidInputError`` for a header that cannot."""
         self._require_client()
+        if self.bridge_raw is not None:
+            return None  # answered in the caller's task: ``call_raw``
         call = RawCall(self, what, settle)
         if self.pipe is not None:
             ident = self.pipe.submit(message, call.answered, on_log)
@@ -680,6 +697,9 @@ class UpstreamConnection:
         elif self.http_raw is not None:
             message["id"] = f"agw:{next(self._raw_ids)}"
             sending = self.http_raw.call(message, headers, on_log)
+        elif self.bridge_raw is not None:
+            message["id"] = f"agw:{next(self._raw_ids)}"
+            sending = self.bridge_raw(message)
         else:
             raise UpstreamClosedError(self.name, "raw calls need a stdio or 2026-07-28 HTTP session")
         limit = self.config.tool_timeout_secs

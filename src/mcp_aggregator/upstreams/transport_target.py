@@ -11,15 +11,19 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
 
+from mcp_aggregator.bridges import RawAnswer, open_bridge
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch
 from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
 from mcp_aggregator.settings import ServerConfig, Transport, expand_mapping
 from mcp_aggregator.settings.env_expansion import SecretScrubber, secret_values
+from mcp_aggregator.settings.server_config import BRIDGED
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 
-ClientTarget = StdioServerParameters | AbstractAsyncContextManager[Any]
+ClientTarget = StdioServerParameters | AbstractAsyncContextManager[Any] | Server[Any]
+"""A bridge (``openapi``, ``a2a``) is an in-process ``Server`` the client talks to directly."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class Target:
     """stdio: the pipe raw calls share with the SDK session."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """streamable HTTP: the configured headers, expanded."""
+    bridge_raw: RawAnswer | None = None
+    """A bridge that answers a raw ``tools/call`` itself, without the SDK's client and server."""
 
 
 async def enter_target(
@@ -75,6 +81,9 @@ async def enter_target(
         pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub, launch=launch)
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
+    if config.transport in BRIDGED:
+        bridge = await open_bridge(stack, config, headers)
+        return Target(bridge.server, bridge_raw=bridge.raw)
     if auth is not None:
         await auth.ensure_ready()
     if config.transport is Transport.SSE:

@@ -1,0 +1,154 @@
+"""An A2A agent as an MCP server: its card's skills as tools, a call as an A2A message.
+
+Built on a2a-sdk's client (card resolution, JSON-RPC/REST transports, streaming). While a
+task works, each status message the agent streams becomes a progress notification, so a
+long task keeps the caller informed (and its deadline alive). Each ``tools/list`` after
+the first reads the card again: a changed card reaches the pins, and an agent that no
+longer answers fails the health check.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import httpx
+import mcp_types as types
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.client import Client as A2AClient
+from a2a.client.errors import A2AClientError
+from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from a2a.types import AgentCard, Artifact, Message, Role, SendMessageRequest, StreamResponse, Task
+from a2a.utils.errors import A2AError
+from google.protobuf.json_format import ParseError
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from mcp_aggregator import __version__
+from mcp_aggregator.bridges.a2a.agent_reply import message_result, task_result
+from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
+from mcp_aggregator.errors import BridgeError
+
+logger = logging.getLogger(__name__)
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def _merge(task: Task | None, event: StreamResponse) -> Task | None:
+    """The task as the events so far tell it (a2a-sdk yields each event as it comes)."""
+    kind = event.WhichOneof("payload")
+    if kind == "task":
+        return event.task
+    if task is None:
+        task = Task()
+    if kind == "status_update":
+        task.status.CopyFrom(event.status_update.status)
+    elif kind == "artifact_update":
+        update = event.artifact_update
+        existing = next((a for a in task.artifacts if a.artifact_id == update.artifact.artifact_id), None)
+        if existing is not None and update.append:
+            existing.parts.extend(update.artifact.parts)
+        elif existing is not None:
+            existing.CopyFrom(update.artifact)
+        else:
+            task.artifacts.append(Artifact())
+            task.artifacts[-1].CopyFrom(update.artifact)
+    return task
+
+
+class A2ABridge:
+    """One agent's skills, kept current, and the server that offers them."""
+
+    def __init__(self, name: str, base_url: str, client: httpx.AsyncClient) -> None:
+        self.name = name
+        self._base_url = base_url
+        self._http = client
+        self._agent: A2AClient | None = None
+        self._tools: dict[str, tuple[types.Tool, str | None]] = {}
+        self._fresh = False
+
+    async def load(self) -> None:
+        """Reads the agent card; raises ``BridgeError`` naming ``base_url`` when it cannot."""
+        try:
+            card = await A2ACardResolver(self._http, self._base_url).get_agent_card()
+        except (A2AClientError, httpx.HTTPError, ParseError, ValueError) as exc:
+            raise BridgeError(self.name, f"base_url: no usable agent card at {self._base_url} ({exc})") from exc
+        self._adopt(card)
+
+    def _adopt(self, card: AgentCard) -> None:
+        try:
+            agent = ClientFactory(ClientConfig(httpx_client=self._http, streaming=True)).create(card)
+        except (A2AClientError, ValueError) as exc:
+            raise BridgeError(self.name, f"base_url: the agent card offers no interface to reach it ({exc})") from exc
+        self._agent = agent
+        self._tools = skill_tools(card)
+        self._fresh = True
+
+    async def aclose(self) -> None:
+        if self._agent is not None:
+            await self._agent.close()
+
+    def server(self) -> Server[Any]:
+        return Server(
+            self.name,
+            version=__version__,
+            instructions=f"The A2A agent at {self._base_url}: one tool per skill.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if not self._fresh:
+            try:
+                await self.load()
+            except BridgeError as exc:
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from exc
+        self._fresh = False
+        return types.ListToolsResult(tools=[tool for tool, _ in self._tools.values()])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        entry = self._tools.get(params.name)
+        if entry is None or self._agent is None:
+            return _error(f"Unknown tool: {params.name}")
+        arguments = params.arguments or {}
+        text = arguments.get("message")
+        if not isinstance(text, str) or not text:
+            return _error("missing required argument: message (what to ask the agent)")
+        parts = [new_text_part(text)]
+        if isinstance(arguments.get("data"), dict):
+            parts.append(new_data_part(arguments["data"]))
+        message = Message(
+            message_id=uuid.uuid4().hex,
+            role=Role.ROLE_USER,
+            parts=parts,
+            context_id=str(arguments.get("context_id") or ""),
+            task_id=str(arguments.get("task_id") or ""),
+        )
+        if entry[1] is not None:
+            message.metadata.update({"skill": entry[1]})
+        try:
+            return await self._send(ctx, self._agent, message)
+        except (A2AError, httpx.HTTPError) as exc:
+            return _error(f"The agent could not be reached or refused the message: {exc or type(exc).__name__}")
+
+    async def _send(self, ctx: ServerRequestContext[Any], agent: A2AClient, message: Message) -> types.CallToolResult:
+        task: Task | None = None
+        step = 0
+        async for event in agent.send_message(SendMessageRequest(message=message)):
+            if event.WhichOneof("payload") == "message":
+                return message_result(event.message)
+            task = _merge(task, event)
+            if event.WhichOneof("payload") == "status_update" and event.status_update.status.HasField("message"):
+                said = " ".join(p.text for p in event.status_update.status.message.parts if p.text)
+                step += 1
+                await ctx.session.report_progress(step, None, said or None)
+        if task is None:
+            return _error("The agent ended the exchange without an answer")
+        return task_result(task)

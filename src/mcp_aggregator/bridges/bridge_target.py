@@ -1,0 +1,58 @@
+"""Building the in-process server of an ``openapi`` or ``a2a`` upstream for one connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import httpx2
+from mcp.server import Server
+
+from mcp_aggregator.bridges.a2a import A2ABridge
+from mcp_aggregator.bridges.openapi import OpenApiBridge
+from mcp_aggregator.settings import ServerConfig, Transport
+
+RawAnswer = Callable[[dict[str, Any]], Coroutine[Any, Any, bytes]]
+"""Answers one JSON-RPC request (a dict) with the response's bytes."""
+
+
+@dataclass(frozen=True)
+class OpenBridge:
+    server: Server[Any]
+    raw: RawAnswer | None = None
+    """The fast path's lane: plain calls answered without the SDK's client and server."""
+
+
+async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapping[str, str]) -> OpenBridge:
+    """The server standing for ``config``'s upstream, its document or card read; its HTTP
+    client is closed by ``stack``. ``headers`` (expanded) go with every request.
+
+    Raises ``BridgeError`` naming the setting or the path in the document that is unusable.
+    """
+    if config.transport is Transport.OPENAPI:
+        assert config.spec is not None  # guaranteed by ServerConfig validation
+        timeout = httpx2.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs)
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=dict(headers), timeout=timeout, follow_redirects=False)
+        )
+        bridge = OpenApiBridge(config.name, config.spec, client, base_url=config.base_url, selection=config.operations)
+        await bridge.load()
+        return OpenBridge(bridge.server(), bridge.answer_raw)
+    if config.transport is Transport.A2A:
+        assert config.base_url is not None  # guaranteed by ServerConfig validation
+        # a2a-sdk speaks httpx (not httpx2); no redirects, as for every upstream.
+        http = await stack.enter_async_context(
+            httpx.AsyncClient(
+                headers=dict(headers),
+                timeout=httpx.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs),
+            )
+        )
+        agent = A2ABridge(config.name, config.base_url, http)
+        stack.push_async_callback(agent.aclose)
+        await agent.load()
+        # No raw lane: an agent's calls report progress, which only the SDK's session carries.
+        return OpenBridge(agent.server())
+    raise ValueError(f"transport {config.transport.value} is not a bridge")

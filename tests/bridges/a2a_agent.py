@@ -1,0 +1,89 @@
+"""An A2A agent built from a2a-sdk's own server pieces (executor, request handler, task store,
+Starlette routes), as its documentation builds one: three skills, picked from the
+message's ``skill`` metadata (or the first word of its text).
+
+- ``greet``: a plain message reply (text).
+- ``plan_trip``: a task that reports progress while it works and ends with a text and a
+  data artifact; between its first and second step it waits for ``proceed`` when given,
+  so a test can show the progress arrived before the answer.
+- ``book_flight``: a task that fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from a2a.helpers.proto_helpers import new_data_part, new_task_from_user_message, new_text_message, new_text_part
+from a2a.server.agent_execution.agent_executor import AgentExecutor
+from a2a.server.agent_execution.context import RequestContext
+from a2a.server.events.event_queue import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Role, TaskState
+from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
+
+
+def agent_card(url: str, *, streaming: bool = True) -> AgentCard:
+    return AgentCard(
+        name="Travel agent",
+        description="Plans trips and books flights.",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=streaming),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(id="greet", name="Greet", description="Says hello to a traveller.", tags=["hello"]),
+            AgentSkill(
+                id="plan_trip",
+                name="Plan a trip",
+                description="Plans a trip to a city, step by step.",
+                tags=["travel", "itinerary"],
+                examples=["Plan three days in Lisbon"],
+            ),
+            AgentSkill(id="book_flight", name="Book a flight", description="Books a flight.", tags=["flights"]),
+        ],
+    )
+
+
+class TravelExecutor(AgentExecutor):
+    def __init__(self, proceed: asyncio.Event | None = None) -> None:
+        self.proceed = proceed
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input()
+        said = context.message
+        metadata = MessageToDict(said.metadata) if said is not None else {}
+        skill = str(metadata.get("skill") or text.split(" ", 1)[0])
+        if skill == "greet":
+            await event_queue.enqueue_event(
+                new_text_message(f"Hello! You said: {text}", context_id=context.context_id, role=Role.ROLE_AGENT)
+            )
+            return
+        assert said is not None
+        task = context.current_task or new_task_from_user_message(said)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if skill == "book_flight":
+            await updater.failed(updater.new_agent_message([new_text_part("No seats left on that flight.")]))
+            return
+        await updater.start_work(updater.new_agent_message([new_text_part("Looking at the map")]))
+        if self.proceed is not None:
+            await self.proceed.wait()
+        await updater.update_status(
+            TaskState.TASK_STATE_WORKING, updater.new_agent_message([new_text_part("Choosing hotels")])
+        )
+        await updater.add_artifact([new_text_part(f"Itinerary for: {text}")], name="itinerary")
+        await updater.add_artifact([new_data_part({"days": 3, "city": "Lisbon"})], name="summary")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def build_agent_app(url: str, executor: TravelExecutor, *, streaming: bool = True) -> Starlette:
+    card = agent_card(url, streaming=streaming)
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
