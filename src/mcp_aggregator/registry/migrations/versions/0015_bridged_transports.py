@@ -6,8 +6,8 @@ the drop of the old table to every row that refers to it (tools, pins, credentia
 the constraint's text is widened in place, as SQLite's own documentation describes for
 changing a CHECK constraint (every stored row still satisfies the wider one).
 
-Revision ID: 0014_bridges
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-28
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from alembic import context, op
 
-revision: str = "0014_bridges"
-down_revision: str | None = "0013"
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | None = None
 depends_on: str | None = None
 
