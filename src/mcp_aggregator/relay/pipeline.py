@@ -14,6 +14,7 @@ retries, which bridges a modern upstream to a 2025-11-25 client.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import anyio
 import mcp_types as types
 from pydantic import TypeAdapter
 
+from mcp_aggregator.apps import shown_result
 from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
@@ -263,6 +265,8 @@ class CallPipeline:
         result: types.CallToolResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )
+        if isinstance(result, types.CallToolResult):
+            result = shown_result(result, functools.partial(self._routes.features.shown_uri, route.server))
         return result
 
     async def call_tool_result(

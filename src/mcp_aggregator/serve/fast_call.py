@@ -10,8 +10,9 @@ that declared sampling, elicitation or roots, a retry carrying ``inputResponses`
 ``requestState``, a message the fast parser refuses, a name or URI it cannot route (the
 full pipeline words that error), a resource read under a namespaced URI (its contents must
 come back under that URI), a tool its server's ``cache:`` covers (the result cache is a
-stage of the full pipeline), or an upstream session that cannot take raw calls. Policy
-stages run on both paths.
+stage of the full pipeline), a tool bound to an MCP App (its result may name the app's
+``ui://`` address, which the full pipeline shows as clients read it), or an upstream
+session that cannot take raw calls. Policy stages run on both paths.
 
 A handshake-era (2025-11-25 and earlier) session on stdio is served too, once its handshake
 has shown a client that declared none of sampling, elicitation and roots: its answer is
@@ -40,6 +41,7 @@ from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from mcp_aggregator.apps import binds_app
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
@@ -274,6 +276,8 @@ class FastCalls:
                 sup = supervisors.get(server)
                 if sup is not None and sup.config.cache is not None and sup.config.cache.covers(tool):
                     continue  # a cacheable tool: the full pipeline's cache stage answers it
+                if binds_app(entry.tool):
+                    continue  # its result may name the app, which the full pipeline shows as clients read it
                 invocation = Invocation(_TOOLS_CALL, server, tool, self._anonymous)
                 schema = entry.tool.input_schema
                 mirrored = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))

@@ -26,6 +26,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator import __version__
+from mcp_aggregator.apps import relayed_extensions
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError, UpstreamError
 from mcp_aggregator.identity import DEFAULT_PROFILE, ClientIdentity
 from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_state
@@ -165,8 +166,24 @@ class GatewayServer:
                 canonical_of=self._canonical,
             )
             self.tasks.install(self.server)
-        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._changed.set)
+        self._declare_extensions()
+        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._on_change)
         self._unsubscribe_updates: Callable[[], None] = gateway.on_resource_updated(self.resource_updated)
+
+    def _on_change(self) -> None:
+        self._declare_extensions()
+        self._changed.set()
+
+    def _declare_extensions(self) -> None:
+        """Declare the extensions the exposed upstreams declare and the gateway relays (MCP
+        Apps), as each ``initialize`` or ``server/discover`` answer reads them from then on."""
+        capabilities = []
+        for server in self.gateway.exposed_servers():
+            try:
+                capabilities.append(self.gateway.connection(server).capabilities)
+            except AggregatorError:
+                continue  # gone between the two reads: the next change declares again
+        self.server.extensions = relayed_extensions(capabilities)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_aggregator import __version__
+from mcp_aggregator.apps import upstream_extensions
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
@@ -235,6 +236,7 @@ class UpstreamConnection:
                 mode=self.config.protocol,
                 cache=None,
                 client_info=CLIENT_INFO,
+                extensions=upstream_extensions(),
                 message_handler=self._on_message,
                 sampling_callback=self._on_sampling,
                 elicitation_callback=self._on_elicitation,
@@ -282,6 +284,7 @@ class UpstreamConnection:
             mode="legacy",
             cache=None,
             client_info=CLIENT_INFO,
+            extensions=upstream_extensions(),
             message_handler=self._on_message,
             sampling_callback=self._on_sampling,
             elicitation_callback=self._on_elicitation,
