@@ -35,6 +35,7 @@ from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, protected_
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
+from mcp_aggregator.serve.field_values import FieldValues
 from mcp_aggregator.serve.handshake_http import HandshakeSessions, quiet_hangups
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
@@ -57,7 +58,8 @@ def host_policy(serve: ServeSettings, *, host: str | None = None) -> HostPolicy:
 
 
 def security_middleware(serve: ServeSettings, *, host: str | None = None) -> list[Middleware]:
-    """The guard, rate limit and body limit, outermost first, as ``serve`` configures them."""
+    """Request ids, header values without optional whitespace, the guard, rate limit and body
+    limit, outermost first, as ``serve`` configures them."""
     policy = host_policy(serve, host=host)
 
     def limit_for(path: str) -> tuple[int, str]:
@@ -65,7 +67,7 @@ def security_middleware(serve: ServeSettings, *, host: str | None = None) -> lis
             return serve.mcp_max_body_bytes, "serve.mcp_max_body_bytes"
         return serve.max_body_bytes, "serve.max_body_bytes"
 
-    middleware = [Middleware(RequestIds), Middleware(HostOriginGuard, policy=policy)]
+    middleware = [Middleware(RequestIds), Middleware(FieldValues), Middleware(HostOriginGuard, policy=policy)]
     if serve.rate_limit is not None:
         middleware.append(Middleware(RateLimit, settings=serve.rate_limit))
     middleware.append(Middleware(BodyLimit, limit_for=limit_for))

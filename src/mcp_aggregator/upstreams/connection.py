@@ -46,6 +46,7 @@ from mcp_aggregator.errors import (
 )
 from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
+from mcp_aggregator.upstreams.caller_capabilities import narrowing_stamp
 from mcp_aggregator.upstreams.era_choice import (
     INVALID_RESULT,
     Era,
@@ -245,6 +246,8 @@ class UpstreamConnection:
             )
             client = await stack.enter_async_context(client)
             self.protocol_version = client.protocol_version
+            # The SDK stamps the session's capabilities on every request; each must say its caller's.
+            client.session._stamp = narrowing_stamp(client.session._stamp)
             # Raw calls carry fixed headers; an OAuth upstream's bearer changes, so its calls take the SDK's way.
             if self.config.transport is Transport.HTTP and self.modern and self.config.base_url and self.auth is None:
                 # Stateless era: a raw call is a plain POST, pooled beside the SDK's client.
