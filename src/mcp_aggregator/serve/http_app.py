@@ -84,6 +84,7 @@ def build_http_app(
     profiles: Mapping[str, GatewayServer] | None = None,
     clients: ClientBook | None = None,
     sessions: SessionBook | None = None,
+    home: str | None = None,
 ) -> Starlette:
     """A Starlette app whose lifespan runs the MCP session managers: ``gateway_server`` at
     ``/mcp``, each of ``profiles`` at ``/mcp/<name>``.
@@ -94,6 +95,8 @@ def build_http_app(
     ``serve.mcp_tokens``, ``${VAR}`` taken from this process's environment).
     ``sessions``: seal handshake-era session ids with it, so that another replica (or this
     one after a restart) resumes them (default: the SDK's random ids, held in memory).
+    ``home``: the base URL other replicas reach this one at (sealed into its ``requestState``,
+    so a retry balanced elsewhere is sent on here).
     """
     settings = gateway_server.gateway.settings
     serve = settings.serve
@@ -114,7 +117,7 @@ def build_http_app(
         }
         manager: StreamableHTTPSessionManager
         if sessions is not None:
-            server.parked.seal = sessions.request_states(serve.input_wait_secs)
+            server.parked.seal = sessions.request_states(serve.input_wait_secs, home=home)
         if sessions is not None and not stateless:
             server.sessions = sessions
             manager = SealedSessionManager(**options, book=sessions, host=server, profile=name)
