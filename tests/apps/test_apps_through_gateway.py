@@ -91,7 +91,13 @@ async def test_a_tool_found_through_the_facade_names_its_own_app(exposure: str) 
 
 
 async def test_an_app_tool_called_over_http_takes_the_full_pipeline_and_links_its_own_app() -> None:
-    async with served_over_http(two_clocks()) as served, Client(served.mcp_url, cache=None, extensions=APPS) as client:
-        for server, uri in ROUTED.items():
-            assert linked(await client.call_tool(f"{server}__get_time", {}))[1] == uri
-            assert await html_of(client, uri) == f"<html><body>{server} clock</body></html>"
+    async with served_over_http(two_clocks()) as served:
+        async with Client(served.mcp_url, cache=None, extensions=APPS) as client:
+            for server, uri in ROUTED.items():
+                assert linked(await client.call_tool(f"{server}__get_time", {}))[1] == uri
+                assert await html_of(client, uri) == f"<html><body>{server} clock</body></html>"
+        async with Client(served.mcp_url, cache=None) as text_only:
+            # A 2026-07-28 upstream hears, per request, that this client takes no apps; the
+            # handshake-era one was told once, for every client, that the gateway does.
+            assert linked(await text_only.call_tool("east__get_time", {}))[0] == "east: 12:00 (as text)"
+            assert linked(await text_only.call_tool("west__get_time", {}))[0] == "west: 12:00 (with its app)"

@@ -2,11 +2,12 @@
 while an exposed upstream declares it.
 
 The gateway carries everything an app needs unchanged (the tool's ``_meta.ui``, the
-``ui://`` resource and its ``text/html;profile=mcp-app`` body), so it can say to its
-upstreams that it takes apps. Its upstream sessions are shared by every client, so that
-declaration cannot follow each client's own; a UI-bound tool still answers with text
-(SEP-2133 asks that of every extension), which a client without apps shows as it is.
-Only this extension is relayed: another one may change what a method means, which the
+``ui://`` resource and its ``text/html;profile=mcp-app`` body), so its sessions say to
+their upstreams that they take apps. Each 2026-07-28 request then declares it only when its
+client did (``upstreams.caller_capabilities``); a 2025-11-25 session is shared by every
+client, so its handshake's declaration stands for all, and a UI-bound tool still answers
+with text (SEP-2133 asks that of every extension), which a client without apps shows as it
+is. Only this extension is relayed: another one may change what a method means, which the
 gateway would have to know to carry it.
 """
 
