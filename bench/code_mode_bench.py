@@ -321,7 +321,7 @@ def echo_settings(data: Path) -> Settings:
                     "transport": "stdio",
                     "command": sys.executable,
                     "args": [str(BENCH / "echo_server.py"), "stdio"],
-                "cwd": str(BENCH),  # the sandbox shows a stdio server its working directory, read-only
+                    "cwd": str(BENCH),  # the sandbox shows a stdio server its working directory, read-only
                 }
             ],
             "serve": {"exposure": "code", "data_dir": str(data)},
