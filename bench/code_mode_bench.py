@@ -254,7 +254,7 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
             build_aggregator_domain(SyntheticRunner(catalog)).tool_definition(),
         ]
     )
-    code_list = listing([query_tool(), code_tools.tool_definition(), run_code_tool(sandbox)])
+    code_list = listing([query_tool(output_schema=False), code_tools.tool_definition(), run_code_tool(sandbox)])
     rows = []
     for task_id, task, gold in multi_step(catalog):
         facades = await facade_flow(facade_tools, facade_list, task, gold, k)
@@ -321,7 +321,7 @@ def echo_settings(data: Path) -> Settings:
                     "transport": "stdio",
                     "command": sys.executable,
                     "args": [str(BENCH / "echo_server.py"), "stdio"],
-                "cwd": str(BENCH),  # the sandbox shows a stdio server its working directory, read-only
+                    "cwd": str(BENCH),  # the sandbox shows a stdio server its working directory, read-only
                 }
             ],
             "serve": {"exposure": "code", "data_dir": str(data)},

@@ -9,6 +9,7 @@ import mcp_aggregator
 PACKAGES = [
     "mcp_aggregator.admin",
     "mcp_aggregator.aggregate",
+    "mcp_aggregator.apps",
     "mcp_aggregator.audit",
     "mcp_aggregator.catalog",
     "mcp_aggregator.cli",

@@ -191,7 +191,12 @@ class AmbiguousToolError(RoutingError):
         self.name = name
         self.kind = kind
         self.servers = sorted(servers)
-        how = "'aggregator+<server>:" + name + "'" if kind == "resource" else f"'<server>.{name}'"
+        if kind != "resource":
+            how = f"'<server>.{name}'"
+        elif name.startswith("ui://"):
+            how = "'ui://aggregator+<server>/" + name.removeprefix("ui://") + "'"
+        else:
+            how = "'aggregator+<server>:" + name + "'"
         super().__init__(
             f"{kind.capitalize()} name {name!r} is ambiguous: offered by servers {', '.join(self.servers)}; "
             f"call it as {how}"

@@ -50,6 +50,12 @@ def _code_mode(result: dict[str, Any]) -> None:
     assert result["latency"]["one_script_two_calls"]["p50_ms"] > 0
 
 
+def _code_listing(result: dict[str, Any]) -> None:
+    listings = result["listings"]
+    assert listings["code"]["tools"] == 3 and listings["passthrough"]["tools"] > 3
+    assert 0 < listings["code"]["chars"] < listings["passthrough"]["chars"]
+
+
 def _guardrails(result: dict[str, Any]) -> None:
     assert result["stage_cost"]["2KB"]["fast_path_raw"]["p50_us"] > 0
     assert result["end_to_end"]["2KB"]["no_guardrails"]["p50_us"] > 0
@@ -71,6 +77,7 @@ SCRIPTS = [
     ("search_bench.py", ["--size", "600", "--no-e5", "--quick"], "--json", _search),
     ("token_bench.py", ["--search", "bm25"], "--out", _tokens),
     ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
+    ("code_listing_bench.py", [], "--json", _code_listing),
     ("guardrails_bench.py", ["--quick"], "--json", _guardrails),
     ("startup_bench.py", ["--servers", "2", "--tools", "5", "--searches", "5", "--limit", "200"], "--json", _startup),
 ]

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from mcp_aggregator.aggregate import QUERY_TOOL_NAME
+from mcp_aggregator.aggregate.tool_contract import QUERY_TOOL_DESCRIPTION, QUERY_TOOL_INPUT_SCHEMA
 from mcp_aggregator.errors import ToolHeldError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.identity import ClientIdentity
@@ -76,7 +77,10 @@ async def test_code_mode_lists_the_contract_tool_tools_and_run_code() -> None:
     async with running_gateway(code_settings(stdio_fixture("alpha"))) as (_gateway, client):
         listed = (await client.list_tools()).tools
         assert [tool.name for tool in listed] == [QUERY_TOOL_NAME, "tools", "run_code"]
-        tools, run_code_def = listed[1], listed[2]
+        contract, tools, run_code_def = listed
+        # Word for word but for the output schema, two thirds of the listing; the answer keeps its shape.
+        assert (contract.description, contract.input_schema) == (QUERY_TOOL_DESCRIPTION, QUERY_TOOL_INPUT_SCHEMA)
+        assert contract.output_schema is None
         assert tools.description is not None and "execute" not in tools.description
         assert run_code_def.input_schema["required"] == ["code"]
         assert run_code_def.description is not None and "await call_tool(name" in run_code_def.description

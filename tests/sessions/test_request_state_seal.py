@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from mcp_aggregator.serve.runner import replica_home
 from mcp_aggregator.sessions import KeyRing, SealingKey
 from mcp_aggregator.sessions.request_state_seal import RequestStateSeal, StateOwner
 
@@ -41,3 +44,29 @@ def test_a_session_id_does_not_open_as_a_request_state() -> None:
     ring = KeyRing([SealingKey.generate(T0)])
     seal = RequestStateSeal(lambda: ring, max_age_secs=300, clock=Clock())
     assert seal.open(ring.seal(b'["x","tok",1795000000]', b"mcp-aggregator session id v1")).owner is StateOwner.NOBODY
+
+
+def test_a_state_names_the_address_of_the_replica_holding_its_call() -> None:
+    ring, clock = KeyRing([SealingKey.generate(T0)]), Clock()
+    home = RequestStateSeal(lambda: ring, max_age_secs=300, clock=clock, home="http://10.0.0.5:8765")
+    there = RequestStateSeal(lambda: ring, max_age_secs=300, clock=clock)
+    opened = there.open(home.seal("tok"))
+    assert (opened.owner, opened.token, opened.home) == (StateOwner.ELSEWHERE, "tok", "http://10.0.0.5:8765")
+    assert home.open(home.seal("tok")).home is None, "its own replica answers it: nowhere to send it"
+    assert home.open(there.seal("tok")).home is None, "a replica that named no address"
+
+
+@pytest.mark.parametrize(
+    ("replica_url", "host", "home"),
+    [
+        ("https://gw-1.internal:8443", "0.0.0.0", "https://gw-1.internal:8443"),
+        (None, "10.0.0.5", "http://10.0.0.5:8765"),
+        (None, "::1", "http://[::1]:8765"),
+        (None, "0.0.0.0", None),
+        (None, "::", None),
+    ],
+)
+def test_a_replica_is_reached_at_its_replica_url_else_its_bound_address_unless_a_wildcard(
+    replica_url: str | None, host: str, home: str | None
+) -> None:
+    assert replica_home(replica_url, host, 8765) == home

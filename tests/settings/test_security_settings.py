@@ -43,6 +43,8 @@ OAUTH = "issuer: 'https://id.example.com', audience: 'https://gw.example.com/mcp
         (f"serve: {{oauth: {{{OAUTH}, leeway_secs: 1000}}}}", "serve.oauth.leeway_secs: Input should be less than"),
         (f"serve: {{oauth: {{{OAUTH}, scopes: [x]}}}}", "serve.oauth.scopes: unknown field"),
         ("serve: {max_body_bytes: 10}", "serve.max_body_bytes: Input should be greater than or equal to 1024"),
+        ("serve: {replica_url: '10.0.0.5:8765'}", "serve.replica_url: must be a base URL like http://10.0.0.5:8765"),
+        ("serve: {replica_url: 'http://h:1/mcp'}", "serve.replica_url: must be a base URL like http://10.0.0.5:8765"),
         ("serve: {mcp_max_body_bytes: lots}", "serve.mcp_max_body_bytes: Input should be a valid integer"),
         ("serve: {rate_limit: {burst: 2}}", "serve.rate_limit.requests_per_minute: Field required"),
         ("serve: {rate_limit: {requests_per_minute: 0}}", "serve.rate_limit.requests_per_minute: Input should be"),

@@ -104,13 +104,14 @@ INVALID_QUERY_MESSAGE: Final = "Invalid query parameters"
 AGGREGATION_FAILED_MESSAGE: Final = "Aggregation failed: all servers unavailable"
 
 
-def query_tool() -> mcp_types.Tool:
-    """The tool definition to list (fresh copies of the schemas, safe to mutate)."""
+def query_tool(*, output_schema: bool = True) -> mcp_types.Tool:
+    """The tool definition to list (fresh copies of the schemas, safe to mutate);
+    ``output_schema=False``: without its output schema (code mode's listing)."""
     return mcp_types.Tool(
         name=QUERY_TOOL_NAME,
         description=QUERY_TOOL_DESCRIPTION,
         input_schema=copy.deepcopy(QUERY_TOOL_INPUT_SCHEMA),
-        output_schema=copy.deepcopy(QUERY_TOOL_OUTPUT_SCHEMA),
+        output_schema=copy.deepcopy(QUERY_TOOL_OUTPUT_SCHEMA) if output_schema else None,
     )
 
 

@@ -9,11 +9,13 @@ be exposed.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 
 import mcp_types as types
 
+from mcp_aggregator.apps import shown_tool
 from mcp_aggregator.catalog.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook
@@ -136,7 +138,12 @@ class CatalogService:
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            tools = {name: self.known_tools[name] for name in self.exposed_servers()}
+            features = self.features
+            tools = {
+                # A tool's app address is shown as clients read it (shared ones namespaced).
+                name: [shown_tool(tool, functools.partial(features.shown_uri, name)) for tool in self.known_tools[name]]
+                for name in self.exposed_servers()
+            }
             self._catalog = Catalog.build(
                 tools,
                 separator=self._serve.name_separator,

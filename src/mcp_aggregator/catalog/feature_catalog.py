@@ -3,7 +3,8 @@
 The same three name forms as tools (seed 003 BR-005): the exposed name, the canonical
 ``server.name``, and the upstream's own name when exactly one exposed server has it. A
 resource URI owned by one server is served unrewritten, so a client cannot tell the gateway
-from the server; only a URI two servers share is namespaced (``aggregator+<server>:<uri>``).
+from the server; only a URI two servers share is namespaced (``aggregator+<server>:<uri>``,
+or ``ui://aggregator+<server>/<rest>`` for an MCP Apps address: hosts render only ``ui://``).
 Built once per discovery change; lookups are dictionary reads.
 """
 
@@ -20,6 +21,8 @@ from mcp_aggregator.catalog.naming import assign_exposed_names, namespace
 from mcp_aggregator.errors import AmbiguousToolError, PromptNotFoundError, ResourceNotFoundError
 
 RESOURCE_SCHEME = "aggregator+"
+_UI_SCHEME = "ui://"
+_UI_PREFIX = f"{_UI_SCHEME}{RESOURCE_SCHEME}"
 
 
 @dataclass(frozen=True)
@@ -46,10 +49,22 @@ class ResourceRoute:
 
 
 def prefixed_uri(server: str, uri: str) -> str:
+    """``uri`` of ``server`` named apart from another server's same URI.
+
+    A ``ui://`` address keeps its scheme (an MCP Apps host renders no other): the server goes
+    into its authority, ``ui://clock/app.html`` of ``east`` becoming
+    ``ui://aggregator+east/clock/app.html``.
+    """
+    if uri.startswith(_UI_SCHEME):
+        return f"{_UI_PREFIX}{server}/{uri[len(_UI_SCHEME) :]}"
     return f"{RESOURCE_SCHEME}{server}:{uri}"
 
 
 def split_prefixed_uri(uri: str) -> tuple[str, str] | None:
+    """(server, the server's own URI) of a ``prefixed_uri``; None for any other URI."""
+    if uri.startswith(_UI_PREFIX):
+        server, slash, rest = uri[len(_UI_PREFIX) :].partition("/")
+        return (server, f"{_UI_SCHEME}{rest}") if slash and server else None
     if not uri.startswith(RESOURCE_SCHEME):
         return None
     server, colon, original = uri[len(RESOURCE_SCHEME) :].partition(":")

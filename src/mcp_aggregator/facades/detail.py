@@ -101,6 +101,7 @@ def project_tool(tool: ToolRecord, detail: Detail) -> dict[str, Any]:
             "inputSchema": dict(tool.input_schema),
             "outputSchema": dict(tool.output_schema) if tool.output_schema else None,
             "annotations": dict(tool.annotations) if tool.annotations else None,
+            "app": tool.app,
         }
     )
 
@@ -119,6 +120,7 @@ def project_script_tool(tool: ToolRecord, detail: Detail, signature: Signature) 
             "description": tidy(tool.description),
             "argDocs": arg_docs(tool.input_schema),
             "annotations": dict(tool.annotations) if tool.annotations else None,
+            "app": tool.app,
         }
     )
 

@@ -30,6 +30,8 @@ class ToolRecord:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
+    app: str | None = None
+    """The ``ui://`` address of the MCP App the tool renders (read it with ``resources/read``)."""
 
 
 @dataclass(frozen=True, slots=True)

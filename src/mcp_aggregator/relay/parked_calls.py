@@ -9,8 +9,10 @@ waiting upstream request and waits for the next question or the result.
 
 Parked calls live in this process: behind a load balancer the retry must reach the same
 replica. With a ``StateSeal`` (HTTP with sealed sessions) the state is sealed and names its
-replica, so a retry that reaches another one (or comes after its replica died) is refused at
-once with an error telling the client to call again without ``requestState``; it never waits.
+replica and the address it is reached at, so a retry that reaches another one is sent on to
+it (``Forward``, given by the server the retry came to); one whose replica cannot be reached
+(it died) or named no address is refused at once with an error telling the client to call
+again without ``requestState``; it never waits.
 A call whose client never comes back is given up after ``ttl_secs``: its pending questions
 are answered with an error, which the upstream sees.
 """
@@ -37,6 +39,9 @@ STATE_PREFIX: Final = "mcp-aggregator/parked/"
 """Marks a ``requestState`` the gateway issued (an upstream's own state passes untouched)."""
 
 Work = Callable[["ParkedCall"], Awaitable[Any]]
+Forward = Callable[[str], Awaitable[Any]]
+"""Sends a retry on to the replica reached at the given base URL; answers what that replica
+answered, or ``None`` when it cannot be reached."""
 
 RESTART = "call the tool again, without requestState and inputResponses"
 
@@ -156,11 +161,18 @@ class ParkedCalls:
         self._tg.start_soon(self._drive, call, work)
         return await self._outcome(call)
 
-    async def resume(self, state: str, responses: types.InputResponses | None) -> Any:
-        """Deliver a modern client's retry to its parked call. Raises ``InvalidInputError``."""
+    async def resume(
+        self, state: str, responses: types.InputResponses | None, *, forward: Forward | None = None
+    ) -> Any:
+        """Deliver a modern client's retry to its parked call; one whose call waits on another
+        replica goes there through ``forward``. Raises ``InvalidInputError``."""
         token = state.removeprefix(STATE_PREFIX)
         if self.seal is not None:
             opened = self.seal.open(token)
+            if opened.owner is StateOwner.ELSEWHERE and opened.home is not None and forward is not None:
+                answered = await forward(opened.home)
+                if answered is not None:
+                    return answered
             if opened.owner is StateOwner.ELSEWHERE:
                 raise InvalidInputError(
                     "requestState",

@@ -14,19 +14,22 @@ retries, which bridges a modern upstream to a 2025-11-25 client.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
 import anyio
 import mcp_types as types
 from pydantic import TypeAdapter
 
+from mcp_aggregator.apps import shown_result
 from mcp_aggregator.catalog import Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ResourceRoute
 from mcp_aggregator.errors import AggregatorError, ResourceNotFoundError, UpstreamCallError, UpstreamError
 from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
+from mcp_aggregator.upstreams.caller_capabilities import declared
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.wire_checks import upstream_meta
 
@@ -176,9 +179,17 @@ class CallPipeline:
         """What rewrites the ``_meta`` of requests going upstream (a pipeline over other routes shares it)."""
         return self._outgoing_meta
 
-    def outgoing(self, meta: types.RequestParamsMeta | None) -> types.RequestParamsMeta | None:
-        """``meta`` as it goes upstream in the current context (unchanged unless a hook is set)."""
-        return meta if self._outgoing_meta is None else self._outgoing_meta(meta)
+    def outgoing(
+        self, meta: types.RequestParamsMeta | None, caller: Caller = NO_CALLER
+    ) -> types.RequestParamsMeta | None:
+        """``meta`` as it goes upstream in the current context (changed only by a hook), with
+        ``caller``'s capabilities declared (a 2026-07-28 upstream decides by them; see
+        ``caller_capabilities``)."""
+        out = meta if self._outgoing_meta is None else self._outgoing_meta(meta)
+        if caller.capabilities is None:
+            return out
+        stamped = {**(out or {}), types.CLIENT_CAPABILITIES_META_KEY: declared(caller.capabilities)}
+        return cast(types.RequestParamsMeta, stamped)
 
     def settled(
         self, invocation: Invocation, outcome: T | AggregatorError, started: float = 0.0
@@ -251,7 +262,7 @@ class CallPipeline:
                 route.tool,
                 arguments,
                 progress=relay,
-                meta=self.outgoing(meta),
+                meta=self.outgoing(meta, caller),
                 input_responses=responses,
                 request_state=state,
                 tag=caller,
@@ -263,6 +274,8 @@ class CallPipeline:
         result: types.CallToolResult | types.InputRequiredResult = await self.through(
             invocation, lambda: self._settle(conn.name, caller, send, input_responses, request_state)
         )
+        if isinstance(result, types.CallToolResult):
+            result = shown_result(result, functools.partial(self._routes.features.shown_uri, route.server))
         return result
 
     async def call_tool_result(
@@ -294,7 +307,7 @@ class CallPipeline:
                 uri=route.uri,
                 input_responses=responses,
                 request_state=state,
-                _meta=upstream_meta(self.outgoing(meta), modern=conn.modern),
+                _meta=upstream_meta(self.outgoing(meta, caller), modern=conn.modern),
             )
             return await conn.send(types.ReadResourceRequest(params=params), _READ_RESULT, tag=caller)
 
@@ -327,7 +340,7 @@ class CallPipeline:
                 arguments=arguments,
                 input_responses=responses,
                 request_state=state,
-                _meta=upstream_meta(self.outgoing(meta), modern=conn.modern),
+                _meta=upstream_meta(self.outgoing(meta, caller), modern=conn.modern),
             )
             return await conn.send(types.GetPromptRequest(params=params), _PROMPT_RESULT, tag=caller)
 

@@ -10,8 +10,9 @@ that declared sampling, elicitation or roots, a retry carrying ``inputResponses`
 ``requestState``, a message the fast parser refuses, a name or URI it cannot route (the
 full pipeline words that error), a resource read under a namespaced URI (its contents must
 come back under that URI), a tool its server's ``cache:`` covers (the result cache is a
-stage of the full pipeline), or an upstream session that cannot take raw calls. Policy
-stages run on both paths.
+stage of the full pipeline), a tool bound to an MCP App (its result may name the app's
+``ui://`` address, which the full pipeline shows as clients read it), or an upstream
+session that cannot take raw calls. Policy stages run on both paths.
 
 A handshake-era (2025-11-25 and earlier) session on stdio is served too, once its handshake
 has shown a client that declared none of sampling, elicitation and roots: its answer is
@@ -35,12 +36,13 @@ from typing import Any, Final, Protocol
 
 import mcp_types as types
 import orjson
-from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_aggregator.approvals.approval_stage import ApprovalStage
+from mcp_aggregator.apps import binds_app
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.errors import AggregatorError, UpstreamCallError, UpstreamError
@@ -59,6 +61,9 @@ from mcp_aggregator.upstreams.stdio_pipe import LogSink
 logger = logging.getLogger(__name__)
 
 _ASKING_CAPABILITIES: Final = frozenset(("sampling", "elicitation", "roots"))
+_ERROR_HEAD: Final = b'"error":{'
+_ERROR_HEAD_WITHIN: Final = 256
+"""An answer the gateway encodes puts ``error`` right after ``jsonrpc`` and ``id``."""
 _TOOLS_CALL: Final = "tools/call"
 _PROMPTS_GET: Final = "prompts/get"
 _RESOURCES_READ: Final = "resources/read"
@@ -166,6 +171,19 @@ def _plain_completion(params: dict[str, Any]) -> bool:
         return True
     given = context.get("arguments") if isinstance(context, dict) else False
     return given is None or (isinstance(given, dict) and all(isinstance(v, str) for v in given.values()))
+
+
+def http_status(body: bytes) -> int:
+    """The HTTP status the SDK's endpoint gives an answer ``body``: 200 for a result, the
+    status its table assigns an error's code (400 for -32021, a capability the client did
+    not declare), else 200."""
+    if _ERROR_HEAD not in body[:_ERROR_HEAD_WITHIN]:
+        return 200
+    try:
+        code = orjson.loads(body).get("error", {}).get("code")
+    except (orjson.JSONDecodeError, AttributeError):
+        return 200
+    return ERROR_CODE_HTTP_STATUS.get(code, 200) if isinstance(code, int) else 200
 
 
 def asks_mid_call(capabilities: object) -> bool:
@@ -281,6 +299,8 @@ class FastCalls:
                     continue  # a cacheable tool: the full pipeline's cache stage answers it
                 if self._approvals is not None and self._approvals.rules.covers(server, tool, profile):
                     continue
+                if binds_app(entry.tool):
+                    continue  # its result may name the app, which the full pipeline shows as clients read it
                 invocation = Invocation(_TOOLS_CALL, server, tool, self._anonymous)
                 schema = entry.tool.input_schema
                 mirrored = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
@@ -441,6 +461,9 @@ class FastCalls:
             return None
         route, upstream_params = routed
         kept = protocol_free(meta)
+        if handshake_version is None:
+            # The upstream decides by its caller's capabilities (the stamp narrows its own to them).
+            kept[_CAPABILITIES_KEY] = meta[_CAPABILITIES_KEY]
         if kept:
             upstream_params["_meta"] = kept
         upstream = {"jsonrpc": "2.0", "id": None, "method": method, "params": upstream_params}

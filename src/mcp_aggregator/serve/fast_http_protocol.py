@@ -29,7 +29,7 @@ from typing import Any, Final
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator.serve.client_auth import MCP_PATH
-from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls, FastPlan
+from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls, FastPlan, http_status
 from mcp_aggregator.serve.host_guard import HostPolicy
 from mcp_aggregator.serve.request_head import RequestHead, read_head
 from mcp_aggregator.serve.request_ids import is_sane, new_request_id
@@ -40,6 +40,10 @@ logger = logging.getLogger(__name__)
 _MODERN: Final = frozenset(v.encode() for v in MODERN_PROTOCOL_VERSIONS)
 _HOSTS_REMEMBERED: Final = 64
 _OK_HEAD: Final = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+_ERROR_HEADS: Final = {
+    400: b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n",
+    404: b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n",
+}
 _CYCLE_FIELDS: Final = ("body", "more_body", "message_event", "disconnected", "keep_alive", "flow", "on_response")
 _LINE_START: Final = b"POST " + MCP_PATH.encode()
 _MAX_LINE: Final = 256
@@ -342,7 +346,8 @@ class _RawRequests:
 
 
 def _response(body: bytes, default_headers: list[tuple[bytes, bytes]], keep_alive: bool, request_id: str) -> bytes:
-    head = [_OK_HEAD]
+    status = http_status(body)
+    head = [_OK_HEAD if status == 200 else _ERROR_HEADS.get(status, _OK_HEAD)]
     for name, value in default_headers:
         head += [name, b": ", value, b"\r\n"]
     head += [b"x-request-id: ", request_id.encode(), b"\r\n"]

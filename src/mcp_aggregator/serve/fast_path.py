@@ -17,7 +17,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_aggregator.serve.client_auth import identity_of
-from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls
+from mcp_aggregator.serve.fast_call import MAX_FAST_BODY, FastCalls, http_status
 from mcp_aggregator.serve.handshake_http import HandshakeSession, HandshakeSessions
 from mcp_aggregator.serve.request_head import read_head
 from mcp_aggregator.serve.request_ids import request_id_of
@@ -119,5 +119,5 @@ def _replay(body: bytes, complete: bool, receive: Receive) -> Receive:
 
 async def _answer(send: Send, body: bytes) -> None:
     headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.start", "status": http_status(body), "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -13,6 +13,7 @@ from typing import Any
 
 import mcp_types as types
 
+from mcp_aggregator.apps import app_uri
 from mcp_aggregator.catalog import CatalogEntry
 from mcp_aggregator.errors import RegistryError, ToolNotFoundError
 from mcp_aggregator.facades import ScoredTool, ScoredTools, ServerRecord, ServerStatus, ToolPage, ToolRecord, paginate
@@ -46,6 +47,7 @@ def tool_record(entry: CatalogEntry, skill: str | None) -> ToolRecord:
         title=tool.title,
         output_schema=dict(tool.output_schema) if tool.output_schema else None,
         annotations=annotations,
+        app=app_uri(tool),
     )
 
 

@@ -35,6 +35,7 @@ from mcp_aggregator.serve.client_auth import MCP_PATH, McpClientAuth, protected_
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.fast_http_protocol import FastFront, fast_http_protocol
 from mcp_aggregator.serve.fast_path import FastPath
+from mcp_aggregator.serve.field_values import FieldValues
 from mcp_aggregator.serve.handshake_http import HandshakeSessions, quiet_hangups
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
 from mcp_aggregator.serve.jwt_verifier import JwtVerifier
@@ -57,7 +58,8 @@ def host_policy(serve: ServeSettings, *, host: str | None = None) -> HostPolicy:
 
 
 def security_middleware(serve: ServeSettings, *, host: str | None = None) -> list[Middleware]:
-    """The guard, rate limit and body limit, outermost first, as ``serve`` configures them."""
+    """Request ids, header values without optional whitespace, the guard, rate limit and body
+    limit, outermost first, as ``serve`` configures them."""
     policy = host_policy(serve, host=host)
 
     def limit_for(path: str) -> tuple[int, str]:
@@ -65,7 +67,7 @@ def security_middleware(serve: ServeSettings, *, host: str | None = None) -> lis
             return serve.mcp_max_body_bytes, "serve.mcp_max_body_bytes"
         return serve.max_body_bytes, "serve.max_body_bytes"
 
-    middleware = [Middleware(RequestIds), Middleware(HostOriginGuard, policy=policy)]
+    middleware = [Middleware(RequestIds), Middleware(FieldValues), Middleware(HostOriginGuard, policy=policy)]
     if serve.rate_limit is not None:
         middleware.append(Middleware(RateLimit, settings=serve.rate_limit))
     middleware.append(Middleware(BodyLimit, limit_for=limit_for))
@@ -82,6 +84,7 @@ def build_http_app(
     profiles: Mapping[str, GatewayServer] | None = None,
     clients: ClientBook | None = None,
     sessions: SessionBook | None = None,
+    home: str | None = None,
 ) -> Starlette:
     """A Starlette app whose lifespan runs the MCP session managers: ``gateway_server`` at
     ``/mcp``, each of ``profiles`` at ``/mcp/<name>``.
@@ -92,6 +95,8 @@ def build_http_app(
     ``serve.mcp_tokens``, ``${VAR}`` taken from this process's environment).
     ``sessions``: seal handshake-era session ids with it, so that another replica (or this
     one after a restart) resumes them (default: the SDK's random ids, held in memory).
+    ``home``: the base URL other replicas reach this one at (sealed into its ``requestState``,
+    so a retry balanced elsewhere is sent on here).
     """
     settings = gateway_server.gateway.settings
     serve = settings.serve
@@ -112,7 +117,7 @@ def build_http_app(
         }
         manager: StreamableHTTPSessionManager
         if sessions is not None:
-            server.parked.seal = sessions.request_states(serve.input_wait_secs)
+            server.parked.seal = sessions.request_states(serve.input_wait_secs, home=home)
         if sessions is not None and not stateless:
             server.sessions = sessions
             manager = SealedSessionManager(**options, book=sessions, host=server, profile=name)

@@ -26,15 +26,18 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_aggregator import __version__
+from mcp_aggregator.apps import relayed_extensions
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError, UpstreamError
 from mcp_aggregator.identity import DEFAULT_PROFILE, ClientIdentity
 from mcp_aggregator.relay import Caller, ParkedCalls, current_caller, is_parked_state
 from mcp_aggregator.relay.caller import Ask
+from mcp_aggregator.relay.parked_calls import Forward
 from mcp_aggregator.relay.task_relay import TaskRelay
 from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.error_mapping import to_mcp_error
 from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.profile_gateway import note_outside_call
+from mcp_aggregator.serve.replica_forward import FORWARDED_HEADER, forward_call
 from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.task_face import TaskFace
@@ -165,8 +168,24 @@ class GatewayServer:
                 canonical_of=self._canonical,
             )
             self.tasks.install(self.server)
-        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._changed.set)
+        self._declare_extensions()
+        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._on_change)
         self._unsubscribe_updates: Callable[[], None] = gateway.on_resource_updated(self.resource_updated)
+
+    def _on_change(self) -> None:
+        self._declare_extensions()
+        self._changed.set()
+
+    def _declare_extensions(self) -> None:
+        """Declare the extensions the exposed upstreams declare and the gateway relays (MCP
+        Apps), as each ``initialize`` or ``server/discover`` answer reads them from then on."""
+        capabilities = []
+        for server in self.gateway.exposed_servers():
+            try:
+                capabilities.append(self.gateway.connection(server).capabilities)
+            except AggregatorError:
+                continue  # gone between the two reads: the next change declares again
+        self.server.extensions = relayed_extensions(capabilities)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -365,7 +384,7 @@ class GatewayServer:
             arguments = dict(params.arguments or {})
             if is_parked_state(params.request_state):
                 result: types.CallToolResult | types.InputRequiredResult = await self.parked.resume(
-                    params.request_state or "", params.input_responses
+                    params.request_state or "", params.input_responses, forward=self._forwarder(ctx, params)
                 )
                 return result
 
@@ -392,6 +411,21 @@ class GatewayServer:
                 request_id = request_id_of(getattr(ctx.request, "scope", None))
                 logger.warning("tools/call %s failed: %s", params.name, exc, extra={"request_id": request_id})
             raise to_mcp_error(exc) from exc
+
+    def _forwarder(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Forward | None:
+        """How this retry reaches the replica its call waits on: over HTTP, unless it was
+        itself forwarded (None: it is answered here, or refused)."""
+        scope = getattr(ctx.request, "scope", None)
+        headers = getattr(ctx.request, "headers", None)
+        if not isinstance(scope, dict) or headers is None or FORWARDED_HEADER in headers:
+            return None
+        path = f"{scope.get('root_path', '')}{scope['path']}"
+        wait = self.gateway.settings.serve.input_wait_secs
+
+        async def forward(home: str) -> types.CallToolResult | types.InputRequiredResult | None:
+            return await forward_call(home, path, dict(headers), params, timeout_secs=wait)
+
+        return forward
 
     async def _canonical(self, name: str) -> str | None:
         """The canonical name of a tool this server serves as ``name`` (None: none), with the

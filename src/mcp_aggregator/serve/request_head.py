@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from mcp_aggregator.serve.field_values import field_value
+
 _READ: Final = frozenset(
     {
         b"mcp-protocol-version",
@@ -32,6 +34,7 @@ _READ: Final = frozenset(
         b"x-request-id",
     }
 )
+_ROUTING: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _LEFT_TO_THE_SDK: Final = frozenset({b"upgrade"})
 _BODY_FRAMING: Final = frozenset({b"expect", b"transfer-encoding"})
 _PARAM_HEADER: Final = b"mcp-param-"
@@ -39,8 +42,8 @@ _PARAM_HEADER: Final = b"mcp-param-"
 
 @dataclass(frozen=True, slots=True)
 class Routing:
-    """A request's routing headers as sent (None where absent), for ``FastCalls.plan`` to
-    hold against the body as the SDK's inbound checks do."""
+    """A request's routing headers as sent, without optional whitespace (None where absent),
+    for ``FastCalls.plan`` to hold against the body as the SDK's inbound checks do."""
 
     version: bytes | None
     method: bytes | None
@@ -83,7 +86,7 @@ def read_head(headers: Iterable[tuple[bytes, bytes]]) -> RequestHead | None:
             return None
     connection = seen.get(b"connection")
     keep_alive = connection is None or b"close" not in [t.strip() for t in connection.lower().split(b",")]
-    routing = Routing(seen.get(b"mcp-protocol-version"), seen.get(b"mcp-method"), seen.get(b"mcp-name"))
+    routing = Routing(*(None if (v := seen.get(n)) is None else field_value(v) for n in _ROUTING))
     host, origin, length = seen.get(b"host"), seen.get(b"origin"), seen.get(b"content-length")
     return RequestHead(
         routing,

@@ -113,6 +113,7 @@ async def serve_http(
             gateway_server = servers.default
             admin = Mount("/", app=build_admin_app(gateway, token=admin_token))
             sessions = await SessionBook.open(serve, gateway.registry, env=os.environ, clock=utc_now)
+            port = sock.getsockname()[1]
             app = build_http_app(
                 gateway_server,
                 profiles=servers.named,
@@ -121,11 +122,11 @@ async def serve_http(
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
                 sessions=sessions,
+                home=replica_home(serve.replica_url, serve.host, port),
             )
             # ``log_config=None``: uvicorn's lines go through the gateway's handler (format, scrubbing).
             config = uvicorn_config(app, log_level="warning", lifespan="on", log_config=None)
             server = uvicorn.Server(config)
-            port = sock.getsockname()[1]
             base = f"http://{local_name(serve.host)}:{port}"
             url, link = f"{base}/mcp", sign_in_link(base, admin_token)
             gateway.credentials.public_base = base
@@ -168,6 +169,16 @@ async def _exit_when_set(shutdown: anyio.Event, server: uvicorn.Server, stopping
     await shutdown.wait()
     stopping.set()
     server.should_exit = True
+
+
+def replica_home(replica_url: str | None, host: str, port: int) -> str | None:
+    """The base URL other replicas reach this one at: ``serve.replica_url``, else the bound
+    address unless it is a wildcard (which names no one machine)."""
+    if replica_url is not None:
+        return replica_url
+    if host in ("", "0.0.0.0", "::"):
+        return None
+    return f"http://{local_name(host)}:{port}"
 
 
 def local_name(host: str) -> str:

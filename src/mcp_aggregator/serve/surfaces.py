@@ -1,6 +1,7 @@
 """Choosing what clients see, by the ``serve.exposure`` setting.
 
-Every mode lists the contract tool ``mcp__proxy__aggregator__query`` first, then:
+Every mode lists the contract tool ``mcp__proxy__aggregator__query`` first (code mode without
+its output schema), then:
 
 * ``facades`` (default): the ``tools``, ``servers`` and ``aggregator`` domains, ``files`` when
   ``serve.workspace_roots`` is set, then (with ``serve.upstream_domains``) one domain per
@@ -79,7 +80,7 @@ def build_surface(gateway: ServeGateway, exposure: Exposure | None = None) -> To
     if exposure is Exposure.PASSTHROUGH:
         return CombinedSurface([query, PassthroughSurface(gateway)])
     if exposure is Exposure.CODE:
-        return CombinedSurface([query, code_surface(gateway)])
+        return CombinedSurface([query_tool_surface(gateway, output_schema=False), code_surface(gateway)])
     tools = build_tools_domain(GatewayToolCatalog(gateway))
     if exposure is Exposure.SEARCH:
         return CombinedSurface([query, FacadeSurface([tools])])
@@ -98,16 +99,20 @@ def build_surface(gateway: ServeGateway, exposure: Exposure | None = None) -> To
 # -- the aggregator contract tool (seed 000) --------------------------------------------------
 
 
-def query_tool_surface(gateway: ServeGateway) -> StaticSurface:
+def query_tool_surface(gateway: ServeGateway, *, output_schema: bool = True) -> StaticSurface:
     """The contract tool. ``InvalidQueryError`` / ``AggregationFailedError`` propagate, so
-    ``GatewayServer`` answers them with JSON-RPC -32602 / -32603 and their ``data``."""
+    ``GatewayServer`` answers them with JSON-RPC -32602 / -32603 and their ``data``.
+
+    ``output_schema=False`` (code mode) lists it without its output schema, which is two
+    thirds of that listing: its answer is the same self-describing JSON either way, and a
+    code-mode model spends its listing on writing scripts, not on this tool."""
 
     async def call(arguments: dict[str, Any], request: CallRequest) -> types.CallToolResult:
         answer = await gateway.query(arguments)
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=answer)
 
-    return StaticSurface([(query_tool(), call)])
+    return StaticSurface([(query_tool(output_schema=output_schema), call)])
 
 
 # -- code mode --------------------------------------------------------------------------------

@@ -56,9 +56,10 @@ class SessionBook:
         self._max_age = max_age_secs
         self._seal = SessionSeal(keys.ring, max_age_secs=max_age_secs, clock=clock)
 
-    def request_states(self, max_age_secs: float) -> RequestStateSeal:
-        """A seal for one server's parked-call states (its own instance id), on this book's keys."""
-        return RequestStateSeal(self.keys.ring, max_age_secs=max_age_secs, clock=self._clock)
+    def request_states(self, max_age_secs: float, *, home: str | None = None) -> RequestStateSeal:
+        """A seal for one server's parked-call states (its own instance id, and ``home``: the
+        base URL other replicas reach it at), on this book's keys."""
+        return RequestStateSeal(self.keys.ring, max_age_secs=max_age_secs, clock=self._clock, home=home)
 
     @classmethod
     async def open(

@@ -125,6 +125,11 @@ class ServeSettings(BaseModel):
     """A handshake-era (2025-11-25) HTTP session with no request in flight for this long is
     closed, and its client must initialize again; an abandoned session holds about 50 KB
     until then (see docs/recovery.md)."""
+    replica_url: str | None = None
+    """The base URL (``http[s]://host[:port]``) other replicas reach this one at: a
+    2026-07-28 retry a balancer sends elsewhere is sent on to the replica whose call it
+    continues. Default: the bound address, unless it is a wildcard (``0.0.0.0``, ``::``),
+    whose retries balanced away are refused (the client calls again)."""
     session_keys: tuple[str, ...] = ()
     """Keys (32 bytes, url-safe base64; ``${VAR}`` taken from the environment) sealing
     handshake-era session ids and the gateway's ``requestState``: the first seals, all open.
@@ -193,6 +198,16 @@ class ServeSettings(BaseModel):
             scheme, sep, rest = entry.partition("://")
             if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
                 raise ValueError(f"must be origins like https://host[:port] (no path), got {entry!r}")
+        return value
+
+    @field_validator("replica_url")
+    @classmethod
+    def _replica_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        scheme, sep, rest = value.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or "/" in rest or any(c.isspace() for c in rest):
+            raise ValueError(f"must be a base URL like http://10.0.0.5:8765 (no path), got {value!r}")
         return value
 
     @model_validator(mode="after")

@@ -32,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp_aggregator import __version__
+from mcp_aggregator.apps import upstream_extensions
 from mcp_aggregator.bridges import RawAnswer
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
@@ -47,6 +48,7 @@ from mcp_aggregator.errors import (
 )
 from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
+from mcp_aggregator.upstreams.caller_capabilities import narrowing_stamp
 from mcp_aggregator.upstreams.era_choice import (
     INVALID_RESULT,
     Era,
@@ -240,6 +242,7 @@ class UpstreamConnection:
                 mode=self.config.protocol,
                 cache=None,
                 client_info=CLIENT_INFO,
+                extensions=upstream_extensions(),
                 message_handler=self._on_message,
                 sampling_callback=self._on_sampling,
                 elicitation_callback=self._on_elicitation,
@@ -248,6 +251,8 @@ class UpstreamConnection:
             )
             client = await stack.enter_async_context(client)
             self.protocol_version = client.protocol_version
+            # The SDK stamps the session's capabilities on every request; each must say its caller's.
+            client.session._stamp = narrowing_stamp(client.session._stamp)
             # Raw calls carry fixed headers; an OAuth upstream's bearer changes, so its calls take the SDK's way.
             if self.config.transport is Transport.HTTP and self.modern and self.config.base_url and self.auth is None:
                 # Stateless era: a raw call is a plain POST, pooled beside the SDK's client.
@@ -287,6 +292,7 @@ class UpstreamConnection:
             mode="legacy",
             cache=None,
             client_info=CLIENT_INFO,
+            extensions=upstream_extensions(),
             message_handler=self._on_message,
             sampling_callback=self._on_sampling,
             elicitation_callback=self._on_elicitation,

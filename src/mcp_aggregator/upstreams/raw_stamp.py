@@ -7,6 +7,7 @@ every request to one tool, prompt or URI). Raw fast-path requests must carry exa
 so the SDK's own stamp runs on a probe and its output is reused until the session's stamp
 changes (a reconnect). The exception is a tool that mirrors arguments into ``Mcp-Param-*``
 headers: those depend on each call's arguments, so the SDK stamps every such call itself.
+A request made for a caller declares that caller's capabilities (``caller_capabilities``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import mcp_types as types
+
+from mcp_aggregator.upstreams.caller_capabilities import CAPABILITIES_KEY, narrow_envelope
 
 _HEADS_KEPT: Final = 1024
 """Header sets remembered; resource URIs are unbounded, so the oldest are dropped together."""
@@ -46,13 +49,17 @@ class RawStamps:
             stamp(probe, {})
             self._stamp, self._envelope = stamp, dict(probe["params"].get("_meta", {}))
             self._heads.clear()
+        meta = params.setdefault("_meta", {})
+        caller = meta.pop(CAPABILITIES_KEY, None)
         if self._envelope:
-            meta = params.setdefault("_meta", {})
             for key, value in self._envelope.items():
                 if key == types.LOG_LEVEL_META_KEY:
                     meta.setdefault(key, value)  # as the SDK: a request's own level wins
                 else:
                     meta[key] = value
+            narrow_envelope(meta, caller)
+        if not meta:
+            del params["_meta"]
         if not over_http:
             return {}
         named = params.get("name", params.get("uri"))

@@ -37,6 +37,7 @@ def _text_field_error(value: object, path: str) -> tuple[str, str] | None:
 
 
 _RESERVED_META = "io.modelcontextprotocol/"
+_PASSED_TO_MODERN: Final = frozenset((types.LOG_LEVEL_META_KEY, types.CLIENT_CAPABILITIES_META_KEY))
 
 
 def upstream_meta(meta: types.RequestParamsMeta | None, *, modern: bool) -> types.RequestParamsMeta | None:
@@ -45,14 +46,16 @@ def upstream_meta(meta: types.RequestParamsMeta | None, *, modern: bool) -> type
     The client's protocol envelope (version, capabilities, client info) describes the
     client's own connection, not ours, and a 2025-11-25 upstream refuses a request that
     carries it; each side negotiates on its own. Everything else (``progressToken``,
-    application keys) passes, and so does the log-level opt-in to a 2026-07-28 upstream.
+    application keys) passes, and so do, to a 2026-07-28 upstream, the log-level opt-in and
+    the caller's capabilities (the session's stamp narrows its own to them:
+    ``caller_capabilities``).
     """
     if not meta:
         return meta
     kept = {
         key: value
         for key, value in meta.items()
-        if not key.startswith(_RESERVED_META) or (modern and key == types.LOG_LEVEL_META_KEY)
+        if not key.startswith(_RESERVED_META) or (modern and key in _PASSED_TO_MODERN)
     }
     return cast(types.RequestParamsMeta, kept) if kept else None
 
