@@ -26,7 +26,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
     │   │   └── IsolationError       a stdio server's sandbox cannot be set up (a tool it
-    │   │                            requires is missing, a granted path does not exist)
+    │   │       │                        requires is missing, a granted path does not exist)
+    │   │       └── HiddenPathError  the server failed and its sandbox hides a path it was
+    │   │                            given: the path and the line to add named
     │   ├── UpstreamClosedError      the session died (503-style, says what was running)
     │   ├── UpstreamTimeoutError     a call ran past its timeout
     │   ├── UpstreamCallError        the upstream answered with a JSON-RPC error
@@ -215,6 +217,12 @@ class UpstreamConnectError(UpstreamError):
 class IsolationError(UpstreamConnectError):
     """A stdio server's sandbox cannot be set up; nothing of it was left running. The
     message names the setting (``sandbox.write[0]``) or the missing tool."""
+
+
+class HiddenPathError(IsolationError):
+    """A sandboxed server failed, and its sandbox hides paths it was given: each is named
+    with the ``sandbox:`` line that shows it. Not retried: the sandbox stays as it is until
+    its entry changes."""
 
 
 class UpstreamClosedError(UpstreamError):

@@ -107,7 +107,9 @@ class Installer:
     ) -> None:
         self.registries = registries
         self._env = env
-        self._data_dir = data_dir
+        # Absolute before it becomes a grant: the sandbox reads a relative grant from the
+        # server's cwd, not from the gateway's (``.aggregator``, the default, is relative).
+        self._data_dir = data_dir.absolute()
         self._which = which
 
     def toolchain(self) -> Toolchain:
@@ -259,7 +261,7 @@ def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
     """The inputs an installed server was made with, as far as its config keeps them
     (secrets stay sealed; secret arguments were never kept)."""
     assert config.origin is not None
-    private_dir = str(data_dir / "servers" / config.name)
+    private_dir = data_dir / "servers" / config.name
     sandbox = config.sandbox
     network: str | tuple[str, ...] | None = None
     if sandbox is not None and sandbox.network is not None:
@@ -271,6 +273,9 @@ def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
         server_name=config.name,
         # The gateway's site-packages are the plan's own addition for a venv, not a grant.
         grant_read=tuple(p for p in (sandbox.read if sandbox is not None else ()) if p not in gateway_site_dirs()),
-        grant_write=tuple(p for p in (sandbox.write if sandbox is not None else ()) if p != private_dir),
+        # An install made with a relative data dir kept its private folder relative.
+        grant_write=tuple(
+            p for p in (sandbox.write if sandbox is not None else ()) if Path(p).absolute() != private_dir
+        ),
         network=network,
     )
