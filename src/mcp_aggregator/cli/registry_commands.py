@@ -76,6 +76,13 @@ def registry_add(
     network: Annotated[
         str | None, typer.Option("--network", help="outbound | none | host | host:port[,host:port...]")
     ] = None,
+    allow_runtime_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-runtime-arg",
+            help="An OCI runtimeArgument that widens the container's rights, allowed as its refusal names it (repeat).",
+        ),
+    ] = None,
     file: Annotated[Path | None, typer.Option("--file", help="Install this server.json instead.")] = None,
     registry: Annotated[str | None, typer.Option("--registry", help="Install from this registry.")] = None,
     wait: WaitOption = 60.0,
@@ -95,6 +102,7 @@ def registry_add(
         "grant_read": grant_read or [],
         "grant_write": grant_write or [],
         "network": _network(network),
+        "allow_runtime_args": allow_runtime_arg or [],
         "registry": registry,
         "wait_secs": wait,
     }

@@ -28,6 +28,7 @@ from mcp_aggregator.errors import (
 )
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.isolation.config import NetworkMode
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.mcp_registry.install_plan import (
     InstallInputs,
     InstallPlan,
@@ -103,9 +104,12 @@ class Installer:
         env: SealedEnv,
         data_dir: Path,
         *,
+        sandbox: SandboxSite,
         which: Callable[[str], str | None] = shutil.which,
     ) -> None:
         self.registries = registries
+        self._sandbox = sandbox
+        """Where install steps that run a package's code are confined (``pypi_venv``)."""
         self._env = env
         # Absolute before it becomes a grant: the sandbox reads a relative grant from the
         # server's cwd, not from the gateway's (``.aggregator``, the default, is relative).
@@ -129,7 +133,13 @@ class Installer:
 
     def plan(self, registry: str, item: RegistryItem, inputs: InstallInputs) -> InstallPlan:
         return plan_install(
-            item, inputs, registry=registry, toolchain=self.toolchain(), data_dir=self._data_dir, seal=self._env.seal
+            item,
+            inputs,
+            registry=registry,
+            toolchain=self.toolchain(),
+            data_dir=self._data_dir,
+            seal=self._env.seal,
+            home=Path.home(),
         )
 
     async def install(self, target: InstallTarget, request: InstallRequest) -> InstallOutcome:
@@ -206,7 +216,7 @@ class Installer:
             await anyio.Path(plan.private_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         if plan.venv is not None:
             identifier = Path(plan.venv.launcher).name
-            await build_venv(plan.venv, identifier, self._env)
+            await build_venv(plan.venv, identifier, self._env, site=self._sandbox)
 
 
 async def _refuse_taken(registry: Registry, name: str) -> None:
