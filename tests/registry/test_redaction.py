@@ -71,6 +71,7 @@ def test_an_unparseable_url_is_redacted_whole() -> None:
         (["/srv/hooks/ghp_abcdefghijk12345/in"], ["/srv/hooks/***/in"]),
         (["/tmp/pytest-7/test_a_server_sees_it_0/repo"], ["/tmp/pytest-7/test_a_server_sees_it_0/repo"]),
         (["--user=${USER_NAME}", "${sealed:gAAAAB0123}"], ["--user=${USER_NAME}", "***"]),
+        (["--header", "Authorization: Bearer abc", "-H", "x=password=hunter2"], ["--header", "***", "-H", "***"]),
     ],
 )
 def test_args_are_shown_except_their_secrets(args: list[str], shown: list[str]) -> None:

@@ -32,7 +32,8 @@ def redact_args(args: list[str] | tuple[str, ...]) -> list[str]:
     ``["--token", "sk-1", "--repository", "/srv/repo", "--key=abc"]`` ->
     ``["--token", "***", "--repository", "/srv/repo", "--key=***"]``. Hidden: the value
     of a flag named like a credential (``--token``, ``--api-key=``, ``--password``), a
-    value that looks like a token or that the secret detectors recognise, a URL's
+    value that looks like a token, says it holds a credential (``Bearer ...``,
+    ``password=...``) or that the secret detectors recognise, a URL's
     password and token-like parts, a path's segments shaped like a known token, a sealed
     ``${sealed:...}`` reference. A path, a module name or a ``${VAR}`` reference (the
     variable's name, not its value) is not a secret.
@@ -48,6 +49,11 @@ def arg_secrets(args: list[str] | tuple[str, ...]) -> set[str]:
 _SECRET_FLAG = re.compile(
     r"token|secret|passw|pwd|auth|credential|cookie|bearer|api[-_]?key|private[-_]?key|^-+key$", re.IGNORECASE
 )
+_CREDENTIAL = re.compile(
+    r"authorization|bearer\s|basic\s|passw|secret|token[=:]|api[-_]?key[=:]|private[-_]?key", re.IGNORECASE
+)
+"""Words that say a value is (or holds) a credential: ``Authorization: Bearer ...``,
+``password=...``."""
 _SEALED = re.compile(r"\$\{sealed:[^}]*\}")
 _PATH_STARTS = ("/", "~/", "./", "../")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9][0-9.]*")
@@ -102,7 +108,7 @@ def _value(value: str) -> tuple[str, set[str]]:
     if _URL.match(value):
         return redact_url(value), url_secrets(value)
     path = value.startswith(_PATH_STARTS)
-    if (not path and looks_like_token(value)) or _DETECTOR.find(value):
+    if (not path and (looks_like_token(value) or _CREDENTIAL.search(value))) or _DETECTOR.find(value):
         return REDACTED, {value}
     hidden = set(_SEALED.findall(value))
     if path:
