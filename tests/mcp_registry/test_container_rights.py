@@ -3,6 +3,8 @@ widen the container's rights refused unless the operator allows them by name."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,9 @@ from mcp_aggregator.errors import InstallInputError
 from mcp_aggregator.mcp_registry.container_rights import widening_arguments
 from mcp_aggregator.mcp_registry.install_plan import InstallInputs, InstallPlan, Toolchain, plan_install
 from mcp_aggregator.mcp_registry.server_json import parse_item
+from tests.cli.conftest import Cli
 from tests.mcp_registry.local_registry import item
+from tests.serve.http_face import face_settings, http_face
 
 DOCKER = Toolchain(container="/usr/bin/docker")
 HOME = "/home/op"
@@ -112,3 +116,23 @@ def test_an_allowed_argument_the_entry_does_not_have_is_refused_naming_the_ones_
         "allow_runtime_args: '--privilged' is not a runtimeArgument of this entry that widens its rights "
         "(those are: '--privileged')"
     ]
+
+
+async def test_registry_add_of_an_oci_entry_with_privileged_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A docker on PATH, so the plan is a container's; the refusal comes before anything runs it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    entry = tmp_path / "server.json"
+    entry.write_text(json.dumps(boxed(named("--privileged"))))
+    async with http_face(face_settings(tmp_path / "data")) as face:
+        refused = await Cli(face)("registry", "add", "--file", str(entry), "--as", "box")
+        assert refused.exit_code == 1
+        assert "runtimeArguments: '--privileged' gives the container every capability" in refused.output
+        assert "--allow-runtime-arg --privileged" in refused.output
+        listed = await Cli(face)("servers", "list", "--json")
+        assert json.loads(listed.stdout) == [], "nothing was registered"

@@ -53,10 +53,17 @@ def registry_search(
         print_json(answer["servers"])
         return
     rows = [
-        (e["name"], e["version"], _status(e["status"]), "; ".join(e["runs"]), (e.get("description") or "")[:80])
+        (e["name"], e["version"], _status(e["status"]), _runs(e), (e.get("description") or "")[:80])
         for e in answer["servers"]
     ]
     print_table(None, ["name", "version", "status", "runs", "description"], rows)
+
+
+def _runs(entry: dict[str, Any]) -> str:
+    """How it runs, with a container's runtimeArguments (they are its sandbox)."""
+    runs = "; ".join(entry["runs"])
+    extra = entry.get("runtime_arguments") or []
+    return f"{runs} (runtimeArguments: {' '.join(extra)})" if extra else runs
 
 
 def _status(status: str) -> str:
