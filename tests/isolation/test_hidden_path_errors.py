@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 import yaml
 
@@ -126,7 +125,8 @@ async def test_a_script_run_by_a_venvs_python_names_the_hidden_script_through_re
     async with http_face(face_settings(tmp_path / "data")) as face, face.admin() as admin:
         created = await admin.post(f"{API}/servers", json=entry)
         assert created.status_code == 201, created.text
-        detail = await settled(admin, created.json()["id"])
+        await face.gateway.wait_settled(SETTLE_SECS)
+        detail = (await admin.get(f"{API}/servers/{created.json()['id']}")).json()
         assert detail["status"] == "ERROR"
         assert any("can't open file" in line for line in detail["stderr_tail"]), detail["stderr_tail"]
         hint = one_hint(detail)
@@ -139,19 +139,10 @@ async def test_a_script_run_by_a_venvs_python_names_the_hidden_script_through_re
         entry["connection_config"]["sandbox"] |= grant_of(hint).model_dump(include={"read"})
         again = await admin.post(f"{API}/servers", json=entry)
         assert again.status_code == 201, again.text
-        detail = await settled(admin, again.json()["id"])
+        await face.gateway.wait_settled(SETTLE_SECS)
+        detail = (await admin.get(f"{API}/servers/{again.json()['id']}")).json()
         assert detail["status"] == "CONNECTED", detail["error_message"]
         assert detail["stderr_tail"] == [] and detail["sandbox_hints"] == []
-
-
-async def settled(admin: httpx.AsyncClient, server_id: str) -> dict[str, Any]:
-    """The server's detail once it left CONNECTING (its start either worked or failed)."""
-    with anyio.fail_after(SETTLE_SECS):
-        while True:
-            detail: dict[str, Any] = (await admin.get(f"{API}/servers/{server_id}")).json()
-            if detail["status"] not in ("CONNECTING", "DISCONNECTED"):
-                return detail
-            await anyio.sleep(0.05)
 
 
 async def test_check_config_warns_of_a_hidden_path_and_a_missing_grant_before_any_start(tmp_path: Path) -> None:
