@@ -52,6 +52,7 @@ def hints_for(entry: Entry, stderr: tuple[str, ...] = ()) -> list[tuple[str, str
         ({"args": ("./data",), "cwd": "/work/app"}, []),
         ({"args": ("stdio", "-m", "tests.upstream.fixture_server", "https://example.com/x")}, []),
         ({"args": ("/nowhere/at/all",)}, []),
+        ({"args": ("stdio", "UTC", "server.py")}, []),
         ({"args": ("/srv/repo",), "read": ("/srv",)}, []),
         ({"args": ("/srv/repo",), "write": ("/srv/repo",)}, []),
         ({"args": ("/opt/venv/bin/python",)}, []),
@@ -76,6 +77,14 @@ def test_a_path_shown_read_only_that_the_server_could_not_write_needs_a_write_gr
 def test_a_relative_path_counts_from_the_servers_working_directory() -> None:
     entry = replace(ENTRY, args=("../repo",), cwd="/srv/proj", runtime=("/opt/venv",))
     assert hints_for(entry) == [("/srv/repo", "read", "args[0]")]
+
+
+def test_a_relative_path_without_a_cwd_asks_for_the_cwd_it_was_written_for() -> None:
+    entry = replace(ENTRY, args=("server.py",), gateway_cwd="/srv/proj")
+    found = hidden_paths(entry, home=HOME, masked=(), exists=HOST.__contains__)
+    assert [(h.path, h.given_as, h.grant) for h in found] == [("/srv/proj", "args[0]", "cwd: /srv/proj")]
+    grant = yaml.safe_load(found[0].grant)
+    assert grant == {"cwd": "/srv/proj"}
 
 
 def test_a_path_in_the_command_line_is_not_a_grant_of_its_own() -> None:

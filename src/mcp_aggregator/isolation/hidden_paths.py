@@ -49,13 +49,13 @@ class SandboxHint:
 def grant_line(access: Access, path: str) -> str:
     """``sandbox: {read: [/srv/repo]}``: the path quoted (as JSON, which YAML reads) where
     YAML would read it otherwise."""
-    shown = path if _PLAIN.fullmatch(path) else json.dumps(path)
-    return f"sandbox: {{{access}: [{shown}]}}"
+    return f"sandbox: {{{access}: [{_quoted(path)}]}}"
 
 
 def given_paths(entry: Entry) -> list[tuple[str, str]]:
-    """``(given_as, value)`` for every value of the entry that reads as a path: absolute,
-    ``./``, ``../`` or ``~/``, or with a folder in it; ``--flag=PATH`` counts by its value."""
+    """``(given_as, value)`` for every value of the entry that may be a path: absolute,
+    ``./``, ``../`` or ``~/``, with a folder in it, or a bare name (a path only if it exists);
+    ``--flag=PATH`` counts by its value."""
     found: list[tuple[str, str]] = [("command", entry.command)]
     for index, arg in enumerate(entry.args):
         value = arg.partition("=")[2] if arg.startswith("-") else arg
@@ -63,13 +63,19 @@ def given_paths(entry: Entry) -> list[tuple[str, str]]:
     found += [(f"env.{key}", value) for key, value in entry.env.items()]
     if entry.cwd is not None:
         found.append(("cwd", entry.cwd))
-    return [(where, value) for where, value in found if _path_like(value)]
+    return [(where, value) for where, value in found if _path_like(value) or _word(value)]
 
 
 def _path_like(value: str) -> bool:
     if not value or "\n" in value or "://" in value or value.startswith("-"):
         return False
     return value.startswith(("/", "./", "../", "~/")) or ("/" in value and " " not in value)
+
+
+def _word(value: str) -> bool:
+    """A bare name (``server.py``, ``.``) that is a path only if it exists where the server
+    runs: ``stdio`` or ``UTC`` are not."""
+    return bool(value) and "/" not in value and not value.startswith("-") and _PLAIN.fullmatch(value) is not None
 
 
 def hidden_paths(
@@ -90,7 +96,8 @@ def hidden_paths(
     shown where it really is), ``home_dir`` the operator's home (``~/``). A path that does not exist
     yet counts by its folder, as a write (the server would make it there). A path shown
     read-only that the server said it could not write (``Read-only file system``) needs a
-    write grant.
+    write grant. A relative path given to a server without a ``cwd`` (it runs in its private
+    home) asks for ``cwd:`` the folder it was written for, the gateway's.
     """
     said_read_only = any(marker in line for line in stderr for marker in _READ_ONLY_SAID)
     base = entry.cwd or entry.gateway_cwd
@@ -99,6 +106,8 @@ def hidden_paths(
         path = _absolute(value, base, home_dir)
         access: Access = "read"
         if not exists(path):
+            if not _path_like(value):
+                continue
             parent = str(PurePosixPath(path).parent)
             if parent == path or not exists(parent):
                 continue
@@ -108,9 +117,23 @@ def hidden_paths(
             if not (said_read_only and not writable and given_as != "command"):
                 continue
             access = "write"
+        if _relative(value) and entry.cwd is None and not _visible(entry.gateway_cwd, entry, home, masked):
+            # Without a cwd the server runs in its private home, where a relative path means
+            # nothing: the working directory it was written for is what it needs.
+            path, grant = entry.gateway_cwd, f"cwd: {_quoted(entry.gateway_cwd)}"
+        else:
+            grant = grant_line(access, path)
         if path not in hints:
-            hints[path] = SandboxHint(path, access, given_as, grant_line(access, path))
+            hints[path] = SandboxHint(path, access, given_as, grant)
     return list(hints.values())
+
+
+def _relative(value: str) -> bool:
+    return not value.startswith(("/", "~/"))
+
+
+def _quoted(path: str) -> str:
+    return path if _PLAIN.fullmatch(path) else json.dumps(path)
 
 
 def hint_sentence(hints: Sequence[SandboxHint]) -> str:
