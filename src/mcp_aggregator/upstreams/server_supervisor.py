@@ -76,6 +76,8 @@ _HEALTH_EVENTS = {
 }
 _PASSED = HealthResult(HealthOutcome.HEALTHY)
 _HISTORY = 32
+_LOGGED_LINES = 5
+"""The last stderr lines a failed start's warning in the log ends with."""
 
 
 class ServerSupervisor:
@@ -465,9 +467,6 @@ class ServerSupervisor:
         """End the supervisor and its session (server removal, gateway shutdown)."""
         self._cancel.cancel()
         await self._finished.wait()
-
-
-_LOGGED_LINES = 5
 
 
 def _said(stderr: list[str]) -> str:
