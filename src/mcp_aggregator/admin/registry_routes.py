@@ -91,7 +91,12 @@ async def install_entry(gateway: GatewayDep, body: RegistryInstall) -> InstallRe
 async def update_server(gateway: GatewayDep, body: RegistryUpdate) -> InstallResult:
     """Move a server installed from a registry to ``version`` (default: the latest), keeping its
     inputs; those given are added (a new version may ask for more)."""
-    given = InstallInputs(env=body.env, headers=body.headers, arguments=body.arguments)
+    given = InstallInputs(
+        env=body.env,
+        headers=body.headers,
+        arguments=body.arguments,
+        allow_runtime_args=tuple(body.allow_runtime_args),
+    )
     outcome = await gateway.installer.update(
         gateway, body.server_name, body.version, wait_secs=body.wait_secs, given=given
     )

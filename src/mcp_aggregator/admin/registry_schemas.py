@@ -89,6 +89,9 @@ class RegistryUpdate(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict)
     arguments: dict[str, str] = Field(default_factory=dict)
+    allow_runtime_args: list[str] = Field(
+        default_factory=list, description="As for an install: OCI runtimeArguments that widen the container's rights"
+    )
     wait_secs: float = Field(default=60.0, ge=0, le=600)
 
 

@@ -264,6 +264,8 @@ def _with_given(kept: InstallInputs, given: InstallInputs) -> InstallInputs:
         env={**kept.env, **given.env},
         headers={**kept.headers, **given.headers},
         arguments={**kept.arguments, **given.arguments},
+        # Not kept from the install (a container's rights are allowed again, for each version).
+        allow_runtime_args=given.allow_runtime_args,
     )
 
 
