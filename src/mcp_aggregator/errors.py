@@ -26,7 +26,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
     │   │   ├── IsolationError       a stdio server's sandbox cannot be set up (a tool it
-    │   │   │                        requires is missing, a granted path does not exist)
+    │   │   │   │                    requires is missing, a granted path does not exist)
+    │   │   │   └── HiddenPathError  the server failed and its sandbox hides a path it was
+    │   │   │                        given: the path and the line to add named
     │   │   └── BridgeError          an OpenAPI document or A2A agent card cannot be read
     │   │                            or used (the field or the path in the document named)
     │   ├── UpstreamClosedError      the session died (503-style, says what was running)
@@ -233,6 +235,12 @@ class BridgeError(UpstreamConnectError):
     """An ``openapi`` or ``a2a`` server's document or agent card cannot be read or used; the
     message names the setting (``spec``, ``base_url``, ``operations[1]``) or the path in the
     document (``paths./pets.get.requestBody``)."""
+
+
+class HiddenPathError(IsolationError):
+    """A sandboxed server failed, and its sandbox hides paths it was given: each is named
+    with the ``sandbox:`` line that shows it. Not retried: the sandbox stays as it is until
+    its entry changes."""
 
 
 class UpstreamClosedError(UpstreamError):

@@ -154,6 +154,12 @@ class Gateway:
         self.credentials = Credentials(
             settings.credentials, data_dir=settings.serve.data_dir, env=self._env, on_status=self._auth_changed
         )
+        self._sandbox_site = SandboxSite(
+            settings.serve.sandbox,
+            settings.serve.data_dir,
+            hidden=gateway_files(settings.source_path, settings.registry.database_url, settings.search.cache_path),
+        )
+        """What every stdio server's sandbox (and every install step's) is made from."""
         self.upstreams = UpstreamSet(
             env=self._env,
             retry=RetryPolicy(
@@ -169,11 +175,7 @@ class Gateway:
             max_result_bytes=settings.serve.max_result_bytes,
             auth_for=self.credentials.auth_for,
             connect_concurrency=settings.serve.connect_limit,
-            sandbox=SandboxSite(
-                settings.serve.sandbox,
-                settings.serve.data_dir,
-                hidden=gateway_files(settings.source_path, settings.registry.database_url, settings.search.cache_path),
-            ),
+            sandbox=self._sandbox_site,
         )
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)
@@ -253,7 +255,10 @@ class Gateway:
                 await self._registry.reset_after_restart()
             await self._registry.upsert_config_servers([spec_from_config(c) for c in self.settings.servers])
             self._installer = Installer(
-                McpRegistries(self.settings.registries, self._registry), self._env, self.settings.serve.data_dir
+                McpRegistries(self.settings.registries, self._registry),
+                self._env,
+                self.settings.serve.data_dir,
+                sandbox=self._sandbox_site,
             )
             self.catalogue.pins = await self._open_tool_pins()
             await self.approvals.start(shared=self._registry.shared)

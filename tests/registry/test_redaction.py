@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from mcp_aggregator.registry import redact_connection_config, redact_url
+from mcp_aggregator.registry.redaction import arg_secrets
 
 
-def test_header_and_env_values_are_redacted_and_keys_kept() -> None:
+def test_header_and_env_values_are_redacted_and_keys_kept_but_a_path_is_shown() -> None:
     cfg = {
         "command": "mcp-server-memory",
         "args": ["--verbose"],
@@ -18,7 +19,7 @@ def test_header_and_env_values_are_redacted_and_keys_kept() -> None:
     assert redact_connection_config(cfg) == {
         "command": "mcp-server-memory",
         "args": ["--verbose"],
-        "env": {"MEMORY_FILE_PATH": "***", "API_KEY": "***"},
+        "env": {"MEMORY_FILE_PATH": "./memory.json", "API_KEY": "***"},
         "headers": {"Authorization": "***"},
     }
     assert cfg["headers"] == {"Authorization": "Bearer abc"}
@@ -60,13 +61,26 @@ def test_an_unparseable_url_is_redacted_whole() -> None:
     [
         (["--token", "sk-live-1"], ["--token", "***"]),
         (["--api-key=abc", "-v"], ["--api-key=***", "-v"]),
-        (["-m", "tests.upstream.fixture_server", "stdio"], ["-m", "***", "***"]),
-        (["postgres://u:p@db/x"], ["***"]),
+        (["--password", "hunter2", "--port", "8080"], ["--password", "***", "--port", "8080"]),
+        (["-m", "tests.upstream.fixture_server", "stdio"], ["-m", "tests.upstream.fixture_server", "stdio"]),
+        (["--repository", "/srv/git/repo-2024"], ["--repository", "/srv/git/repo-2024"]),
+        (["--dir=./data", "-5"], ["--dir=./data", "-5"]),
+        (["postgres://u:p@db/x"], ["postgres://u:***@db/x"]),
         (["--sk-0123456789abcdef0123"], ["***"]),
+        (["ghp_abcdefghijklmnopqrstuvwxyz0123456789"], ["***"]),
+        (["/srv/hooks/ghp_abcdefghijk12345/in"], ["/srv/hooks/***/in"]),
+        (["/tmp/pytest-7/test_a_server_sees_it_0/repo"], ["/tmp/pytest-7/test_a_server_sees_it_0/repo"]),
+        (["--user=${USER_NAME}", "${sealed:gAAAAB0123}"], ["--user=${USER_NAME}", "***"]),
+        (["--header", "Authorization: Bearer abc", "-H", "x=password=hunter2"], ["--header", "***", "-H", "***"]),
     ],
 )
-def test_args_keep_their_flags_and_hide_every_value(args: list[str], shown: list[str]) -> None:
+def test_args_are_shown_except_their_secrets(args: list[str], shown: list[str]) -> None:
     assert redact_connection_config({"command": "x", "args": args}) == {"command": "x", "args": shown}
+
+
+def test_what_args_hide_is_scrubbed_and_a_path_is_not() -> None:
+    args = ["--token", "sk-live-123", "--repository", "/srv/git/repo", "https://u:pass-word@h/x"]
+    assert arg_secrets(args) == {"sk-live-123", "pass-word"}
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from mcp_aggregator.admin.registry_schemas import (
 )
 from mcp_aggregator.admin.schemas import OriginPublic
 from mcp_aggregator.admin.server_views import server_public
-from mcp_aggregator.mcp_registry.install_plan import InstallInputs, Toolchain, what_runs
+from mcp_aggregator.mcp_registry.install_plan import InstallInputs, Toolchain, declared_runtime_arguments, what_runs
 from mcp_aggregator.mcp_registry.installer import InstallOutcome, InstallRequest
 from mcp_aggregator.mcp_registry.server_json import Input, Package, RegistryItem, Remote
 from mcp_aggregator.registry import redact_url
@@ -81,6 +81,7 @@ async def install_entry(gateway: GatewayDep, body: RegistryInstall) -> InstallRe
             grant_read=tuple(body.grant_read),
             grant_write=tuple(body.grant_write),
             network=tuple(body.network) if isinstance(body.network, list) else body.network,
+            allow_runtime_args=tuple(body.allow_runtime_args),
         ),
     )
     return await _result(gateway, await gateway.installer.install(gateway, request))
@@ -90,7 +91,12 @@ async def install_entry(gateway: GatewayDep, body: RegistryInstall) -> InstallRe
 async def update_server(gateway: GatewayDep, body: RegistryUpdate) -> InstallResult:
     """Move a server installed from a registry to ``version`` (default: the latest), keeping its
     inputs; those given are added (a new version may ask for more)."""
-    given = InstallInputs(env=body.env, headers=body.headers, arguments=body.arguments)
+    given = InstallInputs(
+        env=body.env,
+        headers=body.headers,
+        arguments=body.arguments,
+        allow_runtime_args=tuple(body.allow_runtime_args),
+    )
     outcome = await gateway.installer.update(
         gateway, body.server_name, body.version, wait_secs=body.wait_secs, given=given
     )
@@ -127,6 +133,7 @@ def entry_public(registry: str, item: RegistryItem, toolchain: Toolchain) -> Ent
         runs=[_runs(server.version, p) for p in server.packages] + [_runs(server.version, r) for r in server.remotes],
         runs_here=None if chosen is None else _runs(server.version, chosen),
         inputs=_entry_inputs(shown),
+        runtime_arguments=declared_runtime_arguments(shown) if isinstance(shown, Package) else [],
         published_at=meta.published_at,
         updated_at=meta.updated_at,
     )

@@ -36,6 +36,10 @@ class EntryPublic(BaseModel):
         default=None, description="Which of ``runs`` an install on this gateway would run (None: none of them)"
     )
     inputs: list[EntryInputPublic] = Field(description="The inputs of what runs here (else of the first package)")
+    runtime_arguments: list[str] = Field(
+        default_factory=list,
+        description="The runtimeArguments of what runs here (else of the first package), as the entry declares them",
+    )
     published_at: datetime | None = None
     updated_at: datetime | None = None
 
@@ -63,6 +67,14 @@ class RegistryInstall(BaseModel):
     grant_read: list[str] = Field(default_factory=list)
     grant_write: list[str] = Field(default_factory=list)
     network: str | list[str] | None = Field(default=None, description="outbound | none | host | [host:port, ...]")
+    allow_runtime_args: list[str] = Field(
+        default_factory=list,
+        description=(
+            "OCI runtimeArguments that widen the container's rights (--privileged, --cap-add X, a host namespace, "
+            "--device, --security-opt, a mount of /, the home, the data dir or a container socket), allowed as "
+            "the refusal names them; without this such an entry is refused"
+        ),
+    )
     wait_secs: float = Field(default=60.0, ge=0, le=600)
 
 
@@ -77,6 +89,9 @@ class RegistryUpdate(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict)
     arguments: dict[str, str] = Field(default_factory=dict)
+    allow_runtime_args: list[str] = Field(
+        default_factory=list, description="As for an install: OCI runtimeArguments that widen the container's rights"
+    )
     wait_secs: float = Field(default=60.0, ge=0, le=600)
 
 

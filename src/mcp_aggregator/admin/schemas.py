@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,12 +130,28 @@ class ServerPublic(BaseModel):
     origin: OriginPublic | None = Field(
         default=None, description="The MCP Registry entry this server was installed from (registry add)"
     )
+    stderr_tail: list[str] = Field(
+        default_factory=list,
+        description=(
+            "STDIO only: the last lines (at most 20 of 300 characters, secrets scrubbed) the server wrote to "
+            "stderr when it last failed to start or ended; empty once it connects"
+        ),
+    )
 
 
 class OriginPublic(BaseModel):
     registry: str = Field(description="The registries: name, or 'file' for a server.json file")
     name: str
     version: str
+
+
+class SandboxHintPublic(BaseModel):
+    path: str = Field(description="The path, absolute, as the host has it")
+    access: Literal["read", "write"] = Field(description="What the grant must allow")
+    given_as: str = Field(description="Where the server was given it: command, args[N], env.NAME or cwd")
+    grant: str = Field(
+        description="The exact YAML line to add to the server's entry, e.g. sandbox: {read: [/srv/repo]}"
+    )
 
 
 class ServerDetail(ServerPublic):
@@ -158,6 +174,13 @@ class ServerDetail(ServerPublic):
             "STDIO only: the sandbox as its last start applied it (enabled, read and write resolved, cwd: "
             "the working directory it may read, network after any fallback, memory_mb, processes, cpu_secs), "
             "what it could not confine (warnings) and the limit that ended the server (limit_hit)"
+        ),
+    )
+    sandbox_hints: list[SandboxHintPublic] = Field(
+        default_factory=list,
+        description=(
+            "STDIO only: paths the server was given that exist on the host but its sandbox hid when it last "
+            "failed to start, each with the line to add to its entry (also said in error_message)"
         ),
     )
 

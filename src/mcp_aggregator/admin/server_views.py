@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway
-from mcp_aggregator.admin.schemas import OriginPublic, ServerDetail, ServerPublic, ToolPublic
+from mcp_aggregator.admin.schemas import OriginPublic, SandboxHintPublic, ServerDetail, ServerPublic, ToolPublic
 from mcp_aggregator.catalog.tool_pin_book import pin_of
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.isolation.hidden_paths import SandboxHint
 from mcp_aggregator.isolation.sandbox_policy import effective
 from mcp_aggregator.registry import ServerRecord, ToolPinRecord, ToolRecord, redact_connection_config, redact_url
 from mcp_aggregator.settings import Transport
@@ -105,6 +106,7 @@ def server_public(
         auth_status=auth_status,
         tools=None if tools is None else [tool_public(tool) for tool in tools],
         origin=_origin(record),
+        stderr_tail=[scrub(line) for line in supervisor.stderr_tail] if supervisor else [],
     )
 
 
@@ -136,7 +138,12 @@ def server_detail(
         pending_requests=connection.pending_requests if connection else 0,
         era=connection.era.to_json() if connection else None,
         sandbox=sandbox_view(supervisor) if supervisor else None,
+        sandbox_hints=[_hint(hint, scrub) for hint in supervisor.sandbox_hints] if supervisor else [],
     )
+
+
+def _hint(hint: SandboxHint, scrub: Scrub) -> SandboxHintPublic:
+    return SandboxHintPublic(path=scrub(hint.path), access=hint.access, given_as=hint.given_as, grant=scrub(hint.grant))
 
 
 def sandbox_view(supervisor: ServerSupervisor) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from mcp_aggregator.cli.options import ConfigOption, JsonOption, load_config
 from mcp_aggregator.cli.output import EXIT_USAGE, fail, print_json, print_table
 from mcp_aggregator.errors import AggregationFailedError, InvalidQueryError, QueryError
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.upstreams.sandbox_preflight import sandbox_warnings
 
 
 def check_config(
@@ -20,7 +21,8 @@ def check_config(
     config: ConfigOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Validate a configuration file and summarise it."""
+    """Validate a configuration file and summarise it; warn of paths a server is given that
+    its sandbox would hide, and of granted paths that do not exist."""
     if (file is None) == (config is None):
         fail("give the file to validate, as an argument or with --config (one of them)", EXIT_USAGE)
     path = file or config
@@ -30,12 +32,15 @@ def check_config(
         {"name": s.name, "transport": s.transport.value, "target": s.command or s.url or s.base_url}
         for s in settings.servers
     ]
+    warnings = sandbox_warnings(settings)
     if json:
-        print_json({"config": str(path), "valid": True, "servers": servers})
+        print_json({"config": str(path), "valid": True, "servers": servers, "warnings": warnings})
         return
     typer.echo(f"{path}: OK, {len(servers)} server(s)")
     for server in servers:
         typer.echo(f"  {server['name']:<20} {server['transport']:<6} {server['target']}")
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
 
 
 def report_servers_once(config: Path | None, timeout: float, *, as_json: bool = False) -> None:

@@ -13,6 +13,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from mcp_aggregator.errors import AdminClientError
 
@@ -35,7 +36,8 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+        # Cells are text, never markup: a path or a grant (``[/srv/repo]``) would read as a tag.
+        table.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
     console().print(table)
 
 

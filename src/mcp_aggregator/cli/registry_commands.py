@@ -24,6 +24,13 @@ WaitOption = Annotated[float, typer.Option("--wait", help="Seconds to wait for C
 EnvOption = Annotated[list[str] | None, typer.Option("--env", help="K=V for an environment variable (repeat).")]
 HeaderOption = Annotated[list[str] | None, typer.Option("--header", help="K=V for a remote's header (repeat).")]
 ArgOption = Annotated[list[str] | None, typer.Option("--arg", help="K=V for an argument or variable (repeat).")]
+AllowRuntimeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-runtime-arg",
+        help="An OCI runtimeArgument that widens the container's rights, allowed as its refusal names it (repeat).",
+    ),
+]
 EnvFileOption = Annotated[
     Path | None,
     typer.Option("--env-file", help="KEY=VALUE lines of environment variables (kept out of shell history)."),
@@ -53,10 +60,17 @@ def registry_search(
         print_json(answer["servers"])
         return
     rows = [
-        (e["name"], e["version"], _status(e["status"]), "; ".join(e["runs"]), (e.get("description") or "")[:80])
+        (e["name"], e["version"], _status(e["status"]), _runs(e), (e.get("description") or "")[:80])
         for e in answer["servers"]
     ]
     print_table(None, ["name", "version", "status", "runs", "description"], rows)
+
+
+def _runs(entry: dict[str, Any]) -> str:
+    """How it runs, with a container's runtimeArguments (they are its sandbox)."""
+    runs = "; ".join(entry["runs"])
+    extra = entry.get("runtime_arguments") or []
+    return f"{runs} (runtimeArguments: {' '.join(extra)})" if extra else runs
 
 
 def _status(status: str) -> str:
@@ -76,6 +90,7 @@ def registry_add(
     network: Annotated[
         str | None, typer.Option("--network", help="outbound | none | host | host:port[,host:port...]")
     ] = None,
+    allow_runtime_arg: AllowRuntimeOption = None,
     file: Annotated[Path | None, typer.Option("--file", help="Install this server.json instead.")] = None,
     registry: Annotated[str | None, typer.Option("--registry", help="Install from this registry.")] = None,
     wait: WaitOption = 60.0,
@@ -95,6 +110,7 @@ def registry_add(
         "grant_read": grant_read or [],
         "grant_write": grant_write or [],
         "network": _network(network),
+        "allow_runtime_args": allow_runtime_arg or [],
         "registry": registry,
         "wait_secs": wait,
     }
@@ -118,6 +134,7 @@ def registry_update(
     env_file: EnvFileOption = None,
     header: HeaderOption = None,
     arg: ArgOption = None,
+    allow_runtime_arg: AllowRuntimeOption = None,
     wait: WaitOption = 60.0,
     config: ConfigOption = None,
     gateway: GatewayOption = None,
@@ -126,7 +143,13 @@ def registry_update(
 ) -> None:
     """Move an installed server to a newer version of its registry entry (its inputs kept;
     those given are added). On a terminal, what the new version asks for anew is asked for."""
-    body = {"server_name": name, "version": version, "wait_secs": wait, **_given(env, env_file, header, arg)}
+    body = {
+        "server_name": name,
+        "version": version,
+        "wait_secs": wait,
+        "allow_runtime_args": allow_runtime_arg or [],
+        **_given(env, env_file, header, arg),
+    }
     client = gateway_client(config, gateway, token, timeout=wait + INSTALL_SLACK_SECS)
     with reported(), client:
         result = _post_asking(client, "/registry/update", body, f"updating {name}...", ask=_can_ask(json))

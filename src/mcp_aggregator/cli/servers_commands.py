@@ -22,6 +22,7 @@ from mcp_aggregator.cli.output import fail, print_json, print_table, reported, s
 from mcp_aggregator.errors import AdminClientError
 
 POLL_SECS = 0.2
+LIST_STDERR_CHARS = 80
 SETTLED = {"CONNECTED", "DEGRADED"}
 SIGN_IN_NEEDED = {"sign_in_required", "refresh_failed"}
 
@@ -59,11 +60,21 @@ def servers_list(
     if json:
         print_json(servers)
         return
-    rows = [
-        (s["name"], s["status"], s["transport_type"], s["tool_count"], _origin(s), s.get("error_message") or "")
-        for s in servers
-    ]
+    rows = [(s["name"], s["status"], s["transport_type"], s["tool_count"], _origin(s), _error(s)) for s in servers]
     print_table(None, ["name", "status", "transport", "tools", "origin", "error"], rows)
+
+
+def _error(server: dict[str, Any]) -> str:
+    """The error, and the last line the server wrote to stderr, shortened for a table."""
+    error = server.get("error_message") or ""
+    tail = server.get("stderr_tail") or []
+    if error and tail:
+        error = f"{error} (stderr: {_short(tail[-1], LIST_STDERR_CHARS)})"
+    return error
+
+
+def _short(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _origin(server: dict[str, Any]) -> str:
@@ -95,6 +106,11 @@ def servers_show(
     if detail.get("origin"):
         shown.append(("origin", _origin(detail)))
     shown += _sandbox_rows(detail.get("sandbox"))
+    shown += [
+        ("sandbox.hidden", f"{hint['path']} ({hint['given_as']}): add {hint['grant']}")
+        for hint in detail.get("sandbox_hints") or []
+    ]
+    shown += [("stderr", line) for line in detail.get("stderr_tail") or []]
     print_table(None, ["field", "value"], shown)
     print_table(f"{len(tools)} tools", ["tool", "pin", "description"], _tool_rows(tools))
 
@@ -318,6 +334,8 @@ def _wait_connected(client: GatewayClient, server_id: str, name: str, wait: floa
             if status in SETTLED:
                 return detail
             why = detail.get("last_error") or detail.get("error_message")
+            if why and detail.get("stderr_tail"):
+                why += "\n  its stderr ended with:\n" + "\n".join(f"    {line}" for line in detail["stderr_tail"][-5:])
             if detail.get("auth_status") in SIGN_IN_NEEDED:
                 raise AdminClientError(f"{name} wants a sign-in: run `mcp-aggregator servers login {name}`")
             if status in ("ERROR", "DISCONNECTED") and why:

@@ -38,6 +38,7 @@ import anyio.abc
 from mcp_aggregator.errors import IsolationError
 from mcp_aggregator.isolation.cgroup_limits import CgroupLimits, cgroup_version
 from mcp_aggregator.isolation.config import NetworkMode
+from mcp_aggregator.isolation.hidden_paths import SandboxHint, hidden_paths
 from mcp_aggregator.isolation.launch_plan import (
     SLIRP_DNS,
     Entry,
@@ -291,6 +292,21 @@ class SandboxLaunch:
         files = [Path(p).resolve() for p in self.site.hidden]
         outside = [p for p in files if data_dir not in p.parents and p.is_file()]
         return (f"{data_dir}/", *(str(p) for p in dict.fromkeys(outside)))
+
+    def hidden_paths(self, stderr: Sequence[str] = ()) -> list[SandboxHint]:
+        """The paths this server was given that exist here but its sandbox hides (see
+        ``hidden_paths``); none when it started unconfined."""
+        if self.entry is None or self.plan is None or self.plan.home is None:
+            return []
+        return hidden_paths(
+            self.entry,
+            home=self.plan.home,
+            masked=self._hidden(),
+            exists=os.path.lexists,
+            real=os.path.realpath,
+            home_dir=str(Path.home()),
+            stderr=stderr,
+        )
 
     def applied(self) -> dict[str, Any]:
         """The sandbox this start got, for the status: the network after any fallback, the

@@ -7,6 +7,7 @@ how a secret is sealed) comes in as arguments, so the mapping is tested with tab
 from __future__ import annotations
 
 import re
+import shlex
 import site
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from mcp_aggregator.errors import EntryRefusedError, InstallInputError
 from mcp_aggregator.isolation.config import SandboxConfig
+from mcp_aggregator.mcp_registry.container_rights import widening_arguments
 from mcp_aggregator.mcp_registry.input_values import InputValues, secret_variables
 from mcp_aggregator.mcp_registry.server_json import (
     Argument,
@@ -55,6 +57,9 @@ class InstallInputs:
     grant_read: tuple[str, ...] = ()
     grant_write: tuple[str, ...] = ()
     network: str | tuple[str, ...] | None = None
+    allow_runtime_args: tuple[str, ...] = ()
+    """OCI ``runtimeArguments`` that widen the container's rights, allowed as written
+    (``--privileged``, ``--cap-add NET_ADMIN``): without this, such an entry is refused."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,10 @@ def plan_install(
     toolchain: Toolchain,
     data_dir: Path,
     seal: Callable[[str], str],
+    home: Path | None = None,
 ) -> InstallPlan:
-    """The configuration to register for ``item``.
+    """The configuration to register for ``item``. ``home`` (the operator's) is a folder no
+    container may mount (nor may ``/``, the data dir or a container engine's socket).
 
     The first package this machine can run is used, else the first remote. Raises
     ``EntryRefusedError`` (deleted, or nothing here can run it: each package type named
@@ -113,7 +120,7 @@ def plan_install(
     for package in entry.packages:
         why_not = _cannot_run(package, toolchain)
         if why_not is None:
-            launch = _package_plan(package, entry.version, name, inputs, values, toolchain, data_dir)
+            launch = _package_plan(package, entry.version, name, inputs, values, toolchain, data_dir, home)
             values.raise_problems()
             data = {**launch.config, "name": name, "description": entry.description}
             return InstallPlan(
@@ -178,6 +185,7 @@ def _package_plan(
     values: InputValues,
     toolchain: Toolchain,
     data_dir: Path,
+    home: Path | None,
 ) -> _Launch:
     kind = package.registry_type.lower()
     version = package.version or entry_version
@@ -204,12 +212,15 @@ def _package_plan(
         sandbox = sandbox.model_copy(update={"read": (*sandbox.read, *added)})
         if runtime_args:
             warnings.append("runtimeArguments are for uvx and were left out (uv is not on PATH)")
-    else:
+    if kind != "oci" and inputs.allow_runtime_args:
+        values.problem("allow_runtime_args: only an OCI package runs with runtimeArguments that widen its rights")
+    if kind == "oci":
         assert toolchain.container is not None
         image = (
             package.identifier if ":" in package.identifier.rsplit("/", 1)[-1] else f"{package.identifier}:{version}"
         )
         env_flags = [token for key in env for token in ("-e", key)]
+        warnings += _container_rights(runtime_args, inputs, values, home=home, data_dir=data_dir)
         command, args = toolchain.container, ["run", "-i", "--rm", *runtime_args, *env_flags, image, *package_args]
         # The container is the isolation here; wrapping the docker client in the gateway's
         # sandbox would only cut it off from the daemon.
@@ -217,6 +228,47 @@ def _package_plan(
         warnings.append(f"runs in a {Path(toolchain.container).name} container, not in the gateway's sandbox")
     config = {"transport": "stdio", "command": command, "args": args, "env": env, "cwd": str(private_dir)}
     return _Launch({**config, "sandbox": sandbox}, private_dir, venv, tuple(warnings))
+
+
+def declared_runtime_arguments(package: Package) -> list[str]:
+    """A package's ``runtimeArguments`` as the entry declares them, for the entry view: a
+    value given or defaulted shown, else its hint (``<port>``); a secret one as ``<secret>``."""
+    out: list[str] = []
+    for arg in package.runtime_arguments:
+        value = "<secret>" if arg.is_secret else arg.value or arg.default
+        if value is None and not (arg.type == "named" and _is_flag(arg)):
+            value = f"<{arg.value_hint or arg.name or 'value'}>"
+        if arg.type == "named":
+            assert arg.name is not None
+            out += [arg.name] if value is None else [arg.name, value]
+        elif value is not None:
+            out.append(value)
+    return out
+
+
+def _container_rights(
+    runtime_args: list[str], inputs: InstallInputs, values: InputValues, *, home: Path | None, data_dir: Path
+) -> list[str]:
+    """Refuse the ``runtimeArguments`` that widen the container's rights unless allowed as
+    written; say what the container runs with either way."""
+    said = [f"docker run with the entry's runtimeArguments: {' '.join(runtime_args)}"] if runtime_args else []
+    found = widening_arguments(runtime_args, home=str(home) if home else "/nonexistent", data_dir=str(data_dir))
+    for item in found:
+        if item.argument in inputs.allow_runtime_args:
+            said.append(f"runtimeArguments: {item.argument!r} {item.why}: allowed at install")
+        else:
+            values.problem(
+                f"runtimeArguments: {item.argument!r} {item.why}; not installed unless you allow it: "
+                f"--allow-runtime-arg {shlex.quote(item.argument)} (REST: allow_runtime_args)"
+            )
+    named = {item.argument for item in found}
+    for allowed in inputs.allow_runtime_args:
+        if allowed not in named:
+            values.problem(
+                f"allow_runtime_args: {allowed!r} is not a runtimeArgument of this entry that widens its rights"
+                + (f" (those are: {', '.join(repr(a) for a in sorted(named))})" if named else " (it has none)")
+            )
+    return said
 
 
 def gateway_site_dirs() -> tuple[str, ...]:

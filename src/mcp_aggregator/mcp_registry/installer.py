@@ -28,6 +28,7 @@ from mcp_aggregator.errors import (
 )
 from mcp_aggregator.health.server_state import ServerStatus, is_exposed
 from mcp_aggregator.isolation.config import NetworkMode
+from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.mcp_registry.install_plan import (
     InstallInputs,
     InstallPlan,
@@ -103,11 +104,16 @@ class Installer:
         env: SealedEnv,
         data_dir: Path,
         *,
+        sandbox: SandboxSite,
         which: Callable[[str], str | None] = shutil.which,
     ) -> None:
         self.registries = registries
+        self._sandbox = sandbox
+        """Where install steps that run a package's code are confined (``pypi_venv``)."""
         self._env = env
-        self._data_dir = data_dir
+        # Absolute before it becomes a grant: the sandbox reads a relative grant from the
+        # server's cwd, not from the gateway's (``.aggregator``, the default, is relative).
+        self._data_dir = data_dir.absolute()
         self._which = which
 
     def toolchain(self) -> Toolchain:
@@ -127,7 +133,13 @@ class Installer:
 
     def plan(self, registry: str, item: RegistryItem, inputs: InstallInputs) -> InstallPlan:
         return plan_install(
-            item, inputs, registry=registry, toolchain=self.toolchain(), data_dir=self._data_dir, seal=self._env.seal
+            item,
+            inputs,
+            registry=registry,
+            toolchain=self.toolchain(),
+            data_dir=self._data_dir,
+            seal=self._env.seal,
+            home=Path.home(),
         )
 
     async def install(self, target: InstallTarget, request: InstallRequest) -> InstallOutcome:
@@ -204,7 +216,7 @@ class Installer:
             await anyio.Path(plan.private_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         if plan.venv is not None:
             identifier = Path(plan.venv.launcher).name
-            await build_venv(plan.venv, identifier, self._env)
+            await build_venv(plan.venv, identifier, self._env, site=self._sandbox)
 
 
 async def _refuse_taken(registry: Registry, name: str) -> None:
@@ -252,6 +264,8 @@ def _with_given(kept: InstallInputs, given: InstallInputs) -> InstallInputs:
         env={**kept.env, **given.env},
         headers={**kept.headers, **given.headers},
         arguments={**kept.arguments, **given.arguments},
+        # Not kept from the install (a container's rights are allowed again, for each version).
+        allow_runtime_args=given.allow_runtime_args,
     )
 
 
@@ -259,7 +273,7 @@ def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
     """The inputs an installed server was made with, as far as its config keeps them
     (secrets stay sealed; secret arguments were never kept)."""
     assert config.origin is not None
-    private_dir = str(data_dir / "servers" / config.name)
+    private_dir = data_dir / "servers" / config.name
     sandbox = config.sandbox
     network: str | tuple[str, ...] | None = None
     if sandbox is not None and sandbox.network is not None:
@@ -271,6 +285,9 @@ def _inputs_of(config: ServerConfig, data_dir: Path) -> InstallInputs:
         server_name=config.name,
         # The gateway's site-packages are the plan's own addition for a venv, not a grant.
         grant_read=tuple(p for p in (sandbox.read if sandbox is not None else ()) if p not in gateway_site_dirs()),
-        grant_write=tuple(p for p in (sandbox.write if sandbox is not None else ()) if p != private_dir),
+        # An install made with a relative data dir kept its private folder relative.
+        grant_write=tuple(
+            p for p in (sandbox.write if sandbox is not None else ()) if Path(p).absolute() != private_dir
+        ),
         network=network,
     )

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from mcp_aggregator.guardrails.secret_detector import SecretDetector
+
 REDACTED = "***"
 
 _SECRET_MAPPINGS = ("headers", "env", "arguments")
@@ -25,23 +27,98 @@ def looks_like_token(text: str) -> bool:
 
 
 def redact_args(args: list[str] | tuple[str, ...]) -> list[str]:
-    """Command-line arguments as env values are shown: every value hidden, flags kept.
+    """Command-line arguments with their secrets hidden, everything else shown as written.
 
-    ``["--token", "sk-1", "-v", "--key=abc", "/srv/data"]`` ->
-    ``["--token", "***", "-v", "--key=***", "***"]``: an argument can be anything
-    (a token, a password, a connection string), and its flag says what it is.
+    ``["--token", "sk-1", "--repository", "/srv/repo", "--key=abc"]`` ->
+    ``["--token", "***", "--repository", "/srv/repo", "--key=***"]``. Hidden: the value
+    of a flag named like a credential (``--token``, ``--api-key=``, ``--password``), a
+    value that looks like a token, says it holds a credential (``Bearer ...``,
+    ``password=...``) or that the secret detectors recognise, a URL's
+    password and token-like parts, a path's segments shaped like a known token, a sealed
+    ``${sealed:...}`` reference. A path, a module name or a ``${VAR}`` reference (the
+    variable's name, not its value) is not a secret.
     """
-    out = []
+    return [shown for shown, _ in _classified(args)]
+
+
+def arg_secrets(args: list[str] | tuple[str, ...]) -> set[str]:
+    """The literal values ``redact_args`` hides, to scrub them out of text (stderr, errors)."""
+    return set().union(*(hidden for _, hidden in _classified(args)))
+
+
+_SECRET_FLAG = re.compile(
+    r"token|secret|passw|pwd|auth|credential|cookie|bearer|api[-_]?key|private[-_]?key|^-+key$", re.IGNORECASE
+)
+_CREDENTIAL = re.compile(
+    r"authorization|bearer\s|basic\s|passw|secret|token[=:]|api[-_]?key[=:]|private[-_]?key", re.IGNORECASE
+)
+"""Words that say a value is (or holds) a credential: ``Authorization: Bearer ...``,
+``password=...``."""
+_SEALED = re.compile(r"\$\{sealed:[^}]*\}")
+_PATH_STARTS = ("/", "~/", "./", "../")
+_NEGATIVE_NUMBER = re.compile(r"-[0-9][0-9.]*")
+_DETECTOR = SecretDetector()
+
+
+def is_plain_path(value: Any) -> bool:
+    """A value written as a path (``/srv/data``, ``./notes.json``, ``~/x``) with nothing
+    secret in it: no ``${VAR}``, no token-like segment. A path is not a secret, so it is
+    shown, and a server's error that names it stays readable."""
+    return (
+        isinstance(value, str)
+        and value.startswith(_PATH_STARTS)
+        and "${" not in value
+        and "\n" not in value
+        and not _value(value)[1]
+    )
+
+
+def _classified(args: list[str] | tuple[str, ...]) -> list[tuple[str, set[str]]]:
+    """Each argument as shown, with the parts of it that are hidden."""
+    out: list[tuple[str, set[str]]] = []
+    previous: str | None = None
     for arg in args:
         if not isinstance(arg, str):
-            out.append(REDACTED)
-        elif arg.startswith("-") and "=" in arg:
-            out.append(arg.split("=", 1)[0] + "=" + REDACTED)
-        elif arg.startswith("-") and not looks_like_token(arg) and " " not in arg:
-            out.append(arg)
+            out.append((REDACTED, set()))
+            previous = None
+        elif arg.startswith("-") and not _NEGATIVE_NUMBER.fullmatch(arg):
+            flag, eq, value = arg.partition("=")
+            if looks_like_token(flag.lstrip("-")):
+                out.append((REDACTED, {arg}))
+            elif eq and _SECRET_FLAG.search(flag):
+                out.append((f"{flag}={REDACTED}", {value}))
+            elif eq:
+                shown, hidden = _value(value)
+                out.append((f"{flag}={shown}", hidden))
+            else:
+                out.append((arg, set()))
+            previous = None if eq else flag
+        elif previous is not None and _SECRET_FLAG.search(previous):
+            out.append((REDACTED, {arg}))
+            previous = None
         else:
-            out.append(REDACTED)
+            out.append(_value(arg))
+            previous = None
     return out
+
+
+def _value(value: str) -> tuple[str, set[str]]:
+    """A value as it may be shown, and its hidden parts: whole, or with ``***`` where it is
+    (or holds) a secret."""
+    if _URL.match(value):
+        return redact_url(value), url_secrets(value)
+    path = value.startswith(_PATH_STARTS)
+    if (not path and (looks_like_token(value) or _CREDENTIAL.search(value))) or _DETECTOR.find(value):
+        return REDACTED, {value}
+    hidden = set(_SEALED.findall(value))
+    if path:
+        # A folder's name is rarely a secret and often long (``test_a_server_sees_it0``):
+        # only a known token's shape hides it.
+        hidden.update(segment for segment in value.split("/") if _KNOWN_TOKEN.match(segment) and len(segment) >= 12)
+    shown = value
+    for part in sorted(hidden, key=len, reverse=True):
+        shown = shown.replace(part, REDACTED)
+    return shown, hidden
 
 
 def redact_url(url: str) -> str:
@@ -92,13 +169,16 @@ def redact_connection_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Return a copy of ``cfg`` that is safe to show or log.
 
     The values of ``headers`` and ``env`` (and an OAuth ``client_secret``) become ``"***"`` (keys kept, so an admin sees
-    *which* headers are set), ``args`` keep only their flags (``redact_args``); every
+    *which* headers are set), except an ``env`` value that is a plain path (``is_plain_path``);
+    ``args`` are shown but for their secrets (``redact_args``); every
     string that is a URL, at any depth, goes through ``redact_url``. ``cfg`` itself is not
     changed.
     """
     out: dict[str, Any] = {}
     for key, value in cfg.items():
-        if key in _SECRET_MAPPINGS and isinstance(value, Mapping):
+        if key == "env" and isinstance(value, Mapping):
+            out[key] = {name: item if is_plain_path(item) else REDACTED for name, item in value.items()}
+        elif key in _SECRET_MAPPINGS and isinstance(value, Mapping):
             out[key] = dict.fromkeys(value, REDACTED)
         elif key == "args" and isinstance(value, list | tuple):
             out[key] = redact_args(value)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mcp_aggregator.errors import EnvVarError
-from mcp_aggregator.registry.redaction import url_secrets
+from mcp_aggregator.registry.redaction import arg_secrets, is_plain_path, url_secrets
 
 SEALED_PREFIX = "sealed:"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|sealed:[A-Za-z0-9_=-]+)\}")
@@ -40,7 +40,8 @@ messages and protect nothing a guess would not find."""
 def secret_values(connection_config: Mapping[str, Any], env: Mapping[str, str]) -> set[str]:
     """Every value of a server's connection config that must not appear in text.
 
-    That is what redaction hides (env and header values, non-flag args), both as written
+    That is what redaction hides (env values but plain paths, header values, the secret
+    parts of args: see ``redact_args``; a path is not a secret), both as written
     and with their ``${VAR}`` references expanded, and the value of every ``${VAR}``
     referenced anywhere in the config (URLs included). ``connection_config`` is the stored
     form (``ServerConfig.connection_config()`` or a registry record's).
@@ -66,12 +67,12 @@ def secret_values(connection_config: Mapping[str, Any], env: Mapping[str, str]) 
 
     for key, value in connection_config.items():
         if key == "args" and isinstance(value, list | tuple):
-            for arg in value:
-                if isinstance(arg, str) and arg.startswith("-"):
-                    flag, eq, given = arg.partition("=")
-                    walk(given if eq else flag, bool(eq))
-                elif isinstance(arg, str):
-                    walk(arg, True)
+            for hidden in arg_secrets(value):
+                walk(hidden, True)
+            walk(value, False)
+        elif key == "env" and isinstance(value, Mapping):
+            for item in value.values():
+                walk(item, not is_plain_path(item))
         else:
             walk(value, key in ("env", "headers"))
     return {value for value in found if len(value) >= MIN_SECRET_LENGTH}

@@ -28,6 +28,7 @@ from anyio.abc import TaskStatus
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
+    HiddenPathError,
     IsolationError,
     ServerUnavailableError,
     SignInRequiredError,
@@ -40,6 +41,7 @@ from mcp_aggregator.health.call_failure import CallFailure, classify_call_failur
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult, apply_health_result
 from mcp_aggregator.health.port_probe import Address, address_of, port_open, wait_port_open
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
+from mcp_aggregator.isolation.hidden_paths import SandboxHint, hint_sentence
 from mcp_aggregator.isolation.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
@@ -74,6 +76,8 @@ _HEALTH_EVENTS = {
 }
 _PASSED = HealthResult(HealthOutcome.HEALTHY)
 _HISTORY = 32
+_LOGGED_LINES = 5
+"""The last stderr lines a failed start's warning in the log ends with."""
 
 
 class ServerSupervisor:
@@ -107,6 +111,11 @@ class ServerSupervisor:
         self.sandbox_applied: dict[str, Any] | None = None
         """The sandbox the running process got (after any fallback), as the views show it."""
         self._sandbox_error: str | None = None
+        self.stderr_tail: list[str] = []
+        """The last lines (scrubbed) its process wrote to stderr, when it failed to start or
+        ended; cleared when it connects."""
+        self.sandbox_hints: list[SandboxHint] = []
+        """Paths it was given that its sandbox hid when it last failed to start."""
         self.auth = auth
         self.backchannel = backchannel
         self.max_result_bytes = max_result_bytes
@@ -190,8 +199,9 @@ class ServerSupervisor:
                 break
             except (UpstreamConnectError, EnvVarError) as exc:
                 self._move(ServerEvent.CONNECT_FAILED, str(exc))
-                logger.warning("%s (attempt %d of %d)", exc, attempt, len(delays))
-                # A missing variable, tool or granted path will not appear by retrying.
+                logger.warning("%s (attempt %d of %d)%s", exc, attempt, len(delays), _said(self.stderr_tail))
+                # A missing variable, tool or granted path, or a path the sandbox hides, will
+                # not appear by retrying.
                 if isinstance(exc, EnvVarError | IsolationError) or not await self._pause(delay, exc):
                     break
                 if delay is None:
@@ -285,6 +295,7 @@ class ServerSupervisor:
                 self.connection = connection
                 self._note_sandbox(connection)
                 self.limit_hit = None  # a new process: the last one's limit is history (last_error)
+                self.stderr_tail, self.sandbox_hints = [], []
                 self._move(ServerEvent.CONNECT_OK)
                 watch = anyio.CancelScope()
                 if connection.pipe is not None:
@@ -297,6 +308,8 @@ class ServerSupervisor:
         if failure is not None:
             raise failure
         reason = connection.close_reason or "session closed"
+        if connection.pipe is not None:
+            self.stderr_tail = connection.pipe.stderr.lines()
         # Read after the close, which waits for the process to exit: its status is known then.
         hit = connection.pipe.limit_hit if connection.pipe is not None else None
         if hit is not None:
@@ -317,10 +330,30 @@ class ServerSupervisor:
         self, connection: UpstreamConnection, exc: UpstreamConnectError | EnvVarError | SignInRequiredError
     ) -> UpstreamConnectError | EnvVarError | SignInRequiredError:
         """A start that failed because the server died says how (its exit, the sandbox limit
-        it ran into), not only that the handshake was cut short."""
+        it ran into), not only that the handshake was cut short; a sandboxed one that was
+        given paths its sandbox hides names them with the lines to add (``HiddenPathError``).
+        Keeps the server's last stderr lines for the status."""
         self._note_sandbox(connection)
         pipe = connection.pipe
-        if not isinstance(exc, UpstreamConnectError) or pipe is None or pipe.gone_reason is None:
+        self.stderr_tail = pipe.stderr.lines() if pipe is not None else []
+        self.sandbox_hints = []
+        if pipe is None:
+            return exc
+        if isinstance(exc, UpstreamConnectError) and not isinstance(exc, IsolationError) and pipe.launch is not None:
+            self.sandbox_hints = pipe.launch.hidden_paths(self.stderr_tail)
+        exc = self._explained(exc, pipe)
+        if self.sandbox_hints:
+            hidden = HiddenPathError(
+                self.name, f"{str(exc).removeprefix(f'{self.name}: ')}; {hint_sentence(self.sandbox_hints)}"
+            )
+            hidden.__cause__ = exc
+            return hidden
+        return exc
+
+    def _explained(
+        self, exc: UpstreamConnectError | EnvVarError | SignInRequiredError, pipe: StdioPipe
+    ) -> UpstreamConnectError | EnvVarError | SignInRequiredError:
+        if not isinstance(exc, UpstreamConnectError) or pipe.gone_reason is None:
             return exc
         message = str(exc)
         gone = pipe.gone_reason
@@ -434,3 +467,10 @@ class ServerSupervisor:
         """End the supervisor and its session (server removal, gateway shutdown)."""
         self._cancel.cancel()
         await self._finished.wait()
+
+
+def _said(stderr: list[str]) -> str:
+    """The last stderr lines, for a warning in the log (each was relayed as it came too)."""
+    if not stderr:
+        return ""
+    return "; its stderr ended with: " + " | ".join(stderr[-_LOGGED_LINES:])

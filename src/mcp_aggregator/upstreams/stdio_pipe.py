@@ -44,6 +44,7 @@ from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
 from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch, Spawn
 from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
+from mcp_aggregator.upstreams.stderr_tail import StderrTail
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ _ID_IN_HEAD = re.compile(rb'"id"\s*:\s*("agw:\d+"|-?\d+|"(?:[^"\\]|\\.)*")')
 _HEAD_BYTES: Final = 4096
 _LOG_METHOD: Final = b'"notifications/message"'
 _STOP_GRACE_SECS: Final = 2.0
+_STDERR_DRAIN_SECS: Final = 0.5
 RESULT_TOO_LARGE: Final = -32005
 _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError)
 
@@ -110,6 +112,8 @@ class StdioPipe:
         """bwrap's own first error line (``bwrap: ...``), when the sandbox could not be set up."""
         self.limit_hit: str | None = None
         """The sandbox limit that ended the server (``memory``, ``processes``, ``cpu``), once it did."""
+        self.stderr = StderrTail()
+        """The last lines of the server's stderr, scrubbed."""
         self._scrub = scrub
         self.name = name
         self.max_message_bytes = max_message_bytes
@@ -349,12 +353,16 @@ class StdioPipe:
         lines = (pending + chunk).split(b"\n")
         pending = lines.pop()[-_HEAD_BYTES:]
         for line in lines:
-            text = self._scrub(line.decode(errors="replace"))
-            if self.sandbox_error is None and self.launch is not None and text.startswith("bwrap: "):
-                self.sandbox_error = text
-            with suppress(OSError, ValueError):
-                print(f"[{self.name}] {text}", file=errlog, flush=True)
+            self._stderr_line(line, errlog)
         return pending
+
+    def _stderr_line(self, line: bytes, errlog: TextIO) -> None:
+        text = self._scrub(line.decode(errors="replace"))
+        self.stderr.add(text)
+        if self.sandbox_error is None and self.launch is not None and text.startswith("bwrap: "):
+            self.sandbox_error = text
+        with suppress(OSError, ValueError):
+            print(f"[{self.name}] {text}", file=errlog, flush=True)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -480,6 +488,10 @@ class StdioPipe:
             await process.exited.wait()
         if transport.get_returncode() is None:
             await _end_group(transport.get_pid(), process)
+        # Its last stderr lines (why it ended) may still be in the pipe as it exits; a
+        # child it left holding stderr open must not hold the stop up for long.
+        with anyio.move_on_after(_STDERR_DRAIN_SECS):
+            await process.stderr_closed.wait()
 
     def __repr__(self) -> str:
         return f"StdioPipe({self.name!r})"
@@ -513,6 +525,7 @@ class _ServerProcess(asyncio.SubprocessProtocol):
         self._transport: asyncio.SubprocessTransport | None = None
         self._writable: asyncio.Future[None] | None = None
         self.exited = asyncio.Event()
+        self.stderr_closed = asyncio.Event()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.SubprocessTransport, transport)
@@ -530,6 +543,11 @@ class _ServerProcess(asyncio.SubprocessProtocol):
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:
             self._pipe._ended()
+        elif fd == 2:
+            if self._stderr_pending:
+                self._pipe._stderr_line(self._stderr_pending, self._errlog)
+                self._stderr_pending = b""
+            self.stderr_closed.set()
         elif fd == 0:
             self.resume_writing()  # nobody waits on a pipe that is gone: writes fail instead
 
@@ -542,6 +560,7 @@ class _ServerProcess(asyncio.SubprocessProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._pipe._ended()
         self.exited.set()
+        self.stderr_closed.set()
         self.resume_writing()
 
     def pause_writing(self) -> None:

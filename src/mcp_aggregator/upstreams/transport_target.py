@@ -67,16 +67,7 @@ async def enter_target(
         scrub = SecretScrubber(secret_values(config.connection_config(), env))
         launch = None
         if sandbox is not None:
-            launch = SandboxLaunch(
-                config.name,
-                params.command,
-                tuple(params.args),
-                params.env or {},
-                params.cwd if params.cwd is None else str(params.cwd),
-                effective(sandbox.defaults, config.sandbox),
-                sandbox,
-                get_default_environment(),
-            )
+            launch = sandbox_launch(config, params.env or {}, sandbox)
             launch.prepare()
         pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub, launch=launch)
         return Target(pipe.open(), pipe=pipe)
@@ -94,3 +85,19 @@ async def enter_target(
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(config.connect_timeout_secs, read=None), auth=auth)
     )
     return Target(streamable_http_client(config.base_url, http_client=http_client), headers=headers)
+
+
+def sandbox_launch(config: ServerConfig, env: Mapping[str, str], site: SandboxSite) -> SandboxLaunch:
+    """The start of stdio server ``config`` in its sandbox, not yet prepared; ``env`` is its
+    ``env`` expanded."""
+    assert config.command is not None
+    return SandboxLaunch(
+        config.name,
+        config.command,
+        tuple(config.args),
+        env,
+        config.cwd,
+        effective(site.defaults, config.sandbox),
+        site,
+        get_default_environment(),
+    )
