@@ -17,6 +17,7 @@ from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.guardrails.guard import Guard
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.live import CallSeries, EventHub
 from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchResults
@@ -72,6 +73,16 @@ class AdminGateway(Protocol):
 
     def scrub(self, text: str) -> str:
         """``text`` with every server's secrets (literal or ``${VAR}``-expanded) as ``***``."""
+        ...
+
+    @property
+    def series(self) -> CallSeries:
+        """This replica's per-minute figures of the last hour (calls, latency, findings, states)."""
+        ...
+
+    @property
+    def events(self) -> EventHub:
+        """State changes, calls and findings as they happen."""
         ...
 
     @property
