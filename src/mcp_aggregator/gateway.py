@@ -292,6 +292,11 @@ class Gateway:
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
 
+    def held_tools(self) -> dict[str, int]:
+        """Tools held for approval, by server (servers holding none left out)."""
+        counts = {name: len(self.tool_pins.held(server_id)) for name, server_id in self.ids.items()}
+        return {name: count for name, count in counts.items() if count}
+
     def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
         """Why a guardrail holds a tool with this pending definition (empty: none does)."""
         return self.guardrails.hold_reasons(server, definition)
@@ -466,15 +471,10 @@ class Gateway:
     def _state_changed(self, sup: ServerSupervisor, event: ServerEvent) -> None:
         states = Counter(s.status.value for s in self.upstreams.supervisors.values())
         self.series.record_states(states)
-        error = sup.error_message
+        error = self.scrub(sup.error_message) if sup.error_message else None
+        self.series.record_transition(sup.name, sup.status.value, event.value, error)
         self.events.publish(
-            "state",
-            {
-                "server": sup.name,
-                "status": sup.status.value,
-                "event": event.value,
-                "error": self.scrub(error) if error else None,
-            },
+            "state", {"server": sup.name, "status": sup.status.value, "event": event.value, "error": error}
         )
 
     async def _wake_signed_in(self) -> None:

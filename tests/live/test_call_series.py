@@ -99,3 +99,15 @@ def test_a_forgotten_server_leaves_its_calls_in_the_total_only() -> None:
     snap = series.snapshot(1)
     assert snap["servers"] == {}
     assert snap["total"]["calls"] == [1]
+
+
+def test_a_servers_last_state_changes_are_kept_twenty_deep_and_shown_with_its_figures() -> None:
+    clock = FakeClock()
+    series = CallSeries(clock=clock)
+    for n in range(25):
+        clock.now += 1
+        series.record_transition("alpha", "ERROR" if n % 2 else "CONNECTED", "health_error", f"failure {n}")
+    transitions = series.snapshot(1, server="alpha")["transitions"]
+    assert len(transitions) == 20
+    assert transitions[-1] == {"time": clock.now, "status": "CONNECTED", "event": "health_error", "error": "failure 24"}
+    assert series.snapshot(1, server="beta")["transitions"] == []

@@ -50,3 +50,14 @@ async def test_an_event_is_written_as_one_server_sent_event() -> None:
     head, data = event.sse().decode().split("data: ")
     assert head == f"id: {event.id}\nevent: approval\n"
     assert orjson.loads(data) == {"id": "a1", "status": "pending", "time": 2.0}
+
+
+async def test_closing_the_hub_ends_every_subscription_and_any_made_later() -> None:
+    hub = EventHub()
+    async with hub.subscribe() as subscription:
+        hub.close()
+        assert await subscription.next(5) is None
+        assert subscription.closed
+    async with hub.subscribe() as late:
+        assert await late.next(5) is None
+        assert late.closed

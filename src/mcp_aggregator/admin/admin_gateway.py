@@ -90,6 +90,10 @@ class AdminGateway(Protocol):
         """The guardrails; ``guard.counts``: their decisions since start."""
         ...
 
+    def held_tools(self) -> dict[str, int]:
+        """Tools held for approval, by server (servers holding none left out)."""
+        ...
+
     def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
         """Why a guardrail holds a tool with this pending definition (empty: none does)."""
         ...

@@ -32,13 +32,18 @@ async def series(
     ``total`` and ``servers.<name>``: ``calls``, ``errors``, ``denied``, ``p50_ms``,
     ``p95_ms`` (null in a minute without calls; a percentile is the upper edge of a
     histogram bin, within 25 %); ``tools.<tool>`` the same, with ``server`` only;
-    ``states.<STATUS>``: servers in each state; ``findings``: guardrail findings in
-    ``total``, ``by_rule`` and ``by_server``. ``start`` is the first minute's epoch second.
-    Each replica reports only what it relayed itself. An unknown ``server`` is a 404.
+    ``states.<STATUS>``: servers in each state; ``transitions`` (with ``server`` only): its
+    last 20 state changes (time, status, event, error); ``findings``: guardrail findings in
+    ``total``, ``by_rule`` and ``by_server``; ``held``: tools held for approval now, by
+    server. ``start`` is the first minute's epoch second. Each replica reports only what it
+    relayed itself. An unknown ``server`` is a 404.
     """
     if server is not None and server not in gateway.supervisors:
         raise HTTPException(404, f"no server named {server!r} runs here")
-    return gateway.series.snapshot(minutes, server=server)
+    snapshot = gateway.series.snapshot(minutes, server=server)
+    held = gateway.held_tools()
+    snapshot["held"] = held if server is None else {k: v for k, v in held.items() if k == server}
+    return snapshot
 
 
 class TicketOut(BaseModel):
@@ -74,4 +79,6 @@ async def _stream(hub: EventHub) -> AsyncIterator[bytes]:
         yield b"retry: %d\n: connected\n\n" % RETRY_MS
         while True:
             event = await subscription.next(HEARTBEAT_SECS)
+            if subscription.closed:
+                return
             yield b": heartbeat\n\n" if event is None else event.sse()

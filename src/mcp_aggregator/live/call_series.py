@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -29,6 +29,7 @@ MAX_TOOLS: Final = 5000
 _FLOOR_MS: Final = 0.1
 _GROWTH: Final = 1.25
 _LOG_GROWTH: Final = math.log(_GROWTH)
+TRANSITIONS_KEPT: Final = 20
 _TOP_BIN: Final = 80
 """0.1 ms x 1.25**80 is about 5.6 hours: every real call fits below it."""
 
@@ -129,6 +130,8 @@ class CallSeries:
         """(rule, server) -> minute -> findings."""
         self._states: dict[int, Counter[str]] = {}
         """minute -> servers by state, as last seen in that minute."""
+        self._transitions: dict[str, deque[dict[str, Any]]] = {}
+        """server -> its last ``TRANSITIONS_KEPT`` state changes, oldest first."""
 
     def minute(self) -> int:
         return int(self._clock() // MINUTE_SECS)
@@ -166,9 +169,17 @@ class CallSeries:
         for stale in [m for m in self._states if m <= minute - self.keep_minutes]:
             del self._states[stale]
 
+    def record_transition(self, server: str, status: str, event: str, error: str | None) -> None:
+        """One state change of ``server`` (``error`` already scrubbed of secrets)."""
+        kept = self._transitions.get(server)
+        if kept is None:
+            kept = self._transitions[server] = deque(maxlen=TRANSITIONS_KEPT)
+        kept.append({"time": round(self._clock(), 3), "status": status, "event": event, "error": error})
+
     def forget(self, server: str) -> None:
         """A removed server's figures (the gateway's totals keep its calls)."""
         self._servers.pop(server, None)
+        self._transitions.pop(server, None)
         for key in [k for k in self._tools if k[0] == server]:
             del self._tools[key]
 
@@ -194,6 +205,7 @@ class CallSeries:
             out["tools"] = {
                 tool: _figures(track, window) for (name, tool), track in sorted(self._tools.items()) if name == server
             }
+            out["transitions"] = list(self._transitions.get(server, ()))
         return out
 
     def _state_series(self, window: SeriesWindow) -> dict[str, list[int]]:

@@ -55,6 +55,7 @@ class EventHub:
         self._clock = clock
         self._ids = itertools.count(1)
         self._subscribers: list[_Subscriber] = []
+        self._closed = False
 
     @property
     def watched(self) -> bool:
@@ -78,12 +79,21 @@ class EventHub:
             except anyio.WouldBlock:
                 subscriber.lost += 1
 
+    def close(self) -> None:
+        """End every subscription (the server is stopping: a stream left open would hold its
+        shutdown until the browser went away); later ones end at once."""
+        self._closed = True
+        for subscriber in self._subscribers:
+            subscriber.send.close()
+
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[Subscription]:
-        """A subscription for as long as the block runs."""
+        """A subscription for as long as the block runs (or until ``close``)."""
         send, receive = anyio.create_memory_object_stream[Event](self._buffer)
         subscriber = _Subscriber(send)
         self._subscribers.append(subscriber)
+        if self._closed:
+            send.close()
         try:
             yield Subscription(subscriber, receive, self)
         finally:
@@ -102,14 +112,19 @@ class Subscription:
         self._subscriber = subscriber
         self._receive = receive
         self._hub = hub
+        self.closed = False
+        """True once the hub closed: ``next`` has nothing more to give."""
 
     async def next(self, timeout_secs: float) -> Event | None:
-        """The next event, or None when none came within ``timeout_secs``; a ``lost`` event
-        first when the buffer overflowed since the last read."""
+        """The next event, or None when none came within ``timeout_secs`` or the hub closed
+        (then ``closed``); a ``lost`` event first when the buffer overflowed since the last read."""
         lost = self._subscriber.lost
         if lost:
             self._subscriber.lost = 0
             return self._hub._lost_event(lost)
         with anyio.move_on_after(timeout_secs):
-            return await self._receive.receive()
+            try:
+                return await self._receive.receive()
+            except anyio.EndOfStream:
+                self.closed = True
         return None
