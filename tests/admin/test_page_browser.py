@@ -378,3 +378,43 @@ async def test_a_server_that_wants_a_sign_in_gets_a_button_that_opens_the_author
             await expect(popup.locator("p")).to_have_text("sign in here")
             assert opened and opened[0].startswith(f"{world.issuer}/authorize?")
             await expect(page.locator("#message")).to_contain_text("sign in to protected in the new tab")
+
+
+PENDING = {
+    "id": "ap-1", "rule": "ask-before-deleting", "client": "ci", "profile": "ops", "server": "alpha",
+    "tool": "delete_branch", "arguments": {"name": "main", "token": "***"}, "digest": "sha256:ab",
+    "status": "pending", "created_at": "2026-11-28T10:00:00Z", "expires_at": "2026-11-28T10:05:00Z",
+    "decided_by": None, "reason": None,
+}  # fmt: skip
+
+
+async def test_the_approvals_view_lists_a_pending_call_and_a_denial_asks_for_a_reason(
+    page: Page, tmp_path: Path
+) -> None:
+    """The seam with the approvals API (``GET /approvals``, ``POST /approvals/{id}``), answered
+    here by the browser's router in the agreed shape until that API is part of this build."""
+    decisions: list[object] = []
+
+    async def approvals(route: Route) -> None:
+        if route.request.method == "POST":
+            decisions.append(route.request.post_data_json)
+            await route.fulfill(json={**PENDING, "status": "denied"})
+            return
+        listed = [] if decisions else [PENDING]
+        await route.fulfill(json={"approvals": listed})
+
+    async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face:
+        await page.context.route(re.compile(r".*/api/v1/aggregator/approvals.*"), approvals)
+        await sign_in(page, face)
+        await go(page, "#/approvals/ap-1")
+        row = page.locator("tr[data-approval=ap-1]")
+        await expect(row).to_contain_text("delete_branch")
+        await expect(row).to_contain_text('"token":"***"')
+        await expect(row).to_have_class(re.compile("selected"))
+        await row.get_by_role("button", name="Deny").click()
+        await expect(page.locator("#confirm")).to_contain_text("Deny alpha.delete_branch for ci?")
+        await page.fill("#confirm-reason", "not on main")
+        await page.locator("#confirm").get_by_role("button", name="Deny").click()
+        await expect(page.locator("#message")).to_have_text("denied: alpha.delete_branch")
+        assert decisions == [{"decision": "deny", "reason": "not on main"}]
+        await expect(page.locator("#approvals-note")).to_contain_text("no call ap-1 is waiting")
