@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -35,6 +36,7 @@ from mcp_aggregator.credentials import AuthStatus, SecretBox
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.credentials.per_user import PerUserTokens
 from mcp_aggregator.errors import StateError, UpstreamError
+from mcp_aggregator.guardrails.decision import Decision
 from mcp_aggregator.guardrails.gateway_guardrails import GatewayGuardrails
 from mcp_aggregator.guardrails.guard import guard_for
 from mcp_aggregator.health.health_monitor import Clock
@@ -42,6 +44,7 @@ from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.isolation.sandbox_policy import SandboxSite, gateway_files
+from mcp_aggregator.live import CallSeries, EventHub, SeriesStage
 from mcp_aggregator.logs import call_context
 from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
@@ -55,7 +58,7 @@ from mcp_aggregator.registry import (
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
-from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Stage, current_caller
+from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Invocation, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
 from mcp_aggregator.sandbox import CodeSandbox
@@ -180,13 +183,20 @@ class Gateway:
         self.catalogue = CatalogService(self.upstreams, settings.serve, settings.registry.limits, scrub=self.scrub)
         self.audit = self._audit_trail(audit_clock)
         """The audit trail; None with ``audit.enabled: false``."""
+        self.series = CallSeries()
+        """This replica's last hour of calls, latencies, findings and states, per minute."""
+        self.events = EventHub()
+        """State changes, calls and findings as they happen (the page's event stream)."""
         watching = [part.stage for part in (self.tracing, self.audit) if part is not None]
+        watching.append(SeriesStage(self.series, self.events))
         # Outermost, so every stage and every caller sees upstream errors already scrubbed.
         policies = policy_stages(settings.policies, lambda: self.catalog)
         # Per-user tokens after the policies: a call a policy refuses never asks anyone to sign in.
         per_user = PerUserTokens(self.credentials)
         self.guardrails = GatewayGuardrails(
-            guard_for(settings.guardrails, {p.name: p.guardrails for p in settings.profiles}), self.audit
+            guard_for(settings.guardrails, {p.name: p.guardrails for p in settings.profiles}),
+            self.audit,
+            self._findings,
         )
         self.guard = self.guardrails.guard
         """The guardrails (``guardrails:`` and the profiles' own); counted decisions in ``guard.counts``."""
@@ -310,6 +320,11 @@ class Gateway:
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def held_tools(self) -> dict[str, int]:
+        """Tools held for approval, by server (servers holding none left out)."""
+        counts = {name: len(self.tool_pins.held(server_id)) for name, server_id in self.ids.items()}
+        return {name: count for name, count in counts.items() if count}
 
     def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:
         """Why a guardrail holds a tool with this pending definition (empty: none does)."""
@@ -440,8 +455,27 @@ class Gateway:
             if sup.connection is not None and sup.name in self.upstreams.ids:
                 self._supervisor_changed(sup, None, False)
 
+    def _findings(self, invocation: Invocation, decisions: Sequence[Decision]) -> None:
+        self.series.record_findings(invocation.server, (decision.rule for decision in decisions))
+        for decision in decisions:
+            # Rule, action, kind and where: never the value found.
+            self.events.publish(
+                "finding",
+                {
+                    "server": invocation.server,
+                    "tool": invocation.target,
+                    "method": invocation.method,
+                    "rule": decision.rule,
+                    "action": decision.action.value,
+                    "kind": decision.kind.value,
+                    "where": decision.where.value,
+                },
+            )
+
     def _supervisor_changed(self, sup: ServerSupervisor, event: ServerEvent | None, persist: bool) -> None:
         server_id = self.upstreams.ids[sup.name]
+        if event is not None:
+            self._state_changed(sup, event)
         if event is not None and persist:
             error = sup.error_message
             if self.registry.shared:
@@ -462,6 +496,15 @@ class Gateway:
                 self._store_tools(sup.name, server_id, self.catalogue.known_tools[sup.name])
             self._reindex()
         self._invalidate()
+
+    def _state_changed(self, sup: ServerSupervisor, event: ServerEvent) -> None:
+        states = Counter(s.status.value for s in self.upstreams.supervisors.values())
+        self.series.record_states(states)
+        error = self.scrub(sup.error_message) if sup.error_message else None
+        self.series.record_transition(sup.name, sup.status.value, event.value, error)
+        self.events.publish(
+            "state", {"server": sup.name, "status": sup.status.value, "event": event.value, "error": error}
+        )
 
     async def _wake_signed_in(self) -> None:
         """Connect servers parked for a sign-in that has since happened (on another replica)."""
@@ -692,6 +735,7 @@ class Gateway:
         self.catalogue.forget(name)
         self.tool_pins.forget_server(name)
         self.search.remove_server(name)
+        self.series.forget(name)
         self._reindex()
 
     # -- search and the aggregator query ---------------------------------------------

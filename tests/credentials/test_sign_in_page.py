@@ -6,6 +6,7 @@ from pathlib import Path
 
 from playwright.async_api import Page, expect
 
+from tests.admin.test_page_browser import go
 from tests.admin.test_page_browser import page as page
 from tests.admin.test_page_browser import sign_in as open_page
 from tests.credentials.test_sign_in_flow import SETTLE, protected
@@ -19,7 +20,8 @@ async def test_the_sign_in_button_opens_the_authorization_server_and_the_row_tur
     async with oauth_world() as world, http_face(face_settings(tmp_path, protected(world))) as face:
         await face.gateway.wait_settled(SETTLE)
         await open_page(page, face)
-        row = page.locator("tr[data-server=protected]")
+        await go(page, "#/servers")
+        row = page.locator("#servers tr[data-server=protected]")
         await expect(row).to_contain_text("sign_in_required")
         async with page.context.expect_page() as opened:
             await row.get_by_role("button", name="Sign in").click()

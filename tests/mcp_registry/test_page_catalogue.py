@@ -6,7 +6,7 @@ from pathlib import Path
 
 from playwright.async_api import Page, expect
 
-from tests.admin.test_page_browser import page, sign_in
+from tests.admin.test_page_browser import go, page, sign_in
 from tests.mcp_registry.gateway_with_registry import npm_project
 from tests.mcp_registry.local_registry import LocalRegistry, item, memory_version, npm_memory, serving, with_secrets
 from tests.serve.http_face import face_settings, http_face
@@ -27,6 +27,7 @@ async def test_an_entry_is_found_and_installed_from_the_page(page: Page, tmp_pat
         )
         async with http_face(settings) as face:
             await sign_in(page, face)
+            await go(page, "#/registry")
             await page.fill("#c-q", "memory")
             await page.click("#catalogue-search button[type=submit]")
             memory = page.locator(f"tr[data-entry='{MEMORY}']")
@@ -46,6 +47,7 @@ async def test_an_entry_is_found_and_installed_from_the_page(page: Page, tmp_pat
             body = (await sent.value).post_data_json
             assert body["registry"] == "official"
             assert "network" not in body, "the default leaves serve.sandbox's network in force"
-            row = page.locator("tr[data-server=notes]")
+            await go(page, "#/servers")
+            row = page.locator("#servers tr[data-server=notes]")
             await expect(row).to_contain_text("CONNECTED")
             await expect(row).to_contain_text(f"official: {MEMORY}@{memory_version()}")

@@ -18,6 +18,7 @@ from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.guardrails.guard import Guard
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.live import CallSeries, EventHub
 from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchResults
@@ -81,8 +82,22 @@ class AdminGateway(Protocol):
         ...
 
     @property
+    def series(self) -> CallSeries:
+        """This replica's per-minute figures of the last hour (calls, latency, findings, states)."""
+        ...
+
+    @property
+    def events(self) -> EventHub:
+        """State changes, calls and findings as they happen."""
+        ...
+
+    @property
     def guard(self) -> Guard:
         """The guardrails; ``guard.counts``: their decisions since start."""
+        ...
+
+    def held_tools(self) -> dict[str, int]:
+        """Tools held for approval, by server (servers holding none left out)."""
         ...
 
     def hold_reasons(self, server: str, definition: Mapping[str, Any]) -> list[str]:

@@ -8,12 +8,14 @@ from mcp_aggregator.admin import (
     approval_routes,
     audit_routes,
     identity_routes,
+    live_routes,
     metrics,
     oauth_routes,
     query_routes,
     registry_routes,
     search_routes,
     servers_routes,
+    settings_routes,
     state_routes,
     tool_call_routes,
 )
@@ -43,6 +45,7 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
         redoc_url=None,
     )
     app.state.gateway = gateway
+    app.state.admin_token = token
     install_error_handlers(app)
     app.include_router(servers_routes.router)
     app.include_router(oauth_routes.api_router)
@@ -55,6 +58,8 @@ def build_admin_app(gateway: AdminGateway, *, token: str) -> FastAPI:
     app.include_router(audit_routes.router)
     app.include_router(approval_routes.router)
     app.include_router(identity_routes.router)
+    app.include_router(live_routes.router)
+    app.include_router(settings_routes.router)
     app.include_router(metrics.router)
     app.include_router(build_page_router())
     app.add_middleware(AdminTokenMiddleware, token=token)

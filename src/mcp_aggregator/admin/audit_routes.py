@@ -9,7 +9,7 @@ from typing import Annotated, Any, Final
 import orjson
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_aggregator.admin.admin_gateway import AdminGateway, GatewayDep
 from mcp_aggregator.audit import AuditLog, AuditQuery, Outcome
@@ -59,6 +59,17 @@ class _Filters(BaseModel):
     outcome: Outcome | None = None
     request_id: str | None = Field(None, max_length=128, description="The HTTP request's id (X-Request-Id)")
     since: datetime | None = Field(None, description="ISO 8601; without a zone it is UTC")
+    until: datetime | None = Field(None, description="Entries before this time (ISO 8601; without a zone, UTC)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Filters:
+        if self.since is not None and self.until is not None and _utc(self.until) <= _utc(self.since):
+            raise ValueError("until must be later than since (the time range is reversed or empty)")
+        return self
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _log(gateway: AdminGateway) -> AuditLog:
@@ -68,9 +79,8 @@ def _log(gateway: AdminGateway) -> AuditLog:
 
 
 def _query(filters: _Filters, *, limit: int, before: int | None) -> AuditQuery:
-    since = filters.since
-    if since is not None and since.tzinfo is None:
-        since = since.replace(tzinfo=UTC)
+    since = None if filters.since is None else _utc(filters.since)
+    until = None if filters.until is None else _utc(filters.until)
     return AuditQuery(
         client=filters.client,
         profile=filters.profile,
@@ -79,6 +89,7 @@ def _query(filters: _Filters, *, limit: int, before: int | None) -> AuditQuery:
         outcome=filters.outcome,
         request_id=filters.request_id,
         since=since,
+        until=until,
         before=before,
         limit=limit,
     )

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_aggregator.admin.event_tickets import ticket_valid
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
@@ -16,6 +18,9 @@ PUBLIC_PATHS = frozenset({"/", "/oauth/callback"})
 navigates to it; the page then sends the token (from its sign-in link) on every API call.
 An upstream's authorization server redirects the browser to ``/oauth/callback``: that
 request is vouched for by its sealed ``state``, not by the admin token."""
+
+EVENTS_PATH = "/api/v1/aggregator/events"
+"""The event stream also opens with a short-lived ``?ticket=`` (see ``event_tickets``)."""
 
 _UNAUTHORIZED = json.dumps({"detail": "Missing or invalid admin token"}).encode()
 
@@ -78,7 +83,11 @@ class AdminTokenMiddleware:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or _route_path(scope) in PUBLIC_PATHS:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = _route_path(scope)
+        if path in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
@@ -86,15 +95,27 @@ class AdminTokenMiddleware:
         if token_matches(raw.decode("latin-1") if raw is not None else None, self.token):
             await self.app(scope, receive, send)
             return
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(_UNAUTHORIZED)).encode()),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+        if path == EVENTS_PATH and scope["method"] == "GET" and self._ticketed(scope):
+            await self.app(scope, receive, send)
+            return
+        await _refuse(send)
+
+    def _ticketed(self, scope: Scope) -> bool:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        tickets = query.get("ticket", [])
+        return len(tickets) == 1 and ticket_valid(tickets[0], self.token)
+
+
+async def _refuse(send: Send) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(_UNAUTHORIZED)).encode()),
+                (b"www-authenticate", b"Bearer"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": _UNAUTHORIZED})

@@ -29,6 +29,8 @@ class AuditQuery:
     request_id: str | None = None
     """The HTTP request's id (``X-Request-Id``)."""
     since: datetime | None = None
+    until: datetime | None = None
+    """Entries before this time (exclusive)."""
     before: int | None = None
     limit: int = 100
 
@@ -95,6 +97,8 @@ def _filtered(statement: Select[Any], query: AuditQuery) -> Select[Any]:
             statement = statement.where(column == value)
     if query.since is not None:
         statement = statement.where(c.time >= query.since)
+    if query.until is not None:
+        statement = statement.where(c.time < query.until)
     if query.before is not None:
         statement = statement.where(c.id < query.before)
     return statement

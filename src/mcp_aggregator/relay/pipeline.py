@@ -157,9 +157,12 @@ class CallPipeline:
         self.errors_only = all(isinstance(stage, ErrorStage | GateStage | WatchStage) for stage in self._stages)
         """Whether every stage is an ``ErrorStage``, a ``GateStage`` or a ``WatchStage``: then
         ``admit`` and ``settled`` may stand in for ``through``."""
-        self.per_call = bool(self._watchers)
-        """Whether a stage reads the call's own details (caller, arguments, start time): then
-        the fast path makes an ``Invocation`` per call instead of reusing its route's."""
+        self.per_call = any(getattr(stage, "reads_caller", True) for stage in self._watchers)
+        """Whether a stage reads the call's own details (caller, arguments): then the fast path
+        makes an ``Invocation`` per call instead of reusing its route's. A ``WatchStage`` that
+        says ``reads_caller = False`` sees only the route's (server, target, method)."""
+        self.timed = bool(self._watchers)
+        """Whether a stage wants each call's start time (``settled``'s ``started``)."""
         self.raw_ok = raw_ok
         """False when a stage needs what only the full pipeline gives (a span around the
         upstream request, its ``_meta`` rewritten): the fast path then declines every call."""

@@ -229,7 +229,7 @@ class FastPlan:
     """What the pipeline's stages see of this call (its client, its arguments, its request
     id); None: the route's own, made once per catalogue."""
     started: float = 0.0
-    """``time.perf_counter()`` when the call was planned (only when a stage watches calls)."""
+    """``time.perf_counter()`` when the call was planned (only when a stage times calls)."""
     request_id: str | None = None
     """The HTTP request's id (``X-Request-Id``); None over stdio."""
 
@@ -274,7 +274,9 @@ class FastCalls:
         """Tools a rule may hold for approval are left out of the routes: their calls wait in
         the full pipeline, and every other call pays nothing for them."""
         """A stage records each call (the audit): each plan gets its own ``Invocation``, with
-        the client's request id and the time it started."""
+        the client's request id."""
+        self._timed = gateway.pipeline.timed
+        """A stage times each call (the audit, the live series): each plan notes when it started."""
         self._stamp = orjson.dumps(server_info)
         self._server_info = dict(server_info)
         self._catalog: Catalog | None = None
@@ -483,7 +485,8 @@ class FastCalls:
         except AggregatorError:
             return None
         modern_version = None if handshake_version is not None else meta[_VERSION_KEY]
-        invocation, started = None, 0.0
+        invocation = None
+        started = time.perf_counter() if self._timed else 0.0
         if self._watched:
             caller = Caller(
                 identity=self._anonymous.identity if identity is None else identity,
@@ -491,7 +494,6 @@ class FastCalls:
                 http_request_id=request_id,
             )
             invocation = Invocation(method, route.server, route.target, caller, None, arguments)
-            started = time.perf_counter()
         elif identity is not None or self._gated:
             caller = self._anonymous if identity is None else Caller(identity=identity)
             staged = route.invocation

@@ -126,7 +126,7 @@ async def serve_http(
             )
             # ``log_config=None``: uvicorn's lines go through the gateway's handler (format, scrubbing).
             config = uvicorn_config(app, log_level="warning", lifespan="on", log_config=None)
-            server = uvicorn.Server(config)
+            server = _ClosingServer(config, gateway.events.close)
             base = f"http://{local_name(serve.host)}:{port}"
             url, link = f"{base}/mcp", sign_in_link(base, admin_token)
             gateway.credentials.public_base = base
@@ -144,6 +144,19 @@ async def serve_http(
                     print(f"mcp-aggregator: MCP endpoint {url}; admin page {link}", file=out, flush=True)
                 await server.serve(sockets=[sock])
                 tg.cancel_scope.cancel()
+
+
+class _ClosingServer(uvicorn.Server):
+    """Ends the admin event streams as shutdown begins: uvicorn waits for every response in
+    progress to finish, and an event stream to an open page never would."""
+
+    def __init__(self, config: uvicorn.Config, before_shutdown: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._before_shutdown = before_shutdown
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._before_shutdown()
+        await super().shutdown(sockets)
 
 
 async def _refuse_held_calls_at_exit(server: uvicorn.Server, gateway: Gateway, stopping: anyio.Event) -> None:
