@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ async def test_an_approval_given_through_haproxy_on_one_replica_releases_the_cal
         await a.start()
         await b.start()
         for replica in (a, b):
-            await poll(lambda r=replica: _serves_tally(r.base), within=DEADLINE, what=f"{replica.name} serving tally")
+            await poll(partial(_serves_tally, replica.base), within=DEADLINE, what=f"{replica.name} serving tally")
         server_of = {a.name: "r1", b.name: "r2"}
         answers: list[str] = []
         async with (
