@@ -287,6 +287,17 @@ class ApprovalDesk:
             shown.append(approval)
         return shown
 
+    async def get(self, approval_id: str) -> Approval:
+        """One held call, pending or decided (an audit event names it: ``approval <id>``), shown
+        as ``listed`` shows it. Raises ``ApprovalNotFoundError``."""
+        row = await self.store.get(approval_id)
+        if row is None:
+            raise ApprovalNotFoundError(approval_id)
+        overdue = row.status is ApprovalStatus.PENDING and row.expires_at <= self._clock()
+        if overdue and row.id not in self._held:
+            return row.decided(ApprovalStatus.EXPIRED, row.expires_at, None, DecidedVia.GATEWAY, None)
+        return row
+
     async def stop(self) -> None:
         """Refuse every call held here (its client is told the gateway stopped)."""
         for held in list(self._held.values()):
