@@ -70,3 +70,5 @@ async def test_a_decision_on_another_replica_reaches_the_holder_through_the_chan
                 await released.wait()
             feed.stop()
         assert outcome[0].status is ApprovalStatus.APPROVED and outcome[0].decided_by == "admin"
+        # The holder's own listeners (its page's live view) hear the decision taken elsewhere.
+        assert [a.status for a in watch.seen] == [ApprovalStatus.PENDING, ApprovalStatus.APPROVED]

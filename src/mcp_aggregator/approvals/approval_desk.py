@@ -231,7 +231,11 @@ class ApprovalDesk:
             except RegistryError as exc:
                 logger.warning("approvals: cannot read held call %s: %s", held.approval.id, exc)
                 continue
-            if row is not None and row.status is not ApprovalStatus.PENDING:
+            if row is not None and row.status is not ApprovalStatus.PENDING and held.final is None:
+                # The decider counted and audited it, but this replica's page shows the call
+                # pending until its own listeners hear of it: tell them before settling, which
+                # ends this task.
+                await self._tell(row)
                 self._settled(held, row)
 
     async def decide(
