@@ -300,6 +300,7 @@ class Gateway:
                     reconcile_interval_secs=self.settings.registry.reconcile_interval_secs,
                     on_reconciled=self._poke,
                 )
+                self.approvals.follow(self.change_feed)
                 await self._tg.start(self.change_feed.run)
             self._stack = stack.pop_all()
         self.state = GatewayState.RUNNING

@@ -1,5 +1,5 @@
-"""The admin path's guard against a client deciding held calls: any client's token is refused,
-even one the admin token happens to equal (a client configured by the token's SHA-256)."""
+"""The admin path's guard against a client deciding held calls: any client's token is refused
+(a client whose token, or its SHA-256, is the admin token is refused at load already)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ def settings() -> Settings:
             "serve": {"admin_token": ADMIN, "mcp_tokens": ["open-token-0123456789abcdef"]},
             "clients": [
                 {"name": "ada", "token": "ada-token-0123456789abcdef", "profiles": ["default"]},
-                {"name": "eve", "token_sha256": hashlib.sha256(ADMIN.encode()).hexdigest(), "profiles": ["default"]},
+                {
+                    "name": "eve",
+                    "token_sha256": hashlib.sha256(b"eve-token-0123456789abcdef").hexdigest(),
+                    "profiles": ["default"],
+                },
             ],
         }
     )
@@ -30,7 +34,8 @@ def settings() -> Settings:
     [
         ("Bearer ada-token-0123456789abcdef", True),
         ("Bearer open-token-0123456789abcdef", True),
-        (f"Bearer {ADMIN}", True),  # also eve's token: a client's, so it decides nothing here
+        ("Bearer eve-token-0123456789abcdef", True),
+        (f"Bearer {ADMIN}", False),
         ("Bearer someone-else", False),
         (None, False),
         ("Basic ada-token-0123456789abcdef", False),

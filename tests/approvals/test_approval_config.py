@@ -31,6 +31,10 @@ TIMEOUT = "approvals[0].timeout_secs"
         ("approvals: [{name: c}]", "approvals[0].tools: give at least one of tools, servers, profiles"),
         ("approvals: [{name: c, servers: ['']}]", "approvals[0].servers: [0]: a name or glob without spaces"),
         (
+            "approvals: [{name: c, servers: [v], profiles: [p, prdo]}]\nprofiles: [{name: p}]",
+            "approvals[0].profiles[1]: no profile named 'prdo' (known: default, p)",
+        ),
+        (
             "approvals: [{name: c, tools: [v.x]}, {name: c, servers: [v]}]",
             "approvals[1].name: duplicate rule name 'c' (also approvals[0])",
         ),
@@ -62,3 +66,8 @@ def test_a_rule_takes_its_defaults_and_a_profile_its_own_rules() -> None:
     assert (commits.ask, commits.timeout_secs, commits.remember) == (ApprovalAsk.BOTH, 300, None)
     [pushes] = settings.profiles[0].approvals
     assert (pushes.ask, pushes.timeout_secs, pushes.remember) == (ApprovalAsk.ADMIN, 30, "session")
+
+
+def test_a_rules_profiles_may_name_default_or_a_glob_that_matches_none_yet() -> None:
+    settings = parse_settings("approvals: [{name: c, servers: [v], profiles: [default, 'team-*']}]")
+    assert settings.approvals[0].profiles == ("default", "team-*")

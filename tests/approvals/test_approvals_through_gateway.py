@@ -177,6 +177,13 @@ async def test_an_admin_approves_a_held_call_over_rest_and_it_runs_once_and_a_de
             denied = await admin.post(f"/approvals/{held.id}", json={"decision": "deny", "reason": "wrong branch"})
             assert denied.json()["reason"] == "wrong branch"
         assert "was denied: wrong branch" in calls.answers["drop-it"]
+        # One held call by its id (as an audit event names it): who decided, how, why, on which digest.
+        shown = (await admin.get(f"/approvals/{held.id}")).json()
+        assert (shown["status"], shown["decided_by"], shown["via"], shown["reason"], shown["digest"]) == (
+            "denied", "admin", "rest", "wrong branch", held.digest,
+        )  # fmt: skip
+        missing = await admin.get("/approvals/nope")
+        assert missing.status_code == 404 and "nope" in missing.text
 
         forwarded = fast.forwarded
         assert await reached(client) == 1  # only the approved call reached the upstream

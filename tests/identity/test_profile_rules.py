@@ -173,3 +173,12 @@ def test_a_wrong_identity_setting_is_refused_naming_the_field(raw: dict[str, Any
     with pytest.raises(ConfigError) as caught:
         settings_from_mapping(raw)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("serve", [{"admin_token": TOKEN}, {"mcp_tokens": [TOKEN]}])
+def test_a_client_whose_token_sha256_hashes_a_shared_token_is_refused(serve: dict[str, Any]) -> None:
+    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
+    raw = {"serve": serve, "clients": [{"name": "a", "token_sha256": digest, "profiles": ["default"]}]}
+    with pytest.raises(ConfigError) as caught:
+        settings_from_mapping(raw)
+    assert "clients[0].token_sha256: the hash of a token in serve.mcp_tokens or serve.admin_token" in str(caught.value)

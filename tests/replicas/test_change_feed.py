@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import anyio
 import asyncpg
 import pytest
 
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.registry import Registry, RegistrySettings
-from mcp_aggregator.registry.change_feed import CHANNEL, Change, ChangeKind, change_payload, parse_change
+from mcp_aggregator.registry.change_feed import CHANNEL, Change, ChangeFeed, ChangeKind, change_payload, parse_change
 from mcp_aggregator.settings import Settings
 from mcp_aggregator.settings.server_records import spec_from_config
 from tests.conftest import settings_for, stdio_fixture
@@ -110,3 +111,42 @@ async def test_a_pins_notification_makes_every_replica_reconcile(pg_schema: str)
         finally:
             await conn.close()
         await gateway.wait_until(lambda: feed.reconciles > before, timeout_secs=DEADLINE)
+
+
+async def _nothing() -> None:
+    return None
+
+
+@pytest.mark.postgres
+async def test_a_follower_hears_its_own_channel_and_is_told_to_catch_up_after_every_reconnect(pg_schema: str) -> None:
+    heard: list[str | None] = []
+    changed = anyio.Event()
+
+    def follower(payload: str | None) -> None:
+        heard.append(payload)
+        changed.set()
+
+    async def next_heard() -> str | None:
+        nonlocal changed
+        with anyio.fail_after(DEADLINE):
+            while not heard:
+                await changed.wait()
+                changed = anyio.Event()
+        return heard.pop(0)
+
+    feed = ChangeFeed(PG_URL, pg_schema, _nothing)
+    feed.follow("mcp_aggregator_test_follow", follower)
+    conn = await asyncpg.connect(PG_DSN)
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(feed.run)
+            assert await next_heard() is None  # connected: catch up from the tables
+            await conn.execute("SELECT pg_notify('mcp_aggregator_test_follow', 'hello')")
+            assert await next_heard() == "hello"
+            first_pid = feed.listener_pid
+            assert await conn.fetchval("SELECT pg_terminate_backend($1)", first_pid)
+            assert await next_heard() is None  # reconnected: what was sent meanwhile is lost
+            assert feed.listener_pid not in (None, first_pid)
+            feed.stop()
+    finally:
+        await conn.close()

@@ -1,9 +1,10 @@
 """``/api/v1/aggregator/approvals``: the calls held for a person, and an admin's decision on one.
 
 ``GET`` lists them (pending by default; filters ``status``, ``server``, ``tool``, ``client``);
-``POST /approvals/{id}`` with ``{"decision": "approve" | "deny", "reason": "..."}`` decides
-one. The admin token is the only way in, and the configuration refuses to give a client that
-token; a bearer that is any client's token is refused here too, so no client approves its
+``GET /approvals/{id}`` shows one, decided or not (the audit's events name it);
+``POST /approvals/{id}`` with ``{"decision": "approve" | "deny", "reason": "..."}`` decides one.
+The admin token is the only way in, and the configuration refuses to give a client that
+token (or its hash); a bearer that is any client's token is refused here too, so no client approves its
 own call through this path. ``X-Approval-Via: cli | page`` names the tool the admin used
 (the audit records it; ``rest`` when absent).
 """
@@ -46,6 +47,16 @@ async def list_approvals(
         status=None if status == "all" else ApprovalStatus(status), server=server, tool=tool, client=client
     )
     return {"approvals": [approval.to_json() for approval in found]}
+
+
+@router.get("/approvals/{approval_id}")
+async def get_approval(gateway: GatewayDep, approval_id: str) -> dict[str, Any]:
+    """One held call, pending or decided (by whom, how, why, its digest); 404 unknown."""
+    try:
+        found = await gateway.approvals.desk.get(approval_id)
+    except ApprovalNotFoundError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    return found.to_json()
 
 
 @router.post("/approvals/{approval_id}")

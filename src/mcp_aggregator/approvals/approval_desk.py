@@ -2,7 +2,9 @@
 
 A held call is stored (``ApprovalStore``) and waits here until the first of: the calling
 client's answer (``ask``), an admin's decision (``decide``, on this replica or, through the
-shared registry, on another one: the holder reads its row while it waits), its timeout
+shared registry, on another one: the holder reads its row when the registry's change feed
+tells it the row was decided (``nudge``), and every ``poll_secs`` in case a notice was
+lost or there is no feed), its timeout
 (``expired``), or its end (the client gave up, or the gateway stops: ``cancelled``). The
 store's compare-and-set decides races, so a call is decided once, and runs at most once.
 
@@ -59,12 +61,14 @@ def _now() -> datetime:
 class _Held:
     approval: Approval
     settled: anyio.Event = field(default_factory=anyio.Event)
+    nudged: anyio.Event = field(default_factory=anyio.Event)
     final: Approval | None = None
 
 
 class ApprovalDesk:
     """See the module docstring. ``shared``: replicas share the registry, so a decision may
-    be taken on another one; the holder then reads its row every ``poll_secs``."""
+    be taken on another one; the holder then reads its row when nudged, and every
+    ``poll_secs`` (the fallback: short without a change feed, long with one)."""
 
     def __init__(
         self,
@@ -83,7 +87,7 @@ class ApprovalDesk:
         e.g. put the event on a queue); one that raises is logged and skipped."""
         self.shared = shared
         """Set at start, when the gateway knows whether its registry is shared."""
-        self._poll = poll_secs
+        self.poll_secs = poll_secs
         self._clock = clock
         self._note = note
         self._held: dict[str, _Held] = {}
@@ -150,8 +154,13 @@ class ApprovalDesk:
         other outcome, and ``RegistryError`` when the call cannot be stored (it does not run).
         """
         held = _Held(approval)
-        await self.store.add(approval)
+        # Known here before it is stored: a notice of its decision can then never come too early.
         self._held[approval.id] = held
+        try:
+            await self.store.add(approval)
+        except BaseException:
+            self._held.pop(approval.id, None)
+            raise
         try:
             self._record(approval, "held")
             await self._tell(approval)
@@ -204,16 +213,29 @@ class ApprovalDesk:
             reason = "the client gave no answer, and no admin may decide this rule's calls"
             await self._settle(held, ApprovalStatus.DENIED, None, DecidedVia.GATEWAY, reason)
 
+    def nudge(self, approval_id: str | None) -> None:
+        """Another replica decided ``approval_id`` (``None``: perhaps any held call, as after
+        the feed reconnected): its holder reads the row now. Sync, for the feed's callback."""
+        targets = self._held.values() if approval_id is None else filter(None, [self._held.get(approval_id)])
+        for held in targets:
+            held.nudged.set()
+
     async def _follow(self, held: _Held) -> None:
         """Read the row until another replica decided it (the shared registry is where they meet)."""
         while not held.settled.is_set():
-            await anyio.sleep(self._poll)
+            with anyio.move_on_after(self.poll_secs):
+                await held.nudged.wait()
+            held.nudged = anyio.Event()
             try:
                 row = await self.store.get(held.approval.id)
             except RegistryError as exc:
                 logger.warning("approvals: cannot read held call %s: %s", held.approval.id, exc)
                 continue
-            if row is not None and row.status is not ApprovalStatus.PENDING:
+            if row is not None and row.status is not ApprovalStatus.PENDING and held.final is None:
+                # The decider counted and audited it, but this replica's page shows the call
+                # pending until its own listeners hear of it: tell them before settling, which
+                # ends this task.
+                await self._tell(row)
                 self._settled(held, row)
 
     async def decide(
@@ -268,6 +290,17 @@ class ApprovalDesk:
                 approval = approval.decided(ApprovalStatus.EXPIRED, approval.expires_at, None, DecidedVia.GATEWAY, None)
             shown.append(approval)
         return shown
+
+    async def get(self, approval_id: str) -> Approval:
+        """One held call, pending or decided (an audit event names it: ``approval <id>``), shown
+        as ``listed`` shows it. Raises ``ApprovalNotFoundError``."""
+        row = await self.store.get(approval_id)
+        if row is None:
+            raise ApprovalNotFoundError(approval_id)
+        overdue = row.status is ApprovalStatus.PENDING and row.expires_at <= self._clock()
+        if overdue and row.id not in self._held:
+            return row.decided(ApprovalStatus.EXPIRED, row.expires_at, None, DecidedVia.GATEWAY, None)
+        return row
 
     async def stop(self) -> None:
         """Refuse every call held here (its client is told the gateway stopped)."""

@@ -1,7 +1,8 @@
 """``ApprovalStore``: held calls and their decisions, in the registry's database.
 
 The database is where replicas meet: an admin's decision taken on one replica is a row
-update the replica holding the call reads (``get``). ``decide`` changes a row only while it
+update, told on PostgreSQL to the replica holding the call (``approval_notice``), which then
+reads it (``get``). ``decide`` changes a row only while it
 is pending, in one statement, so two deciders racing (a client and an admin, two admins on
 two replicas) cannot both win: the call runs once or not at all.
 """
@@ -16,6 +17,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus, DecidedVia
+from mcp_aggregator.approvals.approval_notice import notify_decided
 from mcp_aggregator.approvals.approval_table import approvals
 from mcp_aggregator.errors import RegistryError
 from mcp_aggregator.registry.table_store import TableStore
@@ -51,9 +53,16 @@ class ApprovalStore(TableStore):
         try:
             async with self.engine.begin() as conn:
                 result = await conn.execute(statement)
+                if result.rowcount and self.notifies:
+                    await notify_decided(conn, self._settings.pg_schema, approval.id)
         except SQLAlchemyError as exc:
             raise RegistryError(f"cannot store a decision on a held call: {exc}") from exc
         return bool(result.rowcount)
+
+    @property
+    def notifies(self) -> bool:
+        """Whether a decision is told to the other replicas (PostgreSQL's ``NOTIFY``)."""
+        return self.engine.dialect.name == "postgresql"
 
     async def get(self, approval_id: str) -> Approval | None:
         try:

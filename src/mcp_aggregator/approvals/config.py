@@ -22,6 +22,8 @@ from mcp_aggregator.approvals.approval_rules import compile_when
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SERVER_GLOB: Final = re.compile(r"^[a-z0-9_*?\[\]!-]+$")
 
+_GLOB: Final = frozenset("*?[")
+
 
 class ApprovalAsk(StrEnum):
     CLIENT = "client"
@@ -89,16 +91,28 @@ class ApprovalRule(BaseModel):
         return self
 
 
-def check_approval_rules(rules: Sequence[ApprovalRule], profiles: Sequence[tuple[str, Sequence[ApprovalRule]]]) -> None:
+def check_approval_rules(
+    rules: Sequence[ApprovalRule],
+    profiles: Sequence[tuple[str, Sequence[ApprovalRule]]],
+    *,
+    default_profile: str = "default",
+) -> None:
     """Raises ``ValueError`` naming the field: a duplicate rule name (the audit and the REST
-    API name rules), or a profile's own rule with a ``profiles`` filter (it holds that
-    profile's calls only). ``profiles``: each profile's (name, rules), in the order of ``profiles:``."""
+    API name rules), a profile's own rule with a ``profiles`` filter (it holds that profile's
+    calls only), or a ``profiles`` name (not a glob) that no profile has: a typo there would
+    silently hold nothing. ``profiles``: each profile's (name, rules), in the order of ``profiles:``."""
+    known = {default_profile, *(name for name, _ in profiles)}
     seen: dict[str, str] = {}
     for index, rule in enumerate(rules):
         where = f"approvals[{index}]"
         if rule.name in seen:
             raise ValueError(f"{where}.name: duplicate rule name {rule.name!r} (also {seen[rule.name]})")
         seen[rule.name] = where
+        for p_index, name in enumerate(rule.profiles):
+            if not _GLOB.intersection(name) and name not in known:
+                raise ValueError(
+                    f"{where}.profiles[{p_index}]: no profile named {name!r} (known: {', '.join(sorted(known))})"
+                )
     for p_index, (_, own) in enumerate(profiles):
         for index, rule in enumerate(own):
             where = f"profiles[{p_index}].approvals[{index}]"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Final, Self
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus
 from mcp_aggregator.approvals.approval_desk import ApprovalDesk, WallClock, _now
+from mcp_aggregator.approvals.approval_notice import CHANNEL, decided_id
 from mcp_aggregator.approvals.approval_rules import ApprovalRules
 from mcp_aggregator.approvals.approval_stage import ApprovalStage
 from mcp_aggregator.approvals.approval_store import ApprovalStore
@@ -22,9 +23,13 @@ from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.catalog import Catalog
 from mcp_aggregator.identity.client_identity import ClientIdentity
 from mcp_aggregator.registry import RegistrySettings
+from mcp_aggregator.registry.change_feed import ChangeFeed
 from mcp_aggregator.relay.caller import Caller
 from mcp_aggregator.relay.pipeline import Invocation, Stage
 
+FALLBACK_POLL_SECS: Final = 5.0
+"""With the change feed, how often a replica still reads its held rows (a notice sent while
+its listener was reconnecting is caught up at once; this is for one that was not)."""
 _GIVEN: frozenset[str] = frozenset(("held", ApprovalStatus.APPROVED.value))
 
 
@@ -50,6 +55,7 @@ class GatewayApprovals:
     ) -> None:
         self.rules = ApprovalRules(rules, by_profile)
         self.store = ApprovalStore(registry)
+        self._schema = registry.pg_schema
         self._audit = audit
         self.desk = ApprovalDesk(self.store, clock=clock, note=self._note if audit is not None else None)
         self.stage = ApprovalStage(self.rules, self.desk, catalog, scrub, page=page)
@@ -77,6 +83,20 @@ class GatewayApprovals:
 
     async def stop(self) -> None:
         await self.desk.stop()
+
+    def follow(self, feed: ChangeFeed) -> None:
+        """Hear through ``feed`` (before it runs) of decisions taken on other replicas; the
+        desk's reading of its held rows becomes a slow fallback for a lost notice."""
+        feed.follow(CHANNEL, self._heard)
+        self.desk.poll_secs = FALLBACK_POLL_SECS
+
+    def _heard(self, payload: str | None) -> None:
+        if payload is None:
+            self.desk.nudge(None)
+            return
+        approval_id = decided_id(payload, self._schema)
+        if approval_id is not None:
+            self.desk.nudge(approval_id)
 
     def _note(self, approval: Approval, text: str) -> None:
         assert self._audit is not None

@@ -7,6 +7,7 @@ which the root ``Settings`` runs, so a mistake is refused at start with its fiel
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -213,6 +214,8 @@ def check_identity_settings(
     except ValueError as exc:
         raise ValueError(f"tool_{exc}") from None
     known = {DEFAULT_PROFILE, *(p.name for p in profiles)}
+    shared_tokens = (*serve.mcp_tokens, *((serve.admin_token,) if serve.admin_token is not None else ()))
+    taken_hashes = {hashlib.sha256(token.encode()).hexdigest() for token in shared_tokens}
     for index, client in enumerate(clients):
         for j, profile in enumerate(client.profiles):
             if profile not in known:
@@ -223,3 +226,9 @@ def check_identity_settings(
             raise ValueError(f"clients[{index}].match: claims come from OAuth tokens; configure serve.oauth")
         if client.token is not None and (client.token in serve.mcp_tokens or client.token == serve.admin_token):
             raise ValueError(f"clients[{index}].token: already used by serve.mcp_tokens or serve.admin_token")
+        # A client holding the admin token would pass the admin path as an admin (and could
+        # approve its own held calls): refuse the hash of a shared token as firmly as the token.
+        if client.token_sha256 is not None and client.token_sha256 in taken_hashes:
+            raise ValueError(
+                f"clients[{index}].token_sha256: the hash of a token in serve.mcp_tokens or serve.admin_token"
+            )

@@ -6,7 +6,8 @@ small JSON payload ``{"kind", "server_id", "schema"}``. Each replica runs one ``
 it listens on a dedicated asyncpg connection and calls ``reconcile`` (debounced) after
 notifications for its schema, after every (re)connect of the listener (notifications sent
 while it was away are lost, so it catches up from the tables), and every
-``reconcile_interval_secs`` as a safety net.
+``reconcile_interval_secs`` as a safety net. Other rooms may ``follow`` channels of their own
+on the same connection (held calls' decisions do).
 """
 
 from __future__ import annotations
@@ -90,6 +91,24 @@ def asyncpg_dsn(database_url: str) -> str:
 
 
 Reconcile = Callable[[], Awaitable[object]]
+Follower = Callable[[str | None], None]
+"""Told a payload on its channel, or ``None``: the listener (re)connected, catch up."""
+
+
+def _tell(followers: list[Follower], payload: str | None) -> None:
+    for follower in followers:
+        try:
+            follower(payload)
+        except Exception:
+            # One follower's fault must neither end the feed nor starve the others.
+            logger.exception("a change feed follower failed")
+
+
+def _relay(followers: list[Follower]) -> Callable[[object, int, str, str], None]:
+    def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+        _tell(followers, payload)
+
+    return on_notify
 
 
 class ChangeFeed:
@@ -120,6 +139,7 @@ class ChangeFeed:
         self._on_reconciled = on_reconciled
         self._wake = anyio.Event()
         self._scope = anyio.CancelScope()
+        self._followers: dict[str, list[Follower]] = {}
         self.connected = False
         self.reconciles = 0
         """Completed reconciles (for tests and metrics)."""
@@ -128,6 +148,13 @@ class ChangeFeed:
 
     def request_reconcile(self) -> None:
         self._wake.set()
+
+    def follow(self, channel: str, follower: Follower) -> None:
+        """Also listen on ``channel`` (on the same connection), before ``run``: ``follower``
+        gets each notification's payload, and ``None`` after every (re)connect of the listener
+        (what was sent while it was away is lost: the follower catches up from its table).
+        It runs on the event loop's callback: keep it quick (set an event)."""
+        self._followers.setdefault(channel, []).append(follower)
 
     def stop(self) -> None:
         """End ``run`` (idempotent): a stopping gateway must not start upstreams any more."""
@@ -175,9 +202,13 @@ class ChangeFeed:
 
         conn.add_termination_listener(lambda _conn: closed.set())
         await conn.add_listener(CHANNEL, on_notify)
+        for channel, followers in self._followers.items():
+            await conn.add_listener(channel, _relay(followers))
         self.connected = True
         self.listener_pid = conn.get_server_pid()
         self._wake.set()  # anything committed while no listener was up is only in the tables
+        for followers in self._followers.values():
+            _tell(followers, None)
         if task_status is not None:
             task_status.started()
         while not closed.is_set():

@@ -12,6 +12,7 @@ from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
 from mcp_aggregator.guardrails.config import GuardrailRule, check_profile_rules, check_rule_names
 from mcp_aggregator.health.config import HealthSettings
+from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE
 from mcp_aggregator.identity.config import (
     ClientSettings,
     PolicyRule,
@@ -79,7 +80,9 @@ class Settings(BaseModel):
 
     @model_validator(mode="after")
     def _approvals(self) -> Settings:
-        check_approval_rules(self.approvals, [(p.name, p.approvals) for p in self.profiles])
+        check_approval_rules(
+            self.approvals, [(p.name, p.approvals) for p in self.profiles], default_profile=DEFAULT_PROFILE
+        )
         return self
 
     @model_validator(mode="after")
