@@ -20,6 +20,7 @@ from anyio.abc import TaskGroup
 
 from mcp_aggregator import __version__
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
+from mcp_aggregator.approvals.approval import Approval
 from mcp_aggregator.approvals.gateway_approvals import GatewayApprovals
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
@@ -210,6 +211,7 @@ class Gateway:
             audit=self.audit,
             page=lambda: self.credentials.public_base,
         )
+        self.approvals.desk.listeners.append(self._approval_event)
         """Calls held for a person (``approvals:``); after the guardrails, so a person sees and
         approves the arguments as they will go (masked where a rule masks them)."""
         self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
@@ -238,6 +240,22 @@ class Gateway:
         """Runs code-mode scripts; its worker pool starts at the first script."""
         self.use_learner: UseLearner | None = None
         """Learns from facade searches followed by calls (``search.learn_from_use``); else None."""
+
+    async def _approval_event(self, approval: Approval) -> None:
+        """The page's live approvals view: which call, and what became of it. The arguments stay
+        out of the event stream (they may hold what a guardrail would mask); the view reads
+        them, masked, from the REST API."""
+        self.events.publish(
+            "approval",
+            {
+                "id": approval.id,
+                "status": approval.status.value,
+                "server": approval.server,
+                "tool": approval.tool,
+                "rule": approval.rule,
+                "profile": approval.profile,
+            },
+        )
 
     async def __aenter__(self) -> Self:
         if self.state is not GatewayState.NEW:
