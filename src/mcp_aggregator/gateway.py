@@ -188,7 +188,9 @@ class Gateway:
         self.guard = self.guardrails.guard
         """The guardrails (``guardrails:`` and the profiles' own); counted decisions in ``guard.counts``."""
         guards = self.guardrails.stages()
-        self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
+        self.result_cache = ResultCacheStage(
+            ResultCache(cache_clock, max_bytes=settings.serve.result_cache_bytes), self._cache_config
+        )
         """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never
         a hit, and inside the guardrails, so a result they mask is masked on every hit too."""
         self.pipeline = CallPipeline(

@@ -110,8 +110,9 @@ SETTLED: Final = _Settled()
 
 
 class _AskingLane:
-    """A handshake-era client's call to a 2026-07-28 upstream on the callback lane: the raw
-    call, then, if the upstream asked back, the task answering for the client."""
+    """A call on the callback lane that may be answered by a task: the raw call, then, if a
+    2026-07-28 upstream asked a handshake-era client's call back, or its large result is
+    judged off the event loop, the task answering for the client."""
 
     __slots__ = ("call", "task")
 
@@ -518,7 +519,9 @@ class FastCalls:
             return None
         route = plan.route
         invocation = plan.staged
-        asking = _AskingLane() if plan.handshake_version is not None and connection.modern else None
+        asking = (
+            _AskingLane() if (plan.handshake_version is not None and connection.modern) or pipeline.screening else None
+        )
         if self._gated:
             try:
                 pipeline.admit(invocation)
@@ -533,6 +536,12 @@ class FastCalls:
             try:
                 if isinstance(outcome, bytes):
                     outcome = self._failure(outcome, plan) or outcome
+                if isinstance(outcome, bytes) and pipeline.settles_later(invocation, outcome):
+                    # A large result is judged in a worker thread, awaited by a task: not here,
+                    # where the upstream's reader (every other call on it) would wait too.
+                    assert asking is not None
+                    asking.task = asyncio.get_running_loop().create_task(self._settled_later(plan, outcome, deliver))
+                    return
                 settled = pipeline.settled(invocation, outcome, plan.started)
                 if isinstance(settled, bytes):
                     shaped = self._relayed(settled, plan)
@@ -563,6 +572,21 @@ class FastCalls:
             return call
         asking.call = call
         return asking
+
+    async def _settled_later(self, plan: FastPlan, line: bytes, deliver: Callable[[bytes], None]) -> None:
+        try:
+            settled = await self.gateway.pipeline.settled_later(plan.staged, line, plan.started)
+            if isinstance(settled, bytes):
+                shaped = self._relayed(settled, plan)
+                answer = shaped if shaped is not None else await self._asked_back(plan)
+            else:
+                answer = self._error(plan, settled)
+        except asyncio.CancelledError:
+            return  # withdrawn: the client gave up, or left
+        except Exception:
+            logger.exception("%s: the upstream's answer could not be relayed", plan.label)
+            answer = self.internal_error(plan)
+        deliver(answer)
 
     async def _asked_back_to(self, plan: FastPlan, deliver: Callable[[bytes], None]) -> None:
         try:

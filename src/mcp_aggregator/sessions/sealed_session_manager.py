@@ -34,10 +34,13 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
+from mcp_types import INVALID_PARAMS
+from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_aggregator.sessions.session_book import ResumedSession, SessionBook
 from mcp_aggregator.sessions.session_ledger import SessionState
+from mcp_aggregator.sessions.session_seal import MAX_CLIENT_BYTES, kept_of_client
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +68,12 @@ class SealedSessionManager(StreamableHTTPSessionManager):
         requestor = _requestor(scope)
         if session_id is None:
             body, receive = await _read_body(receive)
-            await self._open(_initialize_params(body), requestor, scope, receive, send)
+            client = _initialize_params(body)
+            kept = None if client is None else kept_of_client(client)
+            if client is not None and kept is None:
+                await _too_large(body, scope, receive, send)
+                return
+            await self._open(kept, requestor, scope, receive, send)
             return
         if session_id not in self._server_instances:
             await self._resume(session_id, requestor)
@@ -190,6 +198,22 @@ class SealedSessionManager(StreamableHTTPSessionManager):
         if ended:
             with anyio.CancelScope(shield=True):
                 await self._book.record(session_id, ended=True)
+
+
+async def _too_large(body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to an ``initialize`` whose params a session id cannot keep: HTTP 400 with
+    a JSON-RPC error naming the bound."""
+    try:
+        request_id = json.loads(body).get("id")
+    except (ValueError, AttributeError):
+        request_id = None
+    message = (
+        f"initialize: the client's capabilities and client info are too large for a session id"
+        f" (at most {MAX_CLIENT_BYTES} bytes as JSON, with clientInfo cut to name, title and version"
+        " and capabilities.experimental left out)"
+    )
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": INVALID_PARAMS, "message": message}}
+    await JSONResponse(error, status_code=400)(scope, receive, send)
 
 
 def _initialized(connection: Connection, resumed: ResumedSession) -> None:
