@@ -51,7 +51,9 @@ class PiiEntity(StrEnum):
     IP_ADDRESS = "IP_ADDRESS"
 
 
-DEFAULT_MAX_JUDGED_CHARS: Final = 8 << 20
+DEFAULT_MAX_JUDGED_CHARS: Final = 64 << 20
+"""As much as an upstream may answer with by default (``serve.max_result_bytes``): by default
+every result is read whole."""
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

@@ -31,7 +31,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, get_args
 
 import mcp_types as types
 import orjson
@@ -92,6 +92,18 @@ MAX_FAST_BODY: Final = 4 << 20
 """Requests larger than this go to the full pipeline: the fast path holds a request whole."""
 
 
+_LOG_LEVEL_ORDER: Final[Mapping[str, int]] = {name: i for i, name in enumerate(get_args(types.LoggingLevel))}
+
+
+def log_level_shown(message: str, client: str | None) -> bool:
+    """Whether a log message at ``message`` reaches a handshake-era client that set ``client``
+    with ``logging/setLevel`` (None: it set none, every level reaches it). An upstream logs at
+    the most verbose level any client asked for, so each client's own is applied here."""
+    if client is None:
+        return True
+    return _LOG_LEVEL_ORDER.get(message, 0) >= _LOG_LEVEL_ORDER.get(client, 0)
+
+
 class Withdrawable(Protocol):
     """A call answered by callback that the client may give up on."""
 
@@ -127,13 +139,16 @@ class _AskingLane:
             self.call.withdraw()
 
 
-def log_notification(params: dict[str, Any]) -> bytes | None:
+def log_notification(params: dict[str, Any], level: str | None = None) -> bytes | None:
     """An upstream's log message during a fast call as the full pipeline relays it to a
-    handshake-era client (the SDK's model of it, dumped), or None when it is malformed."""
+    handshake-era client (the SDK's model of it, dumped), or None when it is malformed or
+    below ``level``, the one the client set with ``logging/setLevel`` (None: every level)."""
     try:
         model = types.LoggingMessageNotificationParams.model_validate(params)
     except ValidationError:
         logger.debug("dropped a malformed log message from an upstream: %s", str(params)[:200])
+        return None
+    if not log_level_shown(model.level, level):
         return None
     shown = model.model_dump(by_alias=True, mode="json", exclude_unset=True)
     return orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": shown})
