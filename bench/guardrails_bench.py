@@ -14,6 +14,10 @@ Measures, against the goals:
   results the default rules alter                                      goal <= 1 %
   (the opt-in pii and injection detectors' share shown beside, for information)
 - detection on the labelled corpus (``bench/data/guardrails/labelled.jsonl``)  goal >= 95 %
+- hostile text (issue 50): a result written to stall a backtracking engine, judged by each
+  detector, beside ordinary text of the same size; the injection rule's former HTML-comment
+  pattern (Python ``re``) and ``(a+)+$`` under Python ``re`` are the baseline, run here too
+  (``--hostile``: this part alone)
 
 Prints a table and writes ``bench/results/guardrails.json`` (``--json PATH``: elsewhere).
 """
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -44,6 +49,7 @@ from mcp_aggregator.guardrails.config import GuardPlace
 from mcp_aggregator.guardrails.guard import Guard, guard_for
 from mcp_aggregator.guardrails.guard_stage import GuardStage
 from mcp_aggregator.guardrails.injection_detector import InjectionDetector
+from mcp_aggregator.guardrails.pattern_detector import PatternDetector
 from mcp_aggregator.guardrails.pii_detector import PiiDetector
 from mcp_aggregator.guardrails.secret_detector import SecretDetector
 from mcp_aggregator.identity import ClientIdentity
@@ -247,18 +253,77 @@ def detection() -> dict[str, Any]:
     }
 
 
+HOSTILE_COMMENT = "<!-- ignore previous instructions system "
+BACKTRACKING_COMMENT = re.compile(
+    # The injection rule's HTML-comment pattern before it was made linear (the baseline).
+    r"<!--(?:(?!-->).){0,2000}?\b(?:assistant|model|llm|agent|ignore|instructions?|must|always|never"
+    r"|do\s+not|user|system)\b.{0,2000}?-->",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def repeated(piece: str, size: int) -> str:
+    return (piece * (size // len(piece) + 1))[:size]
+
+
+def once_ms(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return round(1000 * (time.perf_counter() - started), 1)
+
+
+def hostile() -> dict[str, Any]:
+    """Milliseconds to judge hostile text, per detector and size, with the baseline."""
+    injection, secrets, pii = InjectionDetector(), SecretDetector(), PiiDetector()
+    nested = PatternDetector("nested", [r"(a+)+$"])
+    rows: dict[str, Any] = {}
+    for size in (10_000, 82_000):
+        text = repeated(HOSTILE_COMMENT, size)
+        rows[f"unclosed comments, {size // 1000} KB, former pattern (re)"] = once_ms(
+            lambda text=text: list(BACKTRACKING_COMMENT.finditer(text))
+        )
+        rows[f"unclosed comments, {size // 1000} KB, injection detector"] = once_ms(lambda t=text: injection.find(t))
+    rows["(a+)+$ on 24 a's and '!', Python re"] = once_ms(lambda: re.search(r"(a+)+$", "a" * 24 + "!"))
+    mb = 1 << 20
+    cases: list[tuple[str, Callable[[str], object], str]] = [
+        ("ordinary text, injection detector", injection.find, payload(mb)),
+        ("unclosed comments, injection detector", injection.find, repeated(HOSTILE_COMMENT, mb)),
+        ("'ignore' and whitespace, injection detector", injection.find, "ignore" + " " * mb),
+        ("a run of a's, pattern (a+)+$ (RE2)", nested.find, "a" * mb + "!"),
+        ("ordinary text, secrets detector", secrets.find, payload(mb)),
+        (
+            "key headers without an end, secrets detector",
+            secrets.find,
+            repeated("-----BEGIN RSA PRIVATE KEY-----\n", mb),
+        ),
+        ("ordinary text, pii detector", pii.find, payload(mb)),
+        ("'1 ' repeated, pii detector", pii.find, repeated("1 ", mb)),
+    ]
+    for name, find, text in cases:
+        rows[f"{name}, 1 MB"] = once_ms(lambda find=find, text=text: find(text))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     parser.add_argument("--json", type=Path, default=RESULTS_PATH, help="where to write the results")
+    parser.add_argument("--hostile", action="store_true", help="only the hostile-text timings")
     args = parser.parse_args()
     n = 100 if args.quick else 2000
+    if args.hostile:
+        rows = hostile()
+        for name, ms in rows.items():
+            print(f"{name:66} {ms:>10.1f} ms")
+        print(json.dumps({"hostile_ms": rows}))
+        return
     report: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()[0]},
         "stage_cost": stage_costs(n),
         "end_to_end": anyio.run(end_to_end, n // 4),
         "false_positives": false_positives(),
         "detection": detection(),
+        "hostile_ms": hostile(),
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
@@ -290,6 +355,8 @@ def print_table(report: dict[str, Any]) -> None:
         print(f"{'benign results an opt-in ' + rule + ' rule would act on':58} {pct:>14.2f} %")
     det = report["detection"]
     print(f"{'labelled secrets and PII detected':58} {det['detected_pct']:>14.2f} %  >= 95 %  (of {det['texts']})")
+    for name, ms in report["hostile_ms"].items():
+        print(f"{name:66} {ms:>10.1f} ms")
 
 
 if __name__ == "__main__":

@@ -214,7 +214,9 @@ class Gateway:
         self.approvals.desk.listeners.append(self._approval_event)
         """Calls held for a person (``approvals:``); after the guardrails, so a person sees and
         approves the arguments as they will go (masked where a rule masks them)."""
-        self.result_cache = ResultCacheStage(ResultCache(cache_clock), self._cache_config)
+        self.result_cache = ResultCacheStage(
+            ResultCache(cache_clock, max_bytes=settings.serve.result_cache_bytes), self._cache_config
+        )
         """Opt-in tool results (a server's ``cache:``); after the policies, so a refused call is never
         a hit, and inside the guardrails, so a result they mask is masked on every hit too."""
         self.pipeline = CallPipeline(

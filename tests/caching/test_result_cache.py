@@ -58,7 +58,7 @@ def test_a_result_lives_until_its_ttl_on_the_injected_clock() -> None:
     cache = ResultCache(clock)
     key = cache_key("s", "t", {}, ADA)
     assert cache.get(key) is None
-    cache.put(key, "result", 60)
+    cache.put(key, "result", 60, 10)
     clock.now += 59.9
     assert cache.get(key) == "result"
     clock.now += 0.1
@@ -71,15 +71,67 @@ def test_the_oldest_result_goes_first_past_the_size_bound() -> None:
     cache = ResultCache(FakeClock(), max_entries=2)
     keys = [cache_key("s", "t", {"n": n}, ADA) for n in range(3)]
     for n, key in enumerate(keys):
-        cache.put(key, n, 60)
+        cache.put(key, n, 60, 10)
     assert [cache.get(key) for key in keys] == [None, 1, 2]
+
+
+def test_the_least_recently_used_results_go_until_the_bytes_fit() -> None:
+    cache = ResultCache(FakeClock(), max_bytes=100)
+    keys = [cache_key("s", "t", {"n": n}, ADA) for n in range(4)]
+    cache.put(keys[0], 0, 60, 40)
+    cache.put(keys[1], 1, 60, 40)
+    assert cache.get(keys[0]) == 0  # now the most recently used: keys[1] goes first
+    cache.put(keys[2], 2, 60, 40)
+    assert [cache.get(key) for key in keys[:3]] == [0, None, 2]
+    assert cache.bytes == 80
+    cache.put(keys[3], 3, 60, 90)  # needs both others gone
+    assert [cache.get(key) for key in keys] == [None, None, None, 3]
+    assert cache.bytes == 90
+
+
+def test_a_result_larger_than_the_whole_budget_is_not_cached_and_evicts_nothing() -> None:
+    cache = ResultCache(FakeClock(), max_bytes=100)
+    small, large = cache_key("s", "t", {"n": 1}, ADA), cache_key("s", "t", {"n": 2}, ADA)
+    assert cache.put(small, "small", 60, 50)
+    assert not cache.put(large, "large", 60, 101)
+    assert (cache.get(small), cache.get(large), cache.bytes) == ("small", None, 50)
+
+
+def test_putting_a_key_again_counts_its_bytes_once() -> None:
+    cache = ResultCache(FakeClock(), max_bytes=100)
+    key = cache_key("s", "t", {}, ADA)
+    cache.put(key, 1, 60, 60)
+    cache.put(key, 2, 60, 70)
+    assert (cache.get(key), cache.bytes, len(cache)) == (2, 70, 1)
+    cache.forget("s")
+    assert cache.bytes == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1000", "serve.result_cache_bytes: Input should be greater than or equal to 1048576"),
+        ("-1", "serve.result_cache_bytes: Input should be greater than or equal to 1048576"),
+        ("lots", "serve.result_cache_bytes: Input should be a valid integer"),
+        ("2199023255553", "serve.result_cache_bytes: Input should be less than or equal to 1099511627776"),
+    ],
+)
+def test_a_wrong_result_cache_budget_is_refused_naming_the_field(value: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(f"serve: {{result_cache_bytes: {value}}}\n")
+    assert message in str(caught.value)
+
+
+def test_the_result_cache_budget_defaults_to_128_mib() -> None:
+    assert parse_settings("serve: {}\n").serve.result_cache_bytes == 128 << 20
+    assert parse_settings("serve: {result_cache_bytes: 2097152}\n").serve.result_cache_bytes == 2 << 20
 
 
 def test_forgetting_a_server_drops_only_its_results() -> None:
     cache = ResultCache(FakeClock())
     mine, other = cache_key("s", "t", {}, ADA), cache_key("o", "t", {}, ADA)
-    cache.put(mine, 1, 60)
-    cache.put(other, 2, 60)
+    cache.put(mine, 1, 60, 10)
+    cache.put(other, 2, 60, 10)
     cache.forget("s")
     assert (cache.get(mine), cache.get(other)) == (None, 2)
 

@@ -22,6 +22,12 @@ from mcp_aggregator.settings import parse_settings
         ("guardrails:\n  - {name: x, kind: secrets, entities: [EMAIL_ADDRESS]}", "entities: only a pii rule"),
         ("guardrails:\n  - {name: x, kind: pattern}", "patterns: a pattern rule needs"),
         ("guardrails:\n  - {name: x, kind: pattern, patterns: ['(']}", "patterns[0] is not a regular expression"),
+        (
+            "guardrails:\n  - {name: x, kind: pattern, patterns: ['a(?=b)']}",
+            "patterns[0] is not a regular expression RE2 takes (no lookaround",
+        ),
+        ("guardrails:\n  - {name: x, kind: secrets, max_judged_chars: 10}", "max_judged_chars"),
+        ("guardrails:\n  - {name: x, kind: secrets, max_judged_chars: many}", "max_judged_chars"),
         ("guardrails:\n  - {name: x, kind: webhook}", "url: a webhook rule needs"),
         ("guardrails:\n  - {name: x, kind: webhook, url: 'not a url'}", "guardrails[0].url"),
         ("guardrails:\n  - {name: x, kind: secrets, failure: open}", "url: only a webhook rule"),

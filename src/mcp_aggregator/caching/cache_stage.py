@@ -67,7 +67,8 @@ class ResultCacheStage:
         asked = caller.asked.count
         result = await send()
         if isinstance(result, types.CallToolResult) and not result.is_error and caller.asked.count == asked:
-            self.cache.put(key, result, config.ttl_secs)
+            size = len(result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True))
+            self.cache.put(key, result, config.ttl_secs, size)
         return result
 
     def on_error(self, invocation: Invocation, exc: UpstreamError) -> None:

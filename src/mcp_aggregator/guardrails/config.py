@@ -15,6 +15,8 @@ from typing import Any, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
+from mcp_aggregator.guardrails.linear_regex import linear
+
 
 class GuardKind(StrEnum):
     SECRETS = "secrets"
@@ -49,6 +51,9 @@ class PiiEntity(StrEnum):
     IP_ADDRESS = "IP_ADDRESS"
 
 
+DEFAULT_MAX_JUDGED_CHARS: Final = 64 << 20
+"""As much as an upstream may answer with by default (``serve.max_result_bytes``): by default
+every result is read whole."""
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -66,13 +71,18 @@ class GuardrailRule(BaseModel):
     region: str = "US"
     """``pii`` only: the country whose national phone format is read (``+`` numbers always are)."""
     patterns: tuple[str, ...] = ()
-    """``pattern`` only: the operator's regular expressions (Python syntax)."""
+    """``pattern`` only: the operator's regular expressions (RE2: Python's syntax less
+    lookaround and backreferences, so matching is linear in the text)."""
     url: HttpUrl | None = None
     """``webhook`` only: where the call or result is posted as JSON."""
     timeout_secs: float = Field(2.0, gt=0, le=60)
     failure: FailurePolicy | None = None
     """``webhook`` only: what a webhook that cannot be asked means; default ``closed`` for a
     ``block`` rule (the call is refused), else ``open``."""
+    max_judged_chars: int = Field(DEFAULT_MAX_JUDGED_CHARS, ge=1024, le=1 << 30)
+    """How much of one value (a result, arguments, a definition) the rule reads: its strings'
+    characters, in order. The rest counts as a finding labelled ``unjudged``: a ``block``
+    rule refuses the value, ``mask`` replaces the rest, ``flag`` records it."""
     servers: tuple[str, ...] = ("*",)
     tools: tuple[str, ...] = ("*",)
     profiles: tuple[str, ...] = ("*",)
@@ -97,9 +107,12 @@ class GuardrailRule(BaseModel):
     def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for index, pattern in enumerate(value):
             try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"patterns[{index}] is not a regular expression: {exc}") from None
+                linear(pattern)
+            except ValueError as exc:
+                raise ValueError(
+                    f"patterns[{index}] is not a regular expression RE2 takes (no lookaround or"
+                    f" backreferences: matching must be linear in the text): {exc}"
+                ) from None
         return value
 
     @model_validator(mode="after")

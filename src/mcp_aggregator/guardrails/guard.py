@@ -27,6 +27,7 @@ from mcp_aggregator.guardrails.pattern_detector import PatternDetector
 from mcp_aggregator.guardrails.secret_detector import SecretDetector
 
 _MAX_KEPT: Final = 4096
+_UNJUDGED: Final = "past the characters the rule reads of one value (max_judged_chars)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +127,16 @@ class Guard:
                 continue
             found: list[Finding] = []
             masking = compiled.rule.action is GuardAction.MASK
+            budget = [compiled.rule.max_judged_chars]
 
             def rewrite(
-                text: str, detector: Detector = detector, found: list[Finding] = found, masking: bool = masking
+                text: str,
+                detector: Detector = detector,
+                found: list[Finding] = found,
+                masking: bool = masking,
+                budget: list[int] = budget,
             ) -> str | None:
-                hits = detector.find(text)  # each detector's find looks cheaply first
+                hits = _bounded_find(detector, text, budget)
                 found.extend(hits)
                 return masked(text, hits) if hits and masking else None
 
@@ -160,6 +166,20 @@ class Guard:
         else:
             verdict.value = definition
         return verdict
+
+
+def _bounded_find(detector: Detector, text: str, budget: list[int]) -> list[Finding]:
+    """``detector``'s findings in as much of ``text`` as ``budget[0]`` characters allow (then
+    spent), and an ``unjudged`` finding over the rest: the work on one value is bounded
+    whatever its size, and what was not read is not passed as if it had been."""
+    left = budget[0]
+    if len(text) <= left:
+        budget[0] = left - len(text)
+        return detector.find(text)  # each detector's find looks cheaply first
+    budget[0] = 0
+    hits = detector.find(text[:left]) if left else []
+    hits.append(Finding("unjudged", left, len(text), _UNJUDGED))
+    return hits
 
 
 def guard_for(rules: tuple[GuardrailRule, ...] | None, profiles: Mapping[str, tuple[GuardrailRule, ...]]) -> Guard:

@@ -6,72 +6,80 @@ phrasing that overrides the model's instructions ("ignore previous instructions"
 tell the user"), requests to read credentials or to send data elsewhere, invisible and
 bidirectional Unicode, and (in descriptions) long base64 blobs. No library ships these as
 rules without a model (LLM Guard's scanners load transformers), so the patterns are ours.
+
+Every pattern is RE2's (``linear``), and an HTML comment is found by a scan for its ends, so
+the time taken is linear in the text whatever an upstream writes: a megabyte of unclosed
+``<!-- ignore previous instructions`` costs what a megabyte of prose does.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 from typing import Final
 
 from mcp_aggregator.guardrails.finding import Finding
+from mcp_aggregator.guardrails.linear_regex import linear
+
+_MARKER_REASON: Final = "a marker that sets text apart as instructions for the model"
+_MARKER: Final = linear(
+    r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|assistant|system[_-]?prompt)\s*>"
+    r"|\[\s*(?:system|inst)\s*\]",
+    ignore_case=True,
+)
+_COMMENT_WORD: Final = linear(
+    # An HTML comment that speaks to the model (not ``<!-- toc -->`` or a linter's note).
+    r"\b(?:assistant|model|llm|agent|ignore|instructions?|must|always|never|do\s+not|user|system)\b",
+    ignore_case=True,
+)
+_MAX_COMMENT: Final = 4000
+"""Longer comments are page furniture (a commented-out block), not a note to the model."""
 
 _RULES: Final = (
     (
-        "hidden_instruction",
-        re.compile(
-            r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|assistant|system[_-]?prompt)\s*>"
-            r"|\[\s*(?:system|inst)\s*\]"
-            # An HTML comment that speaks to the model (not ``<!-- toc -->`` or a linter's note).
-            r"|<!--(?:(?!-->).){0,2000}?\b(?:assistant|model|llm|agent|ignore|instructions?|must|always|never"
-            r"|do\s+not|user|system)\b.{0,2000}?-->",
-            re.IGNORECASE | re.DOTALL,
-        ),
-        "a marker that sets text apart as instructions for the model",
-    ),
-    (
         "instruction_override",
-        re.compile(
+        linear(
             r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
             r"(?:previous|prior|above|earlier|preceding|other|system|original)?\s*"
             r"(?:instructions?|prompts?|rules|directions|guidelines|constraints)\b"
             r"|\byou\s+are\s+now\s+(?:a|an|in)\b|\bnew\s+instructions\s*:"
             r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|show)\b[^.\n]{0,40}\buser\b",
-            re.IGNORECASE,
+            ignore_case=True,
         ),
         "phrasing that overrides the model's instructions or hides from the user",
     ),
     (
         "credential_access",
-        re.compile(
+        linear(
             # Reading private files, whatever is done with them; moving secrets anywhere.
+            # ``\B\.env``: a ``.env`` not inside a name (``settings.env``): the dot follows no word.
             r"\b(?:read|cat|load|include|copy|send|upload|attach|pass)\b[^.\n]{0,80}?"
             r"(?:~/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|/etc/(?:passwd|shadow)"
-            r"|(?<![\w.])\.env\b|\bmcp\.json\b|\bprivate\s+keys?\b|\bssh\s+keys?\b|\bcredentials\s+file\b)"
+            r"|\B\.env\b|\bmcp\.json\b|\bprivate\s+keys?\b|\bssh\s+keys?\b|\bcredentials\s+file\b)"
             r"|\b(?:pass|send|include|attach|upload|forward|append|copy)\b[^.\n]{0,40}?"
             r"\b(?:passwords?|api[_\s-]?keys?|credentials|secrets?|tokens?)\b[^.\n]{0,40}?\b(?:to|as|in|into)\b",
-            re.IGNORECASE,
+            ignore_case=True,
         ),
         "a request to read credentials or private files",
     ),
     (
         "data_exfiltration",
-        re.compile(
+        linear(
             # Sending something's content somewhere: a verb, what is sent, then where to.
             r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|email)\b[^.\n]{0,40}?"
             r"\b(?:contents?|data|files?|output|results?|conversation|history|keys?|tokens?|credentials|secrets?"
             r"|passwords?|information|messages?)\b[^.\n]{0,40}?\b(?:to|at)\s+"
             r"(?:https?://\S+|(?:the\s+)?(?:following|this|that|my)\s+(?:url|address|endpoint|server|webhook)\b)",
-            re.IGNORECASE,
+            ignore_case=True,
         ),
         "a request to send data to another place",
     ),
     (
         "invisible_unicode",
-        re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]+"),
+        linear("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]+"),
         "invisible or bidirectional Unicode that hides text from a reader",
     ),
 )
-_BLOB: Final = re.compile(r"[A-Za-z0-9+/]{160,}={0,2}")
+_BLOB: Final = linear(r"[A-Za-z0-9+/]{160,}={0,2}")
 _BLOB_RULE: Final = ("encoded_blob", "a long base64 blob the reader cannot see into")
 
 
@@ -86,10 +94,30 @@ class InjectionDetector:
         return True
 
     def find(self, text: str) -> list[Finding]:
-        found = [
-            Finding(label, *match.span(), reason) for label, regex, reason in _RULES for match in regex.finditer(text)
-        ]
+        found = [Finding("hidden_instruction", m.start(), m.end(), _MARKER_REASON) for m in _MARKER.finditer(text)]
+        found.extend(Finding("hidden_instruction", start, end, _MARKER_REASON) for start, end in _comments(text))
+        found.extend(
+            Finding(label, match.start(), match.end(), reason)
+            for label, regex, reason in _RULES
+            for match in regex.finditer(text)
+        )
         if self.blobs:
             label, reason = _BLOB_RULE
-            found.extend(Finding(label, *match.span(), reason) for match in _BLOB.finditer(text))
+            found.extend(Finding(label, match.start(), match.end(), reason) for match in _BLOB.finditer(text))
         return found
+
+
+def _comments(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of the HTML comments in ``text`` that speak to the model. Each character is
+    looked at a bounded number of times: a comment's end is searched for once, and an opening
+    with no end after it means no later opening has one either."""
+    start = text.find("<!--")
+    while start >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            return
+        # The body searched as a string of its own: RE2's wrapper encodes the whole text it is
+        # given at each search, so ``search(text, pos, endpos)`` would cost the text each time.
+        if end - start - 4 <= _MAX_COMMENT and _COMMENT_WORD.search(text[start + 4 : end]) is not None:
+            yield start, end + 3
+        start = text.find("<!--", end + 3)

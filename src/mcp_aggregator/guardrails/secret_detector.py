@@ -11,6 +11,7 @@ JSON and INI results carry it).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -113,6 +114,7 @@ class SecretDetector:
         if not present:
             return []
         found: list[Finding] = []
+        ends = _BlockEnds(text)
         for pattern in self._patterns:
             if not any(hint in present for hint in pattern.hints):
                 continue
@@ -125,7 +127,7 @@ class SecretDetector:
                 if pattern.label == "aws_secret_key" and _HEX_DIGEST.fullmatch(text, start, end):
                     continue  # a SHA-1 hex digest has the length of a secret key, not its alphabet
                 if pattern.label == "private_key":
-                    start, end = _key_block(text, start, end)
+                    start, end = _key_block(text, start, end, ends)
                 found.append(Finding(pattern.label, start, end, f"looks like a {pattern.label.replace('_', ' ')}"))
         return found
 
@@ -153,10 +155,34 @@ def _automaton(words: Iterable[tuple[str, str]]) -> ahocorasick.Automaton:
     return automaton
 
 
-def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
+class _BlockEnds:
+    """The ``-----END ...PRIVATE KEY-----`` lines of a text, found once, in order, as they
+    are asked for: a text of many headers and no end is read once, not once per header."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._searched = 0
+        """Every end line before this offset is in the lists."""
+
+    def after(self, position: int) -> int:
+        """The end of the first end line at or after ``position`` (the text's length: none)."""
+        while self._searched < len(self._text) and (not self._starts or self._starts[-1] < position):
+            tail = _KEY_BLOCK_END.search(self._text, self._searched)
+            if tail is None:
+                self._searched = len(self._text)
+                break
+            self._searched = tail.end()
+            self._starts.append(tail.start())
+            self._ends.append(tail.end())
+        index = bisect_left(self._starts, position)
+        return self._ends[index] if index < len(self._ends) else len(self._text)
+
+
+def _key_block(text: str, start: int, end: int, ends: _BlockEnds) -> tuple[int, int]:
     """The whole ``-----BEGIN ... PRIVATE KEY-----`` … ``-----END ...-----`` block around a header match."""
     head = _KEY_BLOCK_START.search(text, max(0, start - 16), end + 16)
     if head is None:
         return start, end
-    tail = _KEY_BLOCK_END.search(text, head.end())
-    return head.start(), tail.end() if tail is not None else len(text)
+    return head.start(), ends.after(head.end())

@@ -50,7 +50,7 @@ class WebhookStage:
         self.local.admit(invocation)
         if invocation.method in ("tools/call", "prompts/get") and invocation.arguments:
             await self._arguments(invocation)
-        result = self.local.screen(invocation, await self.local.sent(invocation, send))
+        result = await self.local.screen_async(invocation, await self.local.sent(invocation, send))
         if invocation.method in _WITH_RESULTS and (
             isinstance(result, types.Result) or (isinstance(result, dict) and invocation.method == TASK_RESULT)
         ):

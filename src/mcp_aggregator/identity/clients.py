@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,8 +25,8 @@ from pydantic import SecretStr
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE, ClientIdentity
 from mcp_aggregator.identity.config import ClaimMatch, ClientSettings
+from mcp_aggregator.settings.env_expansion import expand_setting
 
-_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MIN_TOKEN: Final = 16
 
 
@@ -43,13 +42,7 @@ class Client:
 
 
 def _expanded(token: str, env: Mapping[str, str], where: str) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in env:
-            raise ConfigError(f"${{{name}}} is not set in the environment", path=where)
-        return env[name]
-
-    out = _VAR.sub(value, token)
+    out = expand_setting(token, env, where)
     if len(out) < MIN_TOKEN or not out.isascii() or any(c.isspace() or not c.isprintable() for c in out):
         rule = f"a token must be printable ASCII without spaces, at least {MIN_TOKEN} characters"
         raise ConfigError(rule, path=where)

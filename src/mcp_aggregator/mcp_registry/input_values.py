@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 
 from mcp_aggregator.errors import InstallInputError, MissingInput
 from mcp_aggregator.mcp_registry.server_json import Input
+from mcp_aggregator.settings.env_expansion import only_references
 
 _TEMPLATE_VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
-_ONLY_REFERENCES = re.compile(r"(?:\$\{(?:[A-Za-z_][A-Za-z0-9_]*|sealed:[A-Za-z0-9_=-]+)\})+")
 
 
 class InputValues:
@@ -87,7 +87,7 @@ class InputValues:
         return self._sealed(filled) if secret else filled
 
     def _sealed(self, value: str) -> str:
-        if _ONLY_REFERENCES.fullmatch(value):
+        if only_references(value):
             return value
         return self._seal(value)
 

@@ -127,13 +127,18 @@ class ScreenStage(Protocol):
     """A gate that also judges what comes back (``screen``: the result model, or the raw bytes
     of the upstream's answer on the fast path, or the upstream's ``UpstreamCallError``) and may
     change it or refuse it (raising an ``AggregatorError``). Synchronous, so a callback-settled
-    call is screened too. The guardrails are one."""
+    call is screened too; ``screen_async`` the same with a large outcome judged in a worker
+    thread, for an outcome ``off_loop`` says is one. The guardrails are one."""
 
     async def __call__(self, invocation: Invocation, send: Next) -> Any: ...
 
     def admit(self, invocation: Invocation) -> None: ...
 
     def screen(self, invocation: Invocation, outcome: T) -> T: ...
+
+    async def screen_async(self, invocation: Invocation, outcome: T) -> T: ...
+
+    def off_loop(self, invocation: Invocation, outcome: object) -> bool: ...
 
 
 class CallPipeline:
@@ -209,6 +214,30 @@ class CallPipeline:
                     outcome = screen.screen(invocation, outcome)
             except AggregatorError as exc:
                 outcome = exc
+        return self._counted(invocation, outcome, started)
+
+    @property
+    def screening(self) -> bool:
+        """Whether a stage judges results (then a callback-settled call may be settled later)."""
+        return bool(self._screens)
+
+    def settles_later(self, invocation: Invocation, outcome: object) -> bool:
+        """Whether a screen would judge ``outcome`` off the event loop: then a call answered by
+        callback is settled by ``settled_later``, from a task, not by ``settled``."""
+        return any(screen.off_loop(invocation, outcome) for screen in self._screens)
+
+    async def settled_later(
+        self, invocation: Invocation, outcome: T | AggregatorError, started: float = 0.0
+    ) -> T | AggregatorError:
+        """``settled``, with the screens judging in a worker thread what is large."""
+        try:
+            for screen in self._screens:
+                outcome = await screen.screen_async(invocation, outcome)
+        except AggregatorError as exc:
+            outcome = exc
+        return self._counted(invocation, outcome, started)
+
+    def _counted(self, invocation: Invocation, outcome: T | AggregatorError, started: float) -> T | AggregatorError:
         if isinstance(outcome, UpstreamError):
             for stage in self._on_error:
                 stage.on_error(invocation, outcome)

@@ -32,7 +32,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, get_args
 
 import mcp_types as types
 import orjson
@@ -98,6 +98,18 @@ MAX_FAST_BODY: Final = 4 << 20
 """Requests larger than this go to the full pipeline: the fast path holds a request whole."""
 
 
+_LOG_LEVEL_ORDER: Final[Mapping[str, int]] = {name: i for i, name in enumerate(get_args(types.LoggingLevel))}
+
+
+def log_level_shown(message: str, client: str | None) -> bool:
+    """Whether a log message at ``message`` reaches a handshake-era client that set ``client``
+    with ``logging/setLevel`` (None: it set none, every level reaches it). An upstream logs at
+    the most verbose level any client asked for, so each client's own is applied here."""
+    if client is None:
+        return True
+    return _LOG_LEVEL_ORDER.get(message, 0) >= _LOG_LEVEL_ORDER.get(client, 0)
+
+
 class Withdrawable(Protocol):
     """A call answered by callback that the client may give up on."""
 
@@ -116,8 +128,9 @@ SETTLED: Final = _Settled()
 
 
 class _AskingLane:
-    """A handshake-era client's call to a 2026-07-28 upstream on the callback lane: the raw
-    call, then, if the upstream asked back, the task answering for the client."""
+    """A call on the callback lane that may be answered by a task: the raw call, then, if a
+    2026-07-28 upstream asked a handshake-era client's call back, or its large result is
+    judged off the event loop, the task answering for the client."""
 
     __slots__ = ("call", "task")
 
@@ -132,13 +145,16 @@ class _AskingLane:
             self.call.withdraw()
 
 
-def log_notification(params: dict[str, Any]) -> bytes | None:
+def log_notification(params: dict[str, Any], level: str | None = None) -> bytes | None:
     """An upstream's log message during a fast call as the full pipeline relays it to a
-    handshake-era client (the SDK's model of it, dumped), or None when it is malformed."""
+    handshake-era client (the SDK's model of it, dumped), or None when it is malformed or
+    below ``level``, the one the client set with ``logging/setLevel`` (None: every level)."""
     try:
         model = types.LoggingMessageNotificationParams.model_validate(params)
     except ValidationError:
         logger.debug("dropped a malformed log message from an upstream: %s", str(params)[:200])
+        return None
+    if not log_level_shown(model.level, level):
         return None
     shown = model.model_dump(by_alias=True, mode="json", exclude_unset=True)
     return orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": shown})
@@ -550,7 +566,9 @@ class FastCalls:
             return None
         route = plan.route
         invocation = plan.staged
-        asking = _AskingLane() if plan.handshake_version is not None and connection.modern else None
+        asking = (
+            _AskingLane() if (plan.handshake_version is not None and connection.modern) or pipeline.screening else None
+        )
         if self._gated:
             try:
                 pipeline.admit(invocation)
@@ -565,6 +583,12 @@ class FastCalls:
             try:
                 if isinstance(outcome, bytes):
                     outcome = self._failure(outcome, plan) or outcome
+                if isinstance(outcome, bytes) and pipeline.settles_later(invocation, outcome):
+                    # A large result is judged in a worker thread, awaited by a task: not here,
+                    # where the upstream's reader (every other call on it) would wait too.
+                    assert asking is not None
+                    asking.task = asyncio.get_running_loop().create_task(self._settled_later(plan, outcome, deliver))
+                    return
                 settled = pipeline.settled(invocation, outcome, plan.started)
                 if isinstance(settled, bytes):
                     shaped = self._relayed(settled, plan)
@@ -595,6 +619,21 @@ class FastCalls:
             return call
         asking.call = call
         return asking
+
+    async def _settled_later(self, plan: FastPlan, line: bytes, deliver: Callable[[bytes], None]) -> None:
+        try:
+            settled = await self.gateway.pipeline.settled_later(plan.staged, line, plan.started)
+            if isinstance(settled, bytes):
+                shaped = self._relayed(settled, plan)
+                answer = shaped if shaped is not None else await self._asked_back(plan)
+            else:
+                answer = self._error(plan, settled)
+        except asyncio.CancelledError:
+            return  # withdrawn: the client gave up, or left
+        except Exception:
+            logger.exception("%s: the upstream's answer could not be relayed", plan.label)
+            answer = self.internal_error(plan)
+        deliver(answer)
 
     async def _asked_back_to(self, plan: FastPlan, deliver: Callable[[bytes], None]) -> None:
         try:

@@ -38,7 +38,6 @@ import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 from starlette.types import Scope, Send
@@ -46,6 +45,7 @@ from starlette.types import Scope, Send
 from mcp_aggregator.serve.fast_call import FastCalls, FastPlan, asks_mid_call, log_notification
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.request_head import RequestHead
+from mcp_aggregator.sessions.sdk_session_manager import SdkSessionManager
 from mcp_aggregator.upstreams.stdio_pipe import notification_params
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class HandshakeSession:
 class HandshakeSessions:
     """Finds the sessions the fast path may serve and answers their calls (module docstring)."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, server: GatewayServer, calls: FastCalls) -> None:
+    def __init__(self, manager: SdkSessionManager, server: GatewayServer, calls: FastCalls) -> None:
         self._manager = manager
         self._server = server
         self._calls = calls
@@ -122,7 +122,7 @@ class HandshakeSessions:
             return None
         if self._asks_mid_call(connection):
             return None
-        transport = self._manager._server_instances.get(session_id)
+        transport = self._manager.transports.get(session_id)
         if transport is None or transport.is_terminated or not _counts_requests(transport):
             return None
         idle = transport.idle_scope
@@ -130,7 +130,7 @@ class HandshakeSessions:
             return None
         user = scope.get("user")
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
-        if requestor != self._manager._session_owners.get(session_id):
+        if requestor != self._manager.owners.get(session_id):
             return None  # the manager answers "Session not found", as for any other credential
         return HandshakeSession(session_id, transport, connection.protocol_version, level)
 
@@ -165,7 +165,7 @@ class HandshakeSessions:
         events: asyncio.Queue[bytes | None] = asyncio.Queue()
 
         def on_log(params: dict[str, Any]) -> None:
-            line = log_notification(params)
+            line = log_notification(params, session.log_level)
             if line is not None:
                 events.put_nowait(line)
 

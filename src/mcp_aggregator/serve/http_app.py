@@ -20,7 +20,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import uvicorn
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -44,6 +44,7 @@ from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.rate_limit import RateLimit
 from mcp_aggregator.serve.request_ids import RequestIds
 from mcp_aggregator.sessions import SealedSessionManager, SessionBook
+from mcp_aggregator.sessions.sdk_session_manager import SdkSessionManager
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
@@ -115,14 +116,14 @@ def build_http_app(
             "security_settings": _SDK_REBINDING_CHECK_OFF,
             "session_idle_timeout": serve.session_idle_secs,
         }
-        manager: StreamableHTTPSessionManager
+        manager: SdkSessionManager
         if sessions is not None:
             server.parked.seal = sessions.request_states(serve.input_wait_secs, home=home)
         if sessions is not None and not stateless:
             server.sessions = sessions
             manager = SealedSessionManager(**options, book=sessions, host=server, profile=name)
         else:
-            manager = StreamableHTTPSessionManager(**options)
+            manager = SdkSessionManager(**options)
         managers.append(manager)
         view = server.gateway
         fast = FastCalls(view, server.server.server_info_stamp, profile_of(view))

@@ -35,6 +35,7 @@ from mcp_aggregator.relay.parked_calls import Forward
 from mcp_aggregator.relay.task_relay import TaskRelay
 from mcp_aggregator.serve.client_auth import identity_of
 from mcp_aggregator.serve.error_mapping import to_mcp_error
+from mcp_aggregator.serve.fast_call import log_level_shown
 from mcp_aggregator.serve.listing_filter import ListingFilter
 from mcp_aggregator.serve.profile_gateway import note_outside_call
 from mcp_aggregator.serve.replica_forward import FORWARDED_HEADER, forward_call
@@ -296,7 +297,10 @@ class GatewayServer:
             return answer
 
         async def log(params: types.LoggingMessageNotificationParams) -> None:
-            if params.level in levels:
+            # A handshake-era client's own level, read as the message comes (it may change
+            # mid-call): its upstreams log at the most verbose level any client asked for.
+            shown = params.level in levels if modern else log_level_shown(params.level, self._level_of(ctx))
+            if shown:
                 notification = types.LoggingMessageNotification(params=params)
                 await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
@@ -323,6 +327,11 @@ class GatewayServer:
         scope = getattr(request, "scope", None)
         found = identity_of(scope) if isinstance(scope, dict) else None
         return found or self._anonymous
+
+    def _level_of(self, ctx: ServerRequestContext[Any]) -> types.LoggingLevel | None:
+        """The level a handshake-era client set with ``logging/setLevel`` (None: none yet)."""
+        connection = getattr(ctx.session, "_connection", None)
+        return self._log_levels.get(connection) if isinstance(connection, Connection) else None
 
     def _log_meta(self, ctx: ServerRequestContext[Any]) -> types.RequestParamsMeta | None:
         """The request's ``_meta`` with its client's log level made a 2026-07-28 opt-in.

@@ -375,7 +375,7 @@ class _StdioFace:
     def _log_to_client(self, params: dict[str, Any]) -> None:
         """An upstream's log message during a fast call, relayed as the full pipeline relays it
         to a handshake-era client (queued now, so it leaves before the call's answer)."""
-        line = log_notification(params)
+        line = log_notification(params, self._handshake.log_level if self._handshake is not None else None)
         if line is not None and not self._closed:
             self._outgoing.add(line + b"\n", alone=False)
 

@@ -11,9 +11,9 @@ gets the SDK's 404.
 
 The session's end by ``DELETE`` or by its idle timer is recorded, so its id answers 404 on
 every replica from then on; a replica that stops (or dies) records nothing, and its
-sessions resume elsewhere. This overrides the manager's private request handling (this SDK
-version's ``_handle_stateful_request`` and ``_serve_opening_request``); a test per path
-pins the behaviour.
+sessions resume elsewhere. The SDK's private request handling is reached only through
+``SdkSessionManager`` (its hooks ``handle_stateful`` and ``serve_opening``), which checks
+the SDK still has it; a test per path pins the behaviour.
 """
 
 from __future__ import annotations
@@ -31,13 +31,16 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, Authorizat
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
+from mcp_types import INVALID_PARAMS
+from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_aggregator.sessions.sdk_session_manager import SdkSessionManager
 from mcp_aggregator.sessions.session_book import ResumedSession, SessionBook
 from mcp_aggregator.sessions.session_ledger import SessionState
+from mcp_aggregator.sessions.session_seal import MAX_CLIENT_BYTES, kept_of_client
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class SessionHost(Protocol):
     async def restore_session(self, connection: Connection, state: SessionState) -> None: ...
 
 
-class SealedSessionManager(StreamableHTTPSessionManager):
+class SealedSessionManager(SdkSessionManager):
     """The SDK's manager (same arguments), issuing and resuming sealed ids (module docstring)."""
 
     def __init__(self, *args: Any, book: SessionBook, host: SessionHost, profile: str, **kwargs: Any) -> None:
@@ -60,20 +63,25 @@ class SealedSessionManager(StreamableHTTPSessionManager):
         self._host = host
         self._profile = profile
 
-    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle_stateful(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = _header(scope, _SESSION_HEADER)
         requestor = _requestor(scope)
         if session_id is None:
             body, receive = await _read_body(receive)
-            await self._open(_initialize_params(body), requestor, scope, receive, send)
+            client = _initialize_params(body)
+            kept = None if client is None else kept_of_client(client)
+            if client is not None and kept is None:
+                await _too_large(body, scope, receive, send)
+                return
+            await self._open(kept, requestor, scope, receive, send)
             return
-        if session_id not in self._server_instances:
+        if session_id not in self.transports:
             await self._resume(session_id, requestor)
-        elif scope.get("method") == "DELETE" and requestor == self._session_owners.get(session_id):
+        elif scope.get("method") == "DELETE" and requestor == self.owners.get(session_id):
             # Recorded before the client hears the session ended, so that no replica
             # resumes it for the client's (or anyone's) next request.
             await self._book.record(session_id, ended=True)
-        await super()._handle_stateful_request(scope, receive, send)
+        await self.sdk_handle_stateful(scope, receive, send)
 
     async def _open(
         self,
@@ -86,33 +94,34 @@ class SealedSessionManager(StreamableHTTPSessionManager):
         # Without initialize params there is nothing to seal: the transport refuses such a
         # request in its own words, under a throwaway id.
         session_id = uuid4().hex if client is None else self._book.issue(client, requestor, self._profile)
-        async with self._session_creation_lock:
+        async with self.creation_lock:
             transport = self._admit(session_id, requestor)
         if transport is None:
-            await super()._handle_stateful_request(scope, receive, send)  # the SDK's 503 at the limit
+            await self.sdk_handle_stateful(scope, receive, send)  # the SDK's 503 at the limit
             return
-        await self._serve_opening_request(transport, scope, receive, send)
+        await self.serve_opening(transport, scope, receive, send)
 
     async def _resume(self, session_id: str, requestor: AuthorizationContext | None) -> None:
         resumed = await self._book.resume(session_id, requestor, self._profile)
         if resumed is None:
             return  # the SDK answers 404
-        async with self._session_creation_lock:
-            if session_id in self._server_instances:
+        async with self.creation_lock:
+            if session_id in self.transports:
                 return  # another request of the session resumed it meanwhile
             transport = self._admit(session_id, requestor)
             if transport is None:
                 return
-            assert self._task_group is not None
+            task_group = self.task_group
+            assert task_group is not None
             try:
-                await self._task_group.start(partial(self._run_session, transport, resumed))
+                await task_group.start(partial(self._run_session, transport, resumed))
             except BaseException:
-                await self._discard_session(session_id, transport)
+                await self.discard(session_id, transport)
                 raise
         logger.info("session %s… resumed here (%s)", session_id[:16], resumed.facts.profile)
 
     def _admit(self, session_id: str, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
-        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+        if self.max_sessions is not None and len(self.transports) >= self.max_sessions:
             return None
         transport = StreamableHTTPServerTransport(
             mcp_session_id=session_id,
@@ -123,19 +132,20 @@ class SealedSessionManager(StreamableHTTPSessionManager):
             idle_timeout=self.session_idle_timeout,
         )
         if requestor is not None:
-            self._session_owners[session_id] = requestor
-        self._server_instances[session_id] = transport
+            self.owners[session_id] = requestor
+        self.transports[session_id] = transport
         return transport
 
-    async def _serve_opening_request(
-        self, http_transport: StreamableHTTPServerTransport, scope: Scope, receive: Receive, send: Send
+    async def serve_opening(
+        self, transport: StreamableHTTPServerTransport, scope: Scope, receive: Receive, send: Send
     ) -> None:
         """As the SDK's: a session whose opening request failed is discarded at once."""
-        session_id = http_transport.mcp_session_id
-        assert session_id is not None and self._task_group is not None
+        session_id = transport.mcp_session_id
+        task_group = self.task_group
+        assert session_id is not None and task_group is not None
         established = False
         try:
-            await self._task_group.start(partial(self._run_session, http_transport, None))
+            await task_group.start(partial(self._run_session, transport, None))
             status: list[int] = []
 
             async def watch(message: Message) -> None:
@@ -143,11 +153,11 @@ class SealedSessionManager(StreamableHTTPSessionManager):
                     status.append(message["status"])
                 await send(message)
 
-            await http_transport.handle_request(scope, receive, watch)
+            await transport.handle_request(scope, receive, watch)
             established = bool(status) and status[0] < 400
         finally:
             if not established:
-                await self._discard_session(session_id, http_transport)
+                await self.discard(session_id, transport)
 
     async def _run_session(
         self,
@@ -176,7 +186,7 @@ class SealedSessionManager(StreamableHTTPSessionManager):
                 idle_scope = transport.idle_scope or anyio.CancelScope()
                 with idle_scope:
                     await serve_connection(
-                        self.app, dispatcher, connection=connection, lifespan_state=self._lifespan_state
+                        self.app, dispatcher, connection=connection, lifespan_state=self.lifespan_state
                     )
                 # The loop ended on its own: the client's DELETE or the idle timer, not a
                 # replica stopping (that cancels, and the session may resume elsewhere).
@@ -186,10 +196,26 @@ class SealedSessionManager(StreamableHTTPSessionManager):
         except Exception:
             logger.exception("Session %s… crashed", session_id[:16])
         finally:
-            await self._discard_session(session_id, transport)
+            await self.discard(session_id, transport)
         if ended:
             with anyio.CancelScope(shield=True):
                 await self._book.record(session_id, ended=True)
+
+
+async def _too_large(body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to an ``initialize`` whose params a session id cannot keep: HTTP 400 with
+    a JSON-RPC error naming the bound."""
+    try:
+        request_id = json.loads(body).get("id")
+    except (ValueError, AttributeError):
+        request_id = None
+    message = (
+        f"initialize: the client's capabilities and client info are too large for a session id"
+        f" (at most {MAX_CLIENT_BYTES} bytes as JSON, with clientInfo cut to name, title and version"
+        " and capabilities.experimental left out)"
+    )
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": INVALID_PARAMS, "message": message}}
+    await JSONResponse(error, status_code=400)(scope, receive, send)
 
 
 def _initialized(connection: Connection, resumed: ResumedSession) -> None:

@@ -10,27 +10,25 @@ would miss the change.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from sqlalchemy.exc import SQLAlchemyError
 
-from mcp_aggregator.errors import ConfigError, RegistryError
+from mcp_aggregator.errors import RegistryError
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.sessions.key_ring import SealingKey
 from mcp_aggregator.sessions.request_state_seal import RequestStateSeal
 from mcp_aggregator.sessions.session_keys import SessionKeys
 from mcp_aggregator.sessions.session_ledger import SessionLedger, SessionState, older_than
 from mcp_aggregator.sessions.session_seal import SessionFacts, SessionSeal, owner_digest, sealed_part
+from mcp_aggregator.settings.env_expansion import expand_setting
 from mcp_aggregator.settings.serve_settings import ServeSettings
 
 logger = logging.getLogger(__name__)
-
-_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +75,7 @@ class SessionBook:
             keys = [
                 # Listed first seals: the list's order is the ring's, newest first.
                 SealingKey.from_text(
-                    _expanded(text, env, f"serve.session_keys[{index}]"),
+                    expand_setting(text, env, f"serve.session_keys[{index}]"),
                     now - timedelta(seconds=index),
                     field=f"serve.session_keys[{index}]",
                 )
@@ -130,13 +128,3 @@ class SessionBook:
             await self._ledger.forget_before(older_than(self._clock, self._max_age))
         except (OSError, SQLAlchemyError) as exc:
             logger.warning("cannot drop expired sessions from the registry: %s", exc)
-
-
-def _expanded(text: str, env: Mapping[str, str], where: str) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in env:
-            raise ConfigError(f"${{{name}}} is not set in the environment", path=where)
-        return env[name]
-
-    return _VAR.sub(value, text)

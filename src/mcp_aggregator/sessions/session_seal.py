@@ -8,6 +8,12 @@ can serve the session; nobody else can read or alter it. What changes during a s
 (log level, resource subscriptions) cannot ride in the id, which the client never
 updates: that is kept by ``SessionLedger``.
 
+The id rides in a header on every request, so what it keeps of the client is bounded
+(``kept_of_client``): the params whole when their JSON is at most ``MAX_CLIENT_BYTES``;
+else the client info cut to its name, title and version and the capabilities' experimental
+section dropped (the gateway reads neither); an ``initialize`` whose params are still too
+large is refused.
+
 An id past ``max_age_secs`` no longer opens: a replica that does not hold the session
 answers 404, the spec's "initialize again"; the replica that holds it in memory serves it
 until it ends.
@@ -33,6 +39,32 @@ from mcp_aggregator.sessions.key_ring import KeyRing
 PURPOSE: Final = b"mcp-aggregator session id v1"
 PREFIX: Final = "s1."
 """Marks the ids this gateway seals (the SDK's own ids are 32 hex digits)."""
+
+
+MAX_CLIENT_BYTES: Final = 4096
+"""The most a session id keeps of the client's ``initialize`` params, as JSON: the sealed id
+is a third larger, and proxies commonly refuse a header of 8 KiB or more."""
+_CLIENT_INFO_KEPT: Final = ("name", "title", "version")
+
+
+def kept_of_client(client: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a session id keeps of ``client`` (``initialize`` params, wire names), or None
+    when even what the gateway needs of them is over ``MAX_CLIENT_BYTES`` (see the module
+    docstring)."""
+    kept = dict(client)
+    if _json_size(kept) <= MAX_CLIENT_BYTES:
+        return kept
+    info = kept.get("clientInfo")
+    if isinstance(info, dict):
+        kept["clientInfo"] = {key: info[key] for key in _CLIENT_INFO_KEPT if key in info}
+    capabilities = kept.get("capabilities")
+    if isinstance(capabilities, dict):
+        kept["capabilities"] = {key: value for key, value in capabilities.items() if key != "experimental"}
+    return kept if _json_size(kept) <= MAX_CLIENT_BYTES else None
+
+
+def _json_size(value: object) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,33 +3,63 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
 
-from mcp_aggregator.errors import EnvVarError
+from mcp_aggregator.errors import ConfigError, EnvVarError
 from mcp_aggregator.registry.redaction import arg_secrets, is_plain_path, url_secrets
 
 SEALED_PREFIX = "sealed:"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|sealed:[A-Za-z0-9_=-]+)\}")
+_NAME: Final = r"[A-Za-z_][A-Za-z0-9_]*"
+_VAR: Final = re.compile(rf"\$\{{({_NAME}|sealed:[A-Za-z0-9_=-]+)\}}")
 """``${NAME}``, or ``${sealed:TOKEN}``: a secret kept encrypted with the gateway's key
 (``mcp_registry.SealedEnv`` opens it; plain environments never hold such a name)."""
+_PLAIN_VAR: Final = re.compile(rf"\$\{{({_NAME})\}}")
+_ONLY_REFERENCES: Final = re.compile(rf"(?:\$\{{(?:{_NAME}|sealed:[A-Za-z0-9_=-]+)\}})+")
+
+
+def expanded(text: str, env: Mapping[str, str], missing: Callable[[str], Exception], *, sealed: bool = True) -> str:
+    """``text`` with each ``${NAME}`` replaced by its value in ``env`` (and each
+    ``${sealed:TOKEN}`` too when ``sealed``; else such a reference stays as written). Raises
+    ``missing(name)`` for the first one ``env`` does not hold. The one expansion of the
+    gateway: every caller words its own error."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise missing(name)
+        return env[name]
+
+    return (_VAR if sealed else _PLAIN_VAR).sub(replace, text)
 
 
 def expand_value(value: str, env: Mapping[str, str], *, server: str, field: str) -> str:
     """Replace each ``${VAR}``; an unset variable raises ``EnvVarError`` naming server and field."""
 
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in env:
-            shown = f"{SEALED_PREFIX}... (a sealed secret this gateway's key does not open)"
-            raise EnvVarError(server, field, shown if name.startswith(SEALED_PREFIX) else name)
-        return env[name]
+    def missing(name: str) -> EnvVarError:
+        shown = f"{SEALED_PREFIX}... (a sealed secret this gateway's key does not open)"
+        return EnvVarError(server, field, shown if name.startswith(SEALED_PREFIX) else name)
 
-    return _VAR.sub(replace, value)
+    return expanded(value, env, missing)
 
 
 def expand_mapping(values: Mapping[str, str], env: Mapping[str, str], *, server: str, field: str) -> dict[str, str]:
     return {key: expand_value(val, env, server=server, field=f"{field}.{key}") for key, val in values.items()}
+
+
+def expand_setting(text: str, env: Mapping[str, str], where: str) -> str:
+    """A gateway setting (a session key, a client's token) with each ``${NAME}`` taken from
+    the environment; raises ``ConfigError`` at ``where`` for one not set."""
+
+    def missing(name: str) -> ConfigError:
+        return ConfigError(f"${{{name}}} is not set in the environment", path=where)
+
+    return expanded(text, env, missing, sealed=False)
+
+
+def only_references(text: str) -> bool:
+    """Whether ``text`` is nothing but ``${...}`` references (a value that holds no secret itself)."""
+    return _ONLY_REFERENCES.fullmatch(text) is not None
 
 
 MIN_SECRET_LENGTH = 6

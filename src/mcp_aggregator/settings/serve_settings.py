@@ -154,6 +154,10 @@ class ServeSettings(BaseModel):
     max_result_bytes: int = Field(default=64 << 20, ge=1024)
     """The largest message an upstream may answer with (64 MiB by default); a larger result fails
     its own call with a clear error and the session stays up."""
+    result_cache_bytes: int = Field(default=128 << 20, ge=1 << 20, le=1 << 40)
+    """How much the tool result cache (servers' ``cache:``) holds, as the results' JSON
+    (128 MiB by default, at least 1 MiB): past it the least recently used results go, and a
+    result larger than all of it is not cached."""
     fast_path: bool = True
     """Passthrough ``tools/call`` from 2026-07-28 clients that need nothing but the answer are
     forwarded as raw JSON-RPC (no SDK models on the way); everything else takes the full

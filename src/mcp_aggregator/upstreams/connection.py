@@ -24,6 +24,7 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import Client
+from mcp.client.caching import CacheConfig
 from mcp.client.session import ClientRequestContext
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
@@ -240,7 +241,9 @@ class UpstreamConnection:
             client = Client(
                 target.client_target,
                 mode=self.config.protocol,
-                cache=None,
+                # SEP-2549: a 2026-07-28 upstream's list marked fresh (``ttlMs``) is not asked
+                # for again until it goes stale or its ``list_changed`` evicts it.
+                cache=CacheConfig(),
                 client_info=CLIENT_INFO,
                 extensions=upstream_extensions(),
                 message_handler=self._on_message,
@@ -472,8 +475,13 @@ class UpstreamConnection:
         before = (self.tools, self.prompts, self.resources, self.templates)
 
         async def listing(client: Client) -> tuple[types.Tool, ...]:
+            version = self.protocol_version
             try:
                 async with anyio.create_task_group() as tg:
+                    if self.modern and version is not None:
+                        # Lists the upstream marked fresh are served from the client's cache, so
+                        # the check asks ``server/discover`` too: it still reaches the upstream.
+                        tg.start_soon(client.session.send_discover, version)
                     tg.start_soon(self._discover_features, client)
                     tools = await self._list_tools_everywhere(client)
             except BaseExceptionGroup as group:

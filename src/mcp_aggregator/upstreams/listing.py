@@ -1,8 +1,14 @@
-"""Listing what an upstream offers, every page of it, through the SDK's client."""
+"""Listing what an upstream offers, every page of it, through the SDK's client.
+
+Every list goes through the client's own verbs (``list_tools``, ``list_prompts``...), so the
+client's response cache (SEP-2549, ``Connection`` turns it on) serves a first page the
+upstream marked fresh (``ttlMs``) without asking again, and drops it at the upstream's
+``list_changed``."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
@@ -30,8 +36,9 @@ async def list_all_tools(client: Client) -> tuple[types.Tool, ...]:
     return tuple(tools)
 
 
-async def list_pages(name: str, client: Client, request_type: Any, result_type: Any, attr: str, out: list[Any]) -> None:
-    """Every page of one list (prompts, resources, templates) into ``out``.
+async def list_pages(name: str, fetch: Callable[[str | None], Awaitable[Any]], attr: str, out: list[Any]) -> None:
+    """Every page of one list (prompts, resources, templates) into ``out``; ``fetch(cursor)``
+    gets one page.
 
     A server may declare a capability and still not implement one list (templates): an
     upstream error is logged and what it did list stays usable.
@@ -39,8 +46,7 @@ async def list_pages(name: str, client: Client, request_type: Any, result_type: 
     cursor: str | None = None
     try:
         for _ in range(MAX_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await client.session.send_request(request_type(params=params), result_type)
+            page = await fetch(cursor)
             out.extend(getattr(page, attr))
             cursor = page.next_cursor
             if not cursor:
@@ -60,19 +66,13 @@ async def list_features(name: str, client: Client) -> Features:
     templates: list[types.ResourceTemplate] = []
     async with anyio.create_task_group() as tg:
         if caps.prompts is not None:
-            tg.start_soon(
-                list_pages, name, client, types.ListPromptsRequest, types.ListPromptsResult, "prompts", prompts
-            )
+            tg.start_soon(list_pages, name, lambda cursor: client.list_prompts(cursor=cursor), "prompts", prompts)
         if caps.resources is not None:
-            tg.start_soon(
-                list_pages, name, client, types.ListResourcesRequest, types.ListResourcesResult, "resources", resources
-            )
+            tg.start_soon(list_pages, name, lambda cursor: client.list_resources(cursor=cursor), "resources", resources)
             tg.start_soon(
                 list_pages,
                 name,
-                client,
-                types.ListResourceTemplatesRequest,
-                types.ListResourceTemplatesResult,
+                lambda cursor: client.list_resource_templates(cursor=cursor),
                 "resource_templates",
                 templates,
             )
