@@ -16,12 +16,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-import httpx
-
 from mcp_aggregator.admin.admin_token import ADMIN_TOKEN_FILE, read_admin_token
 from mcp_aggregator.errors import AdminClientError
 
 if TYPE_CHECKING:
+    import httpx
+
     from mcp_aggregator.settings import Settings
 
 API_PREFIX = "/api/v1/aggregator"
@@ -85,6 +85,10 @@ class GatewayClient:
     """Synchronous calls to one gateway's REST API; use as a context manager."""
 
     def __init__(self, target: GatewayTarget, *, timeout: float = 60.0) -> None:
+        # httpx is imported by the client, not the module: ``--help`` builds every command
+        # (this module included) and sends no request.
+        import httpx
+
         self.target = target
         self._http = httpx.Client(
             base_url=target.base_url + API_PREFIX,
@@ -119,6 +123,8 @@ class GatewayClient:
             AdminClientError: the gateway is unreachable, refused the token, lacks the
                 endpoint, or answered with an error (its message).
         """
+        import httpx
+
         base = self.target.base_url
         try:
             response = self._http.request(method, path, json=body, params=params)
