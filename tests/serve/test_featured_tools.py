@@ -8,6 +8,7 @@ SDK client: the listed tools are called by their listed names through the same p
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -16,8 +17,9 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_aggregator.audit import AuditQuery
+from mcp_aggregator.audit import AuditEntry, AuditQuery, Outcome
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.profile_servers import ProfileServers
 from tests.conftest import running_gateway, serving_gateway, settings_for, stdio_fixture
 
 CORE = ["mcp__proxy__aggregator__query", "tools", "servers", "aggregator", "alpha"]
@@ -98,3 +100,34 @@ async def test_the_most_executed_tool_is_listed_and_the_client_told_the_list_cha
         assert [tool.name for tool in (await client.list_tools()).tools] == [*CORE, "alpha__add"]
         added = await client.call_tool("alpha__add", {"a": 40, "b": 2})
         assert added.structured_content == {"total": 42}
+
+
+async def test_each_profile_lists_its_own_most_executed_tools_and_only_pins_within_its_slice() -> None:
+    sections = {
+        "profiles": [{"name": "narrow", "tools": ["alpha.echo", "alpha.add"]}],
+        "facades": {"pinned": ["alpha.pid"], "frequent": 1},
+    }
+    settings = settings_for(stdio_fixture("alpha"), exposure="facades", sections=sections)
+    async with Gateway(settings) as gateway:
+        await gateway.wait_settled(30)
+        assert gateway.audit is not None
+        now = datetime.now(UTC)
+        calls = [("default", "echo"), ("default", "echo"), ("narrow", "add"), ("narrow", "add"), ("narrow", "echo")]
+        await gateway.audit.log.insert(
+            [
+                AuditEntry(now, None, profile, "tools/call", "alpha", tool, Outcome.OK, 1.0, None)
+                for profile, tool in calls
+            ]
+        )
+        servers = ProfileServers(gateway)
+        listed: dict[str, list[str]] = {}
+        async with anyio.create_task_group() as tg:
+            await tg.start(servers.run)
+            for profile in ("default", "narrow"):
+                async with Client(servers.get(profile).server, cache=None) as client:
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                listed[profile] = [name for name in names if name.startswith("alpha__")]
+            tg.cancel_scope.cancel()
+        for supervisor in list(gateway.supervisors.values()):
+            await supervisor.stop()
+    assert listed == {"default": ["alpha__pid", "alpha__echo"], "narrow": ["alpha__add"]}
