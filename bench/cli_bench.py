@@ -10,9 +10,10 @@ to exit: ``python -c pass`` (the interpreter's own start, the floor), ``mcp-aggr
 ``--token``: the request the command exists for). Each runs ``--runs`` times; the table
 gives the wall time's minimum and median and the median CPU time (user + system) of the
 process: on a shared machine the minimum is the least disturbed run, and the CPU time does
-not grow with other people's load. Then ``--starts`` times it measures the gateway's own start, from spawn to the
-line it prints once it listens. With ``--baseline`` the same runs are made first against
-that ``src`` (e.g. an older checkout), then against this one.
+not grow with other people's load. Then ``--starts`` times it measures the gateway's own
+start, from spawn to the line it prints once it listens (wall, and the CPU the gateway used
+until then). With ``--baseline`` the same runs are made first against that ``src`` (e.g.
+an older checkout), then against this one.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) ``pid`` has used so far, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _config(folder: Path) -> Path:
     config = folder / "gateway.yaml"
     config.write_text(
@@ -66,8 +73,8 @@ def _config(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _gateway(src: Path, config: Path) -> Iterator[tuple[str, float]]:
-    """A running gateway: its REST base address and how long it took to listen."""
+def _gateway(src: Path, config: Path) -> Iterator[tuple[str, float, float]]:
+    """A running gateway: its REST base address, and the wall and CPU seconds it took to listen."""
     argv = [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config), "--port", "0", "--json"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=_env(src), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -77,7 +84,7 @@ def _gateway(src: Path, config: Path) -> Iterator[tuple[str, float]]:
         started = time.perf_counter() - t0
         if not line:
             raise SystemExit(f"the gateway exited ({proc.wait()}) before announcing its address")
-        yield json.loads(line)["mcp_url"].removesuffix("/mcp"), started
+        yield json.loads(line)["mcp_url"].removesuffix("/mcp"), started, _cpu_of(proc.pid)
     finally:
         proc.terminate()
         try:
@@ -105,10 +112,12 @@ def measure(src: Path, runs: int, starts: int) -> dict[str, dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="cli-bench-") as tmp:
         config = _config(Path(tmp))
         start_times: list[float] = []
+        start_cpu: list[float] = []
         for _ in range(starts):
-            with _gateway(src, config) as (_, started):
+            with _gateway(src, config) as (_, started, used):
                 start_times.append(started)
-        with _gateway(src, config) as (base, _):
+                start_cpu.append(used)
+        with _gateway(src, config) as (base, _, _):
             commands = {
                 "python -c pass": [sys.executable, "-c", "pass"],
                 "mcp-aggregator --help": [*cli, "--help"],
@@ -123,7 +132,7 @@ def measure(src: Path, runs: int, starts: int) -> dict[str, dict[str, Any]]:
                     times[name].append(wall)
                     cpu[name].append(used)
     results = {name: _stats(samples, cpu[name]) for name, samples in times.items()}
-    results["serve (spawn to listening)"] = _stats(start_times)
+    results["serve (spawn to listening)"] = _stats(start_times, start_cpu)
     return results
 
 
