@@ -165,7 +165,9 @@ class GatewayServer:
                 canonical_of=self._canonical,
             )
             self.tasks.install(self.server)
-        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self._changed.set)
+        # The method, not ``self._changed.set``: the notifier makes a new event after each
+        # round, and a bound ``set`` of the first one would leave every later change unsent.
+        self._unsubscribe_changes: Callable[[], None] = gateway.on_change(self.tools_changed)
         self._unsubscribe_updates: Callable[[], None] = gateway.on_resource_updated(self.resource_updated)
 
     # -- lifecycle ------------------------------------------------------------------------
