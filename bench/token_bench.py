@@ -18,6 +18,15 @@ Measures, over the LiveMCPBench catalogue (70 servers, 527 tools):
 4. per task (95 LiveMCPBench tasks): facade ``tools/list`` + one ``tools search`` at
    ``standard`` + ``tools get`` at ``full`` for each gold tool, vs passthrough ``tools/list``.
 
+5. tools listed beside the facades (``facades.pinned`` / ``facades.frequent``), served by the
+   real gateway (core facades, ``upstream_domains: false``): the listing's size per setting,
+   and a replay. The tasks are split in two by order; the first half's gold tools are
+   recorded in the audit trail as executed once per task (the use the gateway counts), and
+   for each task of the second half (held out) the bench asks whether its gold tools are
+   all listed directly, i.e. whether an agent that never calls ``tools search`` still sees
+   them. ``pinned 5`` pins the five tools used most in the first half, as an operator who
+   knew that use would.
+
 Goals: (2b) the gateway's core facades (``upstream_domains: false``) <= 5 % of its
 passthrough; (4) per task, with that ``tools/list``, <= 25 %.
 
@@ -25,7 +34,8 @@ Search (``--search``): ``gateway`` is ``mcp_aggregator.search`` (hybrid BM25 + i
 default settings); ``bm25`` a plain BM25 over server + tool name + description. The facade
 sees either only through ``ToolCatalogView.search``.
 
-Usage: ``python bench/token_bench.py [--k 10] [--search gateway|bm25] [--out bench/results/tokens.json]``
+Usage: ``python bench/token_bench.py [--k 10] [--search gateway|bm25] [--only-featured]
+[--out bench/results/tokens.json]`` (``--only-featured``: part 5 alone).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +65,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
 from livemcpbench_servers import ServerEntry, build_server, call_text, load_catalogue
+from mcp_aggregator.audit import AuditEntry, Outcome
 from mcp_aggregator.errors import ServerNotFoundError, ToolNotFoundError
 from mcp_aggregator.facades import (
     Domain,
@@ -338,7 +350,14 @@ async def hosted_catalogue(entries: Sequence[ServerEntry]) -> AsyncIterator[str]
     sock.close()
 
 
-def gateway_settings(entries: Sequence[ServerEntry], base: str, data: Path, serve: Mapping[str, Any]) -> Settings:
+def gateway_settings(
+    entries: Sequence[ServerEntry],
+    base: str,
+    data: Path,
+    serve: Mapping[str, Any],
+    *,
+    facades: Mapping[str, Any] | None = None,
+) -> Settings:
     servers = [
         {
             "name": entry.name,
@@ -359,6 +378,7 @@ def gateway_settings(entries: Sequence[ServerEntry], base: str, data: Path, serv
             },
             # tools/list does not depend on the search backend; lexical-only starts fastest.
             "search": {"embedder": "none"},
+            "facades": dict(facades or {}),
         }
     )
 
@@ -395,6 +415,80 @@ async def measure_gateway_tools_list(entries: Sequence[ServerEntry]) -> dict[str
         }
         for label, listing in listings.items()
     }
+
+
+FEATURED_VARIANTS: dict[str, dict[str, Any]] = {
+    "core facades, nothing listed beside": {},
+    "+ pinned 5 (the first half's most used)": {"pinned": "top5"},
+    "+ frequent 5": {"frequent": 5},
+    "+ frequent 10": {"frequent": 10},
+    "+ frequent 20": {"frequent": 20},
+}
+
+
+def gold_tools(catalog: BenchCatalog, task: Mapping[str, Any]) -> list[str]:
+    by_original = {e.original_name: e.name for e in catalog.entries.values()}
+    gold = [f"{by_original[sid.split('::')[0]]}.{sid.split('::', 1)[1]}" for sid in task["gold_tool_ids"]]
+    return [name for name in gold if name in catalog.by_name]
+
+
+async def featured_tools_list(settings: Settings, servers: int, used: Sequence[str]) -> list[dict[str, Any]]:
+    """``tools/list`` once every server is exposed and the audit holds one call of each of ``used``."""
+    async with Gateway(settings) as gateway:
+        await gateway.wait_until(lambda: len(gateway.exposed_servers()) == servers, timeout_secs=CONNECT_TIMEOUT_SECS)
+        assert gateway.audit is not None
+        now = datetime.now(UTC)
+        calls = [name.split(".", 1) for name in used]
+        await gateway.audit.log.insert(
+            [
+                AuditEntry(now, None, "default", "tools/call", server, tool, Outcome.OK, 1.0, None)
+                for server, tool in calls
+            ]
+        )
+        gateway_server = GatewayServer(gateway, build_surface(gateway))
+        async with anyio.create_task_group() as tg:
+            await tg.start(gateway_server.run)
+            async with Client(gateway_server.server, cache=None) as client:
+                listed = await client.list_tools()
+            tg.cancel_scope.cancel()
+        for supervisor in list(gateway.supervisors.values()):
+            await supervisor.stop()
+    return tool_list_json(listed.tools)
+
+
+async def measure_featured(entries: Sequence[ServerEntry], passthrough_tokens: int | None) -> dict[str, Any]:
+    catalog = BenchCatalog(entries)
+    tasks = load_tasks()
+    half = len(tasks) // 2
+    seen, held_out = tasks[:half], tasks[half:]
+    used = [name for task in seen for name in gold_tools(catalog, task)]
+    top5 = [name for name, _ in Counter(used).most_common(5)]
+    core_serve = {"exposure": "facades", "upstream_domains": False}
+    out: dict[str, Any] = {"seen_tasks": len(seen), "held_out_tasks": len(held_out)}
+    async with hosted_catalogue(entries) as base:
+        if passthrough_tokens is None:
+            with tempfile.TemporaryDirectory(prefix="token-bench-") as data:
+                settings = gateway_settings(entries, base, Path(data), {"exposure": "passthrough"})
+                passthrough_tokens = tokens(await served_tools_list(settings, len(entries)))
+        for label, facades in FEATURED_VARIANTS.items():
+            if facades.get("pinned") == "top5":
+                facades = {"pinned": top5}
+            with tempfile.TemporaryDirectory(prefix="token-bench-") as data:
+                settings = gateway_settings(entries, base, Path(data), core_serve, facades=facades)
+                listing = await featured_tools_list(settings, len(entries), used)
+            listed = {str(tool["name"]).replace("__", ".", 1) for tool in listing}
+            golds = [gold_tools(catalog, task) for task in held_out]
+            golds = [gold for gold in golds if gold]
+            out[label] = {
+                "tools": len(listing),
+                "tokens": tokens(listing),
+                "pct_of_passthrough": pct(tokens(listing), passthrough_tokens),
+                "held_out_tasks_all_gold_listed_pct": pct(sum(set(g) <= listed for g in golds), len(golds)),
+                "held_out_gold_tools_listed_pct": pct(
+                    sum(name in listed for g in golds for name in g), sum(len(g) for g in golds)
+                ),
+            }
+    return out
 
 
 def pct(part: float, whole: float) -> float:
@@ -521,12 +615,14 @@ async def run(k: int, search: str) -> dict[str, Any]:
     tasks = await measure_tasks(catalog, domains["tools"], core, passthrough, k)
     default = served["gateway facades (default settings)"]["tokens"]
     tasks["pct_mean_with_default_facades"] = round(tasks["pct_mean"] + pct(default - core, passthrough), 2)
+    featured = await measure_featured(entries, passthrough)
     result = {
         "encoding": ENCODING.name,
         "tools_list": listing,
         "gateway_tools_list": served,
         "commands": commands,
         "per_task": tasks,
+        "featured": featured,
         "goals": {"tools_list_pct_max": 5, "per_task_pct_max": 25},
         "search": search,
     }
@@ -556,6 +652,21 @@ def print_report(result: dict[str, Any]) -> None:
         f"(median {t['pct_median']}%, max {t['pct_max']}%); gold recall@{t['k']} {t['search_recall_at_k']}"
     )
     print(f"  with the default facades tools/list: {t['pct_mean_with_default_facades']}%")
+    print_featured(result["featured"])
+
+
+def print_featured(featured: dict[str, Any]) -> None:
+    print(
+        f"\ntools listed beside the core facades (audit seeded with the gold tools of {featured['seen_tasks']} tasks; "
+        f"{featured['held_out_tasks']} held out)"
+    )
+    print(f"{'setting':<44}{'tools':>6}{'tokens':>9}{'% pass':>9}{'tasks all gold listed':>24}{'gold listed':>13}")
+    for label, row in featured.items():
+        if isinstance(row, dict):
+            print(
+                f"{label:<44}{row['tools']:>6}{row['tokens']:>9}{row['pct_of_passthrough']:>8}%"
+                f"{row['held_out_tasks_all_gold_listed_pct']:>23}%{row['held_out_gold_tools_listed_pct']:>12}%"
+            )
 
 
 def main() -> None:
@@ -563,7 +674,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10, help="search results per task")
     parser.add_argument("--search", choices=("gateway", "bm25"), default="gateway")
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "tokens.json")
+    parser.add_argument("--only-featured", action="store_true", help="measure only the tools listed beside the facades")
     args = parser.parse_args()
+    if args.only_featured:
+        featured = anyio.run(measure_featured, load_catalogue(), None)
+        print(json.dumps(featured))
+        print_featured(featured)
+        return
     result = anyio.run(run, args.k, args.search)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -39,9 +39,18 @@ def test_the_root_exports_exactly_its_public_surface() -> None:
         "__version__",
         "load_settings",
     ]
-    public = {name for name in vars(mcp_aggregator) if not name.startswith("_")}
-    modules = {name for name, value in vars(mcp_aggregator).items() if type(value).__name__ == "module"}
+    public = {name for name in dir(mcp_aggregator) if not name.startswith("_")}
+    modules = {name for name in public if type(getattr(mcp_aggregator, name)).__name__ == "module"}
     assert public - modules == set(mcp_aggregator.__all__) - {"__version__"}
+
+
+def test_a_package_loads_an_exported_name_when_it_is_first_read() -> None:
+    from mcp_aggregator.settings import Settings
+    from mcp_aggregator.settings.settings import Settings as Defined
+
+    assert Settings is Defined
+    with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
+        _ = mcp_aggregator.Nothing
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -599,6 +599,17 @@ class Gateway:
         """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
         await self.upstreams.wait_settled(timeout_secs)
 
+    async def most_called(self, profile: str, limit: int) -> list[str]:
+        """The canonical names ``profile`` called successfully most often, from the audit
+        trail (none with ``audit.enabled: false``), most called first.
+
+        Raises:
+            RegistryError: the database refused the read.
+        """
+        if self.audit is None:
+            return []
+        return await self.audit.log.most_called(profile, limit)
+
     def health(self) -> dict[str, Any]:
         """The ``/healthz`` body, cheap at any moment: ``status`` is ``starting`` until every
         server asked to connect has had its first attempt resolved, then ``ok``; ``index`` is

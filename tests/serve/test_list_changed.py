@@ -58,3 +58,30 @@ async def test_a_modern_client_listening_is_told_the_list_changed() -> None:
                         await subscription.__anext__()
                 await wait_for_tool(gateway, "alpha.newer_tool")
             tg.cancel_scope.cancel()
+
+
+async def test_every_later_change_is_told_too_not_only_the_first() -> None:
+    told = 0
+    heard = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        nonlocal told, heard
+        if isinstance(message, types.ToolListChangedNotification):
+            told += 1
+            heard.set()
+
+    async with Gateway(settings_for(stdio_fixture("alpha"))) as gateway:
+        await gateway.wait_settled(30)
+        server = GatewayServer(gateway, build_surface(gateway))
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.run_notifier)
+            async with Client(server.server, mode="legacy", cache=None, message_handler=on_message) as client:
+                await client.list_tools()
+                for name in ("first_tool", "second_tool"):
+                    heard = anyio.Event()
+                    await client.call_tool("alpha__grow", {"name": name})
+                    await wait_for_tool(gateway, f"alpha.{name}")
+                    with anyio.fail_after(10):
+                        await heard.wait()
+            tg.cancel_scope.cancel()
+    assert told >= 2

@@ -7,13 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
+from mcp_aggregator.admin.api_headers import INCOMPLETE_HEADER, PENDING_HEADER
 from mcp_aggregator.admin.schemas import SearchHitPublic, SkillPublic, ToolPublic
 from mcp_aggregator.admin.server_views import tool_public
 from mcp_aggregator.search.tool_doc import incomplete_note
 
 MAX_K = 100
-INCOMPLETE_HEADER = "X-Search-Incomplete"
-PENDING_HEADER = "X-Search-Pending"
 _INCOMPLETE_HEADERS = {
     INCOMPLETE_HEADER: {
         "description": "Set when some tools were ranked by their words alone (the search index was still "

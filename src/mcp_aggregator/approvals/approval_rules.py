@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Final
 
-import cel
-
 if TYPE_CHECKING:
+    import cel
+
     from mcp_aggregator.approvals.config import ApprovalRule
 
 VARIABLES: Final = frozenset({"args", "arguments", "client", "profile", "tool"})
@@ -32,6 +32,10 @@ _MAX_KEPT: Final = 4096
 
 def compile_when(expression: str) -> cel.Program:
     """The compiled ``when``; raises ``ValueError`` saying what is wrong with it."""
+    # Imported on the first rule, as the policies do: the package loads a console toolkit
+    # for its own command line, which the CLI and every configuration without rules would pay.
+    import cel
+
     try:
         program = cel.compile(expression)
     except ValueError as exc:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, delete, insert, select
+from sqlalchemy import Select, delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_aggregator.audit.audit_entry import AuditEntry, Outcome
@@ -72,6 +72,25 @@ class AuditLog(TableStore):
         items = tuple(_entry(row) for row in rows)
         full = len(items) == query.limit and items
         return AuditPage(items, items[-1].id if full else None)
+
+    async def most_called(self, profile: str, limit: int) -> list[str]:
+        """The canonical ``server.tool`` names ``profile`` called successfully most often, at
+        most ``limit``, the most called first (ties by name)."""
+        c = audit_log.c
+        count = func.count().label("calls")
+        statement = (
+            select(c.server, c.tool, count)
+            .where(c.profile == profile, c.method == "tools/call", c.outcome == Outcome.OK.value)
+            .group_by(c.server, c.tool)
+            .order_by(count.desc(), c.server, c.tool)
+            .limit(limit)
+        )
+        try:
+            async with self.engine.connect() as conn:
+                rows = (await conn.execute(statement)).all()
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot count the audit trail's calls: {exc}") from exc
+        return [f"{server}.{tool}" for server, tool, _ in rows]
 
     async def purge(self, older_than: datetime) -> int:
         """Remove the entries from before ``older_than``; how many went."""

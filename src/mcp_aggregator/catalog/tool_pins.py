@@ -19,9 +19,11 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
+if TYPE_CHECKING:
+    # Annotations only: the settings name ``NewToolPolicy`` and load without the MCP types.
+    import mcp_types as types
 
 JsonObject = dict[str, Any]
 

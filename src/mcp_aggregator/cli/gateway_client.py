@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
-
-import httpx
+from typing import TYPE_CHECKING, Any, Self
 
 from mcp_aggregator.admin.admin_token import ADMIN_TOKEN_FILE, read_admin_token
 from mcp_aggregator.errors import AdminClientError
-from mcp_aggregator.serve.runner import local_name
-from mcp_aggregator.settings import Settings
+
+if TYPE_CHECKING:
+    import httpx
+
+    from mcp_aggregator.settings import Settings
 
 API_PREFIX = "/api/v1/aggregator"
 TOKEN_ENV = "MCP_AGGREGATOR_TOKEN"
 DEFAULT_GATEWAY = "http://127.0.0.1:8765"
+DEFAULT_DATA_DIR = Path(".aggregator")
+"""``serve.data_dir``'s default: where a gateway started without a configuration keeps its token."""
 
 
 @dataclass(frozen=True)
@@ -41,12 +45,21 @@ class GatewayTarget:
         Raises:
             AdminClientError: no token anywhere.
         """
-        serve = (settings or Settings()).serve
-        if gateway is None:
-            gateway = f"http://{local_name(serve.host)}:{serve.port}" if settings is not None else DEFAULT_GATEWAY
-        found = token or os.environ.get(TOKEN_ENV) or serve.admin_token or read_admin_token(serve.data_dir)
+        # Without a configuration nothing of the settings is needed: the defaults are
+        # constants here, so that a command against a running gateway never loads pydantic
+        # models of every part.
+        data_dir, configured = DEFAULT_DATA_DIR, None
+        if settings is not None:
+            from mcp_aggregator.serve.addresses import local_name
+
+            serve = settings.serve
+            data_dir, configured = serve.data_dir, serve.admin_token
+            if gateway is None:
+                gateway = f"http://{local_name(serve.host)}:{serve.port}"
+        gateway = gateway or DEFAULT_GATEWAY
+        found = token or os.environ.get(TOKEN_ENV) or configured or read_admin_token(data_dir)
         if not found:
-            where = serve.data_dir / ADMIN_TOKEN_FILE
+            where = data_dir / ADMIN_TOKEN_FILE
             raise AdminClientError(
                 f"no admin token: pass --token, set ${TOKEN_ENV}, or run where the gateway keeps {where}"
             )
@@ -72,6 +85,10 @@ class GatewayClient:
     """Synchronous calls to one gateway's REST API; use as a context manager."""
 
     def __init__(self, target: GatewayTarget, *, timeout: float = 60.0) -> None:
+        # httpx is imported by the client, not the module: ``--help`` builds every command
+        # (this module included) and sends no request.
+        import httpx
+
         self.target = target
         self._http = httpx.Client(
             base_url=target.base_url + API_PREFIX,
@@ -114,6 +131,8 @@ class GatewayClient:
             AdminClientError: the gateway is unreachable, refused the token, lacks the
                 endpoint, or answered with an error (its message).
         """
+        import httpx
+
         base = self.target.base_url
         try:
             response = self._http.request(method, path, json=body, params=params, headers=headers)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
@@ -12,8 +12,9 @@ import typer
 from mcp_aggregator.cli.options import ConfigOption, JsonOption, load_config
 from mcp_aggregator.cli.output import EXIT_USAGE, fail, print_json, print_table
 from mcp_aggregator.errors import AggregationFailedError, InvalidQueryError, QueryError
-from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.upstreams.sandbox_preflight import sandbox_warnings
+
+if TYPE_CHECKING:
+    from mcp_aggregator.gateway import Gateway
 
 
 def check_config(
@@ -32,6 +33,8 @@ def check_config(
         {"name": s.name, "transport": s.transport.value, "target": s.command or s.url or s.base_url}
         for s in settings.servers
     ]
+    from mcp_aggregator.upstreams.sandbox_preflight import sandbox_warnings
+
     warnings = sandbox_warnings(settings)
     if json:
         print_json({"config": str(path), "valid": True, "servers": servers, "warnings": warnings})
@@ -46,6 +49,8 @@ def check_config(
 def report_servers_once(config: Path | None, timeout: float, *, as_json: bool = False) -> None:
     """Connect to every configured server once and print status and tool counts."""
     settings = load_config(config)
+
+    from mcp_aggregator.gateway import Gateway
 
     async def run() -> list[dict[str, Any]]:
         async with Gateway(settings) as gateway:
@@ -86,6 +91,8 @@ def query(
         arguments["maxResults"] = max_results
     if server:
         arguments["servers"] = server
+
+    from mcp_aggregator.gateway import Gateway
 
     async def run() -> dict[str, object] | QueryError:
         async with Gateway(settings) as gateway:
@@ -130,6 +137,8 @@ def search_once(
 ) -> list[dict[str, Any]]:
     """Connect the configured servers, index their tools and search them; hits as the API gives them."""
     settings = load_config(config)
+
+    from mcp_aggregator.gateway import Gateway
 
     async def run() -> list[dict[str, Any]]:
         async with Gateway(settings) as gateway:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mcp_aggregator.cli.gateway_client import GatewayClient, GatewayTarget
 from mcp_aggregator.cli.output import EXIT_USAGE, fail
 from mcp_aggregator.errors import AdminClientError, ConfigError
-from mcp_aggregator.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from mcp_aggregator.settings import Settings
 
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="YAML or Claude Desktop JSON configuration file.")
@@ -35,6 +37,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON, 
 
 def load_config(config: Path | None) -> Settings:
     """The settings of ``config`` (defaults without one); an invalid file exits with code 2."""
+    # Imported here: the settings pull in every part's configuration model, which a command
+    # that only talks to a running gateway without ``--config`` never needs.
+    from mcp_aggregator.settings import Settings, load_settings
+
     if config is None:
         return Settings()
     try:

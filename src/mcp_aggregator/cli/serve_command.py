@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
@@ -20,13 +20,14 @@ import typer
 from mcp_aggregator.cli.options import ConfigOption, load_config
 from mcp_aggregator.cli.output import EXIT_USAGE, fail
 from mcp_aggregator.errors import ConfigError
-from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.identity import DEFAULT_PROFILE
-from mcp_aggregator.logs import LogFormat, configure_logging
-from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
-from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
-from mcp_aggregator.serve.runner import serve_http, serve_stdio
-from mcp_aggregator.settings import Exposure, Settings
+from mcp_aggregator.logs.log_format import LogFormat
+from mcp_aggregator.settings.exposure import Exposure
+
+# The gateway's parts are imported by the command that runs them, not at the top: every
+# command of the CLI is built (its options read) for any one of them, even ``--help``.
+if TYPE_CHECKING:
+    from mcp_aggregator.gateway import Gateway
+    from mcp_aggregator.settings import Settings
 
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
 """The MCP Inspector the banner and the README name (``npx -y``: no install prompt)."""
@@ -106,6 +107,11 @@ def serve(
     ] = False,
 ) -> None:
     """Run the gateway."""
+    from mcp_aggregator.identity import DEFAULT_PROFILE
+    from mcp_aggregator.logs.log_format import configure_logging
+    from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
+    from mcp_aggregator.serve.runner import serve_http, serve_stdio
+
     if as_json and transport is TransportChoice.STDIO:
         fail("--json: over --transport stdio, stdout is the MCP stream; there is nothing else to print", EXIT_USAGE)
     settings = load_config(config)
@@ -156,6 +162,8 @@ def _serve_workers(
     *,
     as_json: bool = False,
 ) -> None:
+    from mcp_aggregator.replicas import WorkerPool, check_workers, replica_commands
+
     if transport is not TransportChoice.HTTP:
         fail("--workers: replicas serve HTTP; stdio has one client and one process", EXIT_USAGE)
     try:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from mcp_aggregator.admin.search_routes import INCOMPLETE_HEADER
+from mcp_aggregator.admin.api_headers import INCOMPLETE_HEADER
 from mcp_aggregator.cli.local_commands import search_once
 from mcp_aggregator.cli.options import (
     ConfigOption,
@@ -21,8 +21,6 @@ from mcp_aggregator.cli.options import (
 )
 from mcp_aggregator.cli.output import EXIT_USAGE, fail, print_json, print_table, reported
 from mcp_aggregator.errors import AdminClientError, RegistryError
-from mcp_aggregator.registry import Registry
-from mcp_aggregator.search.use_store import UseStore
 
 tools_app = typer.Typer(no_args_is_help=True, help="The tools of a running gateway.")
 
@@ -158,6 +156,9 @@ def tools_forget_uses(
 ) -> None:
     """Delete the searches-then-calls search learns from (search.learn_from_use) from the
     registry's database. A running gateway stops using them within the hour."""
+    from mcp_aggregator.registry import Registry
+    from mcp_aggregator.search.use_store import UseStore
+
     settings = load_config(config)
     cutoff = None if older_than_days is None else datetime.now(UTC) - timedelta(days=older_than_days)
 

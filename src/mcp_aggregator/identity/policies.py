@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
-
-import cel
-import mcp_types as types
+from typing import TYPE_CHECKING, Any, Final
 
 from mcp_aggregator.identity.client_identity import ClientIdentity
+
+if TYPE_CHECKING:
+    import cel
+    import mcp_types as types
 
 VARIABLES: Final = frozenset({"client", "profile", "tool", "arguments"})
 HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -35,6 +36,10 @@ _UNDEFINED: Final = "Undefined variable or function"
 
 def compile_rule(expression: str) -> cel.Program:
     """The compiled rule; raises ``ValueError`` saying what is wrong with it."""
+    # Imported on the first rule: the package loads a console toolkit for its own command
+    # line, which every configuration without policies (and the CLI) would pay for.
+    import cel
+
     try:
         program = cel.compile(expression)
     except ValueError as exc:

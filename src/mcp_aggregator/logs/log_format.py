@@ -10,7 +10,6 @@ from enum import StrEnum
 from typing import Any
 
 from mcp_aggregator.logs.log_context import current_call, current_request_id
-from mcp_aggregator.relay.caller import current_caller
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONTEXT_FIELDS = ("request_id", "client", "jsonrpc_id", "server", "tool")
@@ -23,6 +22,10 @@ class LogFormat(StrEnum):
 
 def context_fields(record: logging.LogRecord) -> dict[str, str]:
     """The record's request id, client, server and tool: given as ``extra``, else from the context."""
+    # Imported here, not at the top: the command line names ``LogFormat`` in its options and
+    # must not pay for the relay (and the MCP types) to print its help.
+    from mcp_aggregator.relay.caller import current_caller
+
     fields: dict[str, str] = {}
     caller = current_caller.get()
     # The caller's first: a handshake-era session's calls run in that session's task, whose

@@ -5,10 +5,9 @@
 client; ``ParkedCalls`` bridges a 2026-07-28 client to an upstream that asks back mid-call.
 """
 
-from mcp_aggregator.relay.backchannel import CallerBackchannel
-from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
-from mcp_aggregator.relay.parked_calls import ParkedCalls, is_parked_state
-from mcp_aggregator.relay.pipeline import CallPipeline, Invocation, Routes, Stage
+import typing
+
+from mcp_aggregator.lazy_exports import lazy_exports as _lazy_exports
 
 __all__ = [
     "NO_CALLER",
@@ -22,3 +21,25 @@ __all__ = [
     "current_caller",
     "is_parked_state",
 ]
+
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "CallerBackchannel": ".backchannel",
+        "NO_CALLER": ".caller",
+        "Caller": ".caller",
+        "current_caller": ".caller",
+        "ParkedCalls": ".parked_calls",
+        "is_parked_state": ".parked_calls",
+        "CallPipeline": ".pipeline",
+        "Invocation": ".pipeline",
+        "Routes": ".pipeline",
+        "Stage": ".pipeline",
+    },
+)
+
+if typing.TYPE_CHECKING:
+    from mcp_aggregator.relay.backchannel import CallerBackchannel
+    from mcp_aggregator.relay.caller import NO_CALLER, Caller, current_caller
+    from mcp_aggregator.relay.parked_calls import ParkedCalls, is_parked_state
+    from mcp_aggregator.relay.pipeline import CallPipeline, Invocation, Routes, Stage

@@ -42,7 +42,7 @@ from mcp_aggregator.serve.replica_forward import FORWARDED_HEADER, forward_call
 from mcp_aggregator.serve.request_ids import request_id_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.task_face import TaskFace
-from mcp_aggregator.serve.tool_surface import CallRequest, ToolSurface, without_protocol_meta
+from mcp_aggregator.serve.tool_surface import CallRequest, RefreshingSurface, ToolSurface, without_protocol_meta
 from mcp_aggregator.sessions import SessionBook, SessionState
 from mcp_aggregator.settings import Exposure
 from mcp_aggregator.upstreams.wire_checks import check_encodable
@@ -175,7 +175,7 @@ class GatewayServer:
 
     def _on_change(self) -> None:
         self._declare_extensions()
-        self._changed.set()
+        self.tools_changed()
 
     def _declare_extensions(self) -> None:
         """Declare the extensions the exposed upstreams declare and the gateway relays (MCP
@@ -195,7 +195,13 @@ class GatewayServer:
         async with anyio.create_task_group() as tg:
             await tg.start(self.parked.run)
             await tg.start(self.run_notifier)
+            if isinstance(self.surface, RefreshingSurface):
+                await tg.start(self.surface.run, self.tools_changed)
             task_status.started()
+
+    def tools_changed(self) -> None:
+        """Tell the connected clients to list again (the notifier sends the notifications)."""
+        self._changed.set()
 
     async def run_notifier(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Tell connected clients when tools, prompts or resources changed (both protocol eras)."""

@@ -22,6 +22,7 @@ from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.identity import DEFAULT_PROFILE
 from mcp_aggregator.registry.registry import utc_now
+from mcp_aggregator.serve.addresses import local_name
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
 from mcp_aggregator.serve.mcp_server import GatewayServer
@@ -192,16 +193,6 @@ def replica_home(replica_url: str | None, host: str, port: int) -> str | None:
     if host in ("", "0.0.0.0", "::"):
         return None
     return f"http://{local_name(host)}:{port}"
-
-
-def local_name(host: str) -> str:
-    """How this machine reaches a bound address: a wildcard bind through loopback (a Host the
-    guard accepts by default), IPv6 in brackets."""
-    if host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

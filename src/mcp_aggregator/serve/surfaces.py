@@ -38,15 +38,19 @@ from mcp_aggregator.facades import (
     build_upstream_domain,
     to_call_tool_result,
 )
+from mcp_aggregator.facades.config import FacadeSettings
 from mcp_aggregator.facades.records import ToolRecord
+from mcp_aggregator.identity import DEFAULT_PROFILE
 from mcp_aggregator.sandbox.run_code_tool import run_code, run_code_tool
 from mcp_aggregator.sandbox.signature import tool_signature
+from mcp_aggregator.serve.featured_surface import FeaturedSurface
 from mcp_aggregator.serve.gateway_views import (
     GatewayQueryRunner,
     GatewayServers,
     GatewayToolCatalog,
     primary_skill,
 )
+from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.serve_gateway import ServeGateway
 from mcp_aggregator.serve.tool_surface import (
     CallRequest,
@@ -91,9 +95,24 @@ def build_surface(gateway: ServeGateway, exposure: Exposure | None = None) -> To
     ]
     if serve.workspace_roots:
         core.append(build_files_domain(RoundtripStore(list(serve.workspace_roots))))
+    settings = gateway.settings.facades
+    reworded(core, settings)
     upstream = UpstreamDomains(gateway, serve.facade_grouping) if serve.upstream_domains else None
     facades = FacadeSurface(core, upstream, upstream_max_chars=serve.upstream_domains_max_chars)
-    return CombinedSurface([query, facades])
+    if not settings.lists_tools:
+        return CombinedSurface([query, facades])
+    profile = profile_of(gateway)
+    featured = FeaturedSurface(gateway, settings, profile.name if profile is not None else DEFAULT_PROFILE)
+    # After the facades: a featured tool never takes a facade's name.
+    return CombinedSurface([query, facades, featured])
+
+
+def reworded(domains: Sequence[Domain], settings: FacadeSettings) -> None:
+    """Give the facades the operator's descriptions (``facades.descriptions``), before their
+    definitions are first made."""
+    for domain in domains:
+        if (text := settings.descriptions.get(domain.name)) is not None:
+            domain.description = text
 
 
 # -- the aggregator contract tool (seed 000) --------------------------------------------------

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+import anyio
 import mcp_types as types
+from anyio.abc import TaskStatus
 
 from mcp_aggregator.errors import AggregatorError, ToolNotFoundError
 from mcp_aggregator.relay import NO_CALLER, Caller
@@ -35,6 +37,16 @@ class ToolSurface(Protocol):
     def handler(self, name: str) -> ToolHandler | None:
         """The handler for ``name``, or None if this surface does not own it."""
         ...
+
+
+@runtime_checkable
+class RefreshingSurface(Protocol):
+    """A surface whose list changes on its own (not with the catalogue): it runs beside the
+    server and calls ``changed`` when clients should list again."""
+
+    async def run(
+        self, changed: Callable[[], None], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None: ...
 
 
 @dataclass
@@ -146,3 +158,13 @@ class CombinedSurface:
             if (found := surface.handler(name)) is not None:
                 return found
         return None
+
+    async def run(
+        self, changed: Callable[[], None], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The background work of the surfaces that refresh on their own."""
+        async with anyio.create_task_group() as tg:
+            for surface in self.surfaces:
+                if isinstance(surface, RefreshingSurface):
+                    await tg.start(surface.run, changed)
+            task_status.started()

@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import os
-from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_aggregator.isolation.config import SandboxConfig
+from mcp_aggregator.settings.exposure import Exposure, FacadeGrouping, ToolNames
 from mcp_aggregator.settings.server_config import check_url
 
-
-class Exposure(StrEnum):
-    FACADES = "facades"
-    PASSTHROUGH = "passthrough"
-    SEARCH = "search"
-    CODE = "code"
-
-
-class FacadeGrouping(StrEnum):
-    SERVER = "server"
-    SKILL = "skill"
-
-
-class ToolNames(StrEnum):
-    NAMESPACED = "namespaced"
-    ORIGINAL = "original"
+__all__ = [
+    "Exposure",
+    "FacadeGrouping",
+    "OAuthSettings",
+    "RateLimitSettings",
+    "ServeSettings",
+    "ToolNames",
+]
 
 
 class OAuthSettings(BaseModel):

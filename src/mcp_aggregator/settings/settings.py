@@ -10,6 +10,7 @@ from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.approvals.config import ApprovalRule, check_approval_rules
 from mcp_aggregator.audit.config import AuditSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
+from mcp_aggregator.facades.config import FacadeSettings, check_facade_settings
 from mcp_aggregator.guardrails.config import GuardrailRule, check_profile_rules, check_rule_names
 from mcp_aggregator.health.config import HealthSettings
 from mcp_aggregator.identity.client_identity import DEFAULT_PROFILE
@@ -44,6 +45,7 @@ class Settings(BaseModel):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     credentials: CredentialsSettings = Field(default_factory=CredentialsSettings)
     code_mode: CodeModeSettings = Field(default_factory=CodeModeSettings)
+    facades: FacadeSettings = Field(default_factory=FacadeSettings)
     profiles: tuple[ProfileSettings, ...] = ()
     clients: tuple[ClientSettings, ...] = ()
     policies: tuple[PolicyRule, ...] = ()
@@ -88,6 +90,12 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _identity(self) -> Settings:
         check_identity_settings(self.profiles, self.clients, self.policies, self.tool_overrides, self.serve)
+        return self
+
+    @model_validator(mode="after")
+    def _facades(self) -> Settings:
+        servers = {server.name for server in self.servers}
+        check_facade_settings(self.facades, servers, audit_enabled=self.audit.enabled)
         return self
 
     @model_validator(mode="after")

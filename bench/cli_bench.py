@@ -1,0 +1,171 @@
+"""How fast the command line answers: ``--help`` and ``servers list`` beside ``python -c pass``.
+
+Run: ``.venv/bin/python bench/cli_bench.py [--runs 10] [--starts 3] [--baseline OTHER/src]
+[--json bench/results/cli.json]``.
+
+Starts a real gateway (``python -m mcp_aggregator serve --port 0 --json``, no upstream
+servers, a fresh data dir) and times, as a user's shell would, whole processes from spawn
+to exit: ``python -c pass`` (the interpreter's own start, the floor), ``mcp-aggregator
+--help``, and ``mcp-aggregator servers list`` against that gateway (``--gateway`` and
+``--token``: the request the command exists for). Each runs ``--runs`` times; the table
+gives the wall time's minimum and median and the median CPU time (user + system) of the
+process: on a shared machine the minimum is the least disturbed run, and the CPU time does
+not grow with other people's load. Then ``--starts`` times it measures the gateway's own
+start, from spawn to the line it prints once it listens (wall, and the CPU the gateway used
+until then). With ``--baseline`` the same runs are made first against that ``src`` (e.g.
+an older checkout), then against this one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+TOKEN = "cli-bench-admin-token-0123456789abcdef"
+START_LIMIT_SECS = 60.0
+
+
+def _env(src: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"}
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run; the CPU time does not grow when others load the machine."""
+    cpu0, t0 = _cpu_of_children(), time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    elapsed, cpu = time.perf_counter() - t0, _cpu_of_children() - cpu0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return elapsed, cpu
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) ``pid`` has used so far, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _config(folder: Path) -> Path:
+    config = folder / "gateway.yaml"
+    config.write_text(
+        json.dumps({"serve": {"admin_token": TOKEN, "data_dir": str(folder / "data")}, "servers": []}),
+        encoding="utf-8",
+    )
+    return config
+
+
+@contextlib.contextmanager
+def _gateway(src: Path, config: Path) -> Iterator[tuple[str, float, float]]:
+    """A running gateway: its REST base address, and the wall and CPU seconds it took to listen."""
+    argv = [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config), "--port", "0", "--json"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=_env(src), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        started = time.perf_counter() - t0
+        if not line:
+            raise SystemExit(f"the gateway exited ({proc.wait()}) before announcing its address")
+        yield json.loads(line)["mcp_url"].removesuffix("/mcp"), started, _cpu_of(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=START_LIMIT_SECS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _stats(samples: list[float], cpu: list[float] | None = None) -> dict[str, Any]:
+    stats = {
+        "min_s": round(min(samples), 4),
+        "median_s": round(statistics.median(samples), 4),
+        "max_s": round(max(samples), 4),
+        "runs": len(samples),
+    }
+    if cpu is not None:
+        stats["cpu_median_s"] = round(statistics.median(cpu), 4)
+    return stats
+
+
+def measure(src: Path, runs: int, starts: int) -> dict[str, dict[str, Any]]:
+    env = _env(src)
+    cli = [sys.executable, "-m", "mcp_aggregator"]
+    with tempfile.TemporaryDirectory(prefix="cli-bench-") as tmp:
+        config = _config(Path(tmp))
+        start_times: list[float] = []
+        start_cpu: list[float] = []
+        for _ in range(starts):
+            with _gateway(src, config) as (_, started, used):
+                start_times.append(started)
+                start_cpu.append(used)
+        with _gateway(src, config) as (base, _, _):
+            commands = {
+                "python -c pass": [sys.executable, "-c", "pass"],
+                "mcp-aggregator --help": [*cli, "--help"],
+                "mcp-aggregator servers list": [*cli, "servers", "list", "--gateway", base, "--token", TOKEN],
+            }
+            times: dict[str, list[float]] = {name: [] for name in commands}
+            cpu: dict[str, list[float]] = {name: [] for name in commands}
+            for _ in range(runs):
+                # Interleaved, so that a burst of load elsewhere falls on every command alike.
+                for name, argv in commands.items():
+                    wall, used = _timed(argv, env)
+                    times[name].append(wall)
+                    cpu[name].append(used)
+    results = {name: _stats(samples, cpu[name]) for name, samples in times.items()}
+    results["serve (spawn to listening)"] = _stats(start_times, start_cpu)
+    return results
+
+
+def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
+    labels = list(results)
+    header = ["command", *(f"{label}: wall min / median, CPU median (s)" for label in labels)]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join(" --- " for _ in header) + "|")
+    for command in results[labels[0]]:
+        cells = []
+        for label in labels:
+            row = results[label][command]
+            cpu = f", {row['cpu_median_s']:.3f}" if "cpu_median_s" in row else ""
+            cells.append(f"{row['min_s']:.3f} / {row['median_s']:.3f}{cpu}")
+        print(f"| {command} | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10, help="runs of each command")
+    parser.add_argument("--starts", type=int, default=3, help="starts of the gateway")
+    parser.add_argument("--baseline", type=Path, help="another checkout's src, measured first")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "cli.json")
+    args = parser.parse_args()
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    if args.baseline is not None:
+        results["baseline"] = measure(args.baseline.resolve(), args.runs, args.starts)
+    results["this checkout"] = measure(SRC, args.runs, args.starts)
+    print_table(results)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
