@@ -65,6 +65,13 @@ def _startup(result: dict[str, Any]) -> None:
     assert result["timelines"]["this"]
 
 
+def _startup_memory(result: dict[str, Any]) -> None:
+    phases = result["results"]["this"]["phases"]
+    assert list(phases) == ["interpreter", "imports", "listening", "connected", "whole"]
+    assert phases["imports"]["rss_mb"] > phases["interpreter"]["rss_mb"] > 0
+    assert phases["whole"]["peak_mb"] >= phases["whole"]["rss_mb"]
+
+
 SCRIPTS = [
     ("aggregate_bench.py", ["--quick"], "--json", _aggregate),
     ("aggregate_quality_bench.py", ["--rounds", "1"], "--json", _quality),
@@ -73,6 +80,7 @@ SCRIPTS = [
     ("code_mode_bench.py", ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"], "--json", _code_mode),
     ("guardrails_bench.py", ["--quick"], "--json", _guardrails),
     ("startup_bench.py", ["--servers", "2", "--tools", "5", "--searches", "5", "--limit", "200"], "--json", _startup),
+    ("startup_memory.py", ["--servers", "2", "--tools", "5", "--limit", "200"], "--json", _startup_memory),
 ]
 
 
