@@ -62,6 +62,7 @@ from mcp_aggregator.search import SearchResults, SkillSpec, ToolDoc, ToolSearch,
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
+from mcp_aggregator.search.free_heap import free_heap
 from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.search.use_learner import UseLearner
@@ -264,6 +265,8 @@ class Gateway:
                 )
                 await self._tg.start(self.change_feed.run)
             self._stack = stack.pop_all()
+        # What only the start needed (migrations, the model file's parsed graph) goes back.
+        free_heap()
         self.state = GatewayState.RUNNING
         return self
 
