@@ -16,7 +16,7 @@ def _unit_rows(count: int, seed: int) -> np.ndarray:
 def test_searches_rank_exactly_as_brute_force_across_growth_replacement_and_removal() -> None:
     index = NumpyVectorIndex(16)
     truth: dict[str, np.ndarray] = {}
-    for batch in range(7):  # 7 x 50 rows: grows past its first 64 columns several times
+    for batch in range(7):  # 7 x 50 rows: made wider by each batch
         keys = [f"s{batch}.t{i}" for i in range(50)]
         vectors = _unit_rows(50, batch)
         index.upsert(keys, [f"s{batch}"] * 50, vectors)
@@ -39,7 +39,7 @@ def test_searches_rank_exactly_as_brute_force_across_growth_replacement_and_remo
     assert np.array_equal(index.vectors(["s3.t2", "missing", "s6.t49"]), np.stack([replaced[2], truth["s6.t49"]]))
 
 
-def test_a_filtered_search_never_returns_another_servers_rows_or_the_spare_columns() -> None:
+def test_a_filtered_search_never_returns_another_servers_rows() -> None:
     index = NumpyVectorIndex(16)
     index.upsert(["a.x", "b.y"], ["a", "b"], _unit_rows(2, 1))
     found = index.search(_unit_rows(1, 2)[0], 10, IndexFilter.of(servers={"b"}))

@@ -48,9 +48,9 @@ class NumpyVectorIndex:
 
     The matrix is kept transposed, one column per row of ``keys``: the layout ``row_dots``'
     kernel streams, handed to it as it is, so the vectors are held once (a row-major copy
-    beside it cost 15 MB more at 10,000 x 384). Columns past ``len`` are zeros kept for
-    growth (a quarter more at a time); their scores are cut off. At 10,000 x 384 a search
-    takes well under a millisecond, so no ANN structure.
+    beside it cost 15 MB more at 10,000 x 384). It is exactly as wide as there are rows, and
+    made again by each upsert that adds rows (one copy, as the transposed copy's rebuild
+    was). At 10,000 x 384 a search takes about a millisecond, so no ANN structure.
     """
 
     def __init__(self, dimension: int) -> None:
@@ -73,10 +73,10 @@ class NumpyVectorIndex:
         rows = [
             self._rows.put(key, servers[i], skills[i] if skills is not None else ())[0] for i, key in enumerate(keys)
         ]
-        if rows and max(rows) >= self._columns.shape[1]:
-            capacity = self._columns.shape[1]
-            grown = np.zeros((self._dim, max(64, max(rows) + 1, capacity + capacity // 4)), dtype=np.float32)
-            grown[:, :capacity] = self._columns
+        if len(self._rows) > self._columns.shape[1]:
+            # Exactly as wide as the rows: spare columns would be scored by every search.
+            grown = np.empty((self._dim, len(self._rows)), dtype=np.float32)
+            grown[:, : self._columns.shape[1]] = self._columns
             self._columns = grown
         if rows:
             self._columns[:, rows] = np.asarray(vectors, dtype=np.float32).T
@@ -87,7 +87,8 @@ class NumpyVectorIndex:
             if moved is not None:
                 hole, last = moved
                 self._columns[:, hole] = self._columns[:, last]
-                self._columns[:, last] = 0.0
+        if len(self._rows) < self._columns.shape[1]:
+            self._columns = np.ascontiguousarray(self._columns[:, : len(self._rows)])
 
     def set_skills(self, key: str, skills: Iterable[str]) -> None:
         self._rows.set_skills(key, skills)
@@ -113,7 +114,7 @@ class NumpyVectorIndex:
         n = len(self._rows)
         if n == 0 or k <= 0:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
-        scores = row_dots(np.asarray(vector, dtype=np.float32).reshape(1, -1), self._columns)[0, :n]
+        scores = row_dots(np.asarray(vector, dtype=np.float32).reshape(1, -1), self._columns)[0]
         mask = self._rows.mask(flt)
         if mask is not None:
             scores[~mask] = -np.inf
