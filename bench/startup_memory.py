@@ -121,10 +121,14 @@ def _follow(pid: int, probe: Path, port: int, servers: int, deadline: float) -> 
                 if "listening" not in phases:
                     client.get("/healthz")
                     phases["listening"] = _ask(probe, "listening", pid)
-                state = client.get("/api/v1/aggregator/state", headers=auth).json()
+                answer = client.get("/api/v1/aggregator/state", headers=auth)
             except httpx.TransportError:
                 time.sleep(0.2)
                 continue
+            if answer.status_code != 200:  # a 500 with the registry locked, under load
+                time.sleep(0.5)
+                continue
+            state = answer.json()
             listed = state["connected_servers"] == servers and state["exposed_tools"] >= state["total_tools"] > 0
             if "connected" not in phases and listed:
                 phases["connected"] = _ask(probe, "connected", pid)
