@@ -186,7 +186,9 @@ async def _watch(run: Run, pid: int, t0: float, done: anyio.Event, client: httpx
         if now - last_state >= 1.0:
             last_state = now
             try:
-                state = (await client.get("/api/v1/aggregator/state", headers=auth)).json()
+                r = await client.get("/api/v1/aggregator/state", headers=auth)
+                # An error answer (a 500 while the registry is locked, under load) is no state.
+                state = r.json() if r.status_code == 200 else None
             except httpx.TransportError:
                 state = None
             if state is not None:

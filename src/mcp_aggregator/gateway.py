@@ -67,7 +67,7 @@ from mcp_aggregator.search import SearchResults, SkillSpec, ToolDoc, ToolSearch,
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
-from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
+from mcp_aggregator.search.free_heap import free_heap
 from mcp_aggregator.search.skills import skills_of
 from mcp_aggregator.search.use_learner import UseLearner
 from mcp_aggregator.search.use_store import UseStore
@@ -323,6 +323,8 @@ class Gateway:
                 self.approvals.follow(self.change_feed)
                 await self._tg.start(self.change_feed.run)
             self._stack = stack.pop_all()
+        # What only the start needed (migrations, the model file's parsed graph) goes back.
+        free_heap()
         self.state = GatewayState.RUNNING
         return self
 
@@ -361,6 +363,10 @@ class Gateway:
         """With a shared registry, replicas share embeddings too: a new one embeds nothing known."""
         if self._registry is None or not self._registry.shared or self.settings.search.embedder == "none":
             return None
+        # Imported when used: psycopg cost every start ~8 MB of RSS, and only a PostgreSQL
+        # registry (shared by replicas) has this cache.
+        from mcp_aggregator.search.pg_embedding_cache import PostgresEmbeddingCache
+
         return PostgresEmbeddingCache(self.settings.registry.database_url, self.settings.registry.pg_schema)
 
     @property

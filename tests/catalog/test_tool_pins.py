@@ -41,6 +41,34 @@ def test_fingerprint_ignores_key_order_but_not_any_defining_part() -> None:
     assert len({fingerprint(tool_definition(v)) for v in variants} | {fingerprint(base)}) == 5
 
 
+def test_a_definition_shares_the_tools_schemas_and_fingerprints_as_its_full_wire_dump_did() -> None:
+    # Pins stored before the schemas were shared must still match: same JSON, same digest.
+    tools = [
+        tool("t", properties={"x": {"type": "string", "default": None}}),
+        types.Tool(name="t", input_schema={"type": "object"}, title="T", annotations=types.ToolAnnotations()),
+        types.Tool(
+            name="t",
+            description="d",
+            input_schema={"type": "object", "required": ["x"]},
+            output_schema={"type": "object", "properties": {"n": {"type": ["integer", "null"]}}},
+            annotations=types.ToolAnnotations(title="T", read_only_hint=True),
+        ),
+    ]
+    for t in tools:
+        wire = t.model_dump(mode="json", by_alias=True, exclude_none=True)
+        dumped = {
+            "name": t.name,
+            "description": wire.get("description"),
+            "inputSchema": wire.get("inputSchema") or {},
+            "outputSchema": wire.get("outputSchema"),
+            "annotations": wire.get("annotations"),
+        }
+        definition = tool_definition(t)
+        assert definition == dumped
+        assert fingerprint(definition) == fingerprint(dumped)
+        assert definition["inputSchema"] is t.input_schema
+
+
 def test_a_servers_first_discovery_pins_and_serves_every_tool() -> None:
     review = review_tools({}, [tool("a"), tool("b")], new_tools=NewToolPolicy.HOLD)
     assert [t.name for t in review.exposable] == ["a", "b"]

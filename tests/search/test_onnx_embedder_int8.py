@@ -220,3 +220,31 @@ def test_the_self_check_never_measures_the_int7_variant(tmp_path: Path) -> None:
     embedder = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=REJECT_ALL)
     assert embedder.choice is not None
     assert "int7" not in {t.variant for t in embedder.choice.trials}
+
+
+def test_a_derived_variant_keeps_its_embedding_tables_int8_and_dequantises_only_the_gathered_rows(
+    tmp_path: Path,
+) -> None:
+    # onnxruntime folds an int8 table's Cast and Mul into a float32 copy (47 MB for the
+    # word embeddings); gathered first, the table stays int8 and only its rows are scaled.
+    dest = tmp_path / "int8.onnx"
+    onnx_quantize.quantize_matmuls(packaged_model_path(), dest, weights="int8")
+    graph = onnx.load(str(dest)).graph
+    inits = {i.name: i for i in graph.initializer}
+    tables = [n.input[0] for n in graph.node if n.op_type == "Gather" and n.input[0] in inits]
+    word = "inner.embeddings.word_embeddings.weight_q"
+    assert word in tables
+    assert inits[word].data_type == onnx.TensorProto.INT8
+    produced = {o for n in graph.node for o in n.output}
+    assert "inner.embeddings.word_embeddings.weight" not in produced  # no float table left to fold
+
+
+def test_dequantising_after_the_gather_changes_no_vector_bit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = packaged_model_path()
+    late_path, early_path = tmp_path / "late.onnx", tmp_path / "early.onnx"
+    onnx_quantize.quantize_matmuls(source, late_path, weights="int8")
+    monkeypatch.setattr(onnx_quantize, "dequantize_after_gather", lambda graph: 0)  # the derivation before it
+    onnx_quantize.quantize_matmuls(source, early_path, weights="int8")
+    late = OnnxMiniLmEmbedder(late_path, expected_sha256=None, threads=1, variant="packaged")
+    early = OnnxMiniLmEmbedder(early_path, expected_sha256=None, threads=1, variant="packaged")
+    assert np.array_equal(late.embed(TEXTS), early.embed(TEXTS))

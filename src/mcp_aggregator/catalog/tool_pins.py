@@ -41,14 +41,21 @@ class PinStatus(StrEnum):
 
 
 def tool_definition(tool: types.Tool) -> JsonObject:
-    """The parts of a tool a client relies on, as wire JSON (camelCase), absent parts as null."""
-    wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """The parts of a tool a client relies on, as wire JSON (camelCase), absent parts as null.
+
+    The schemas are the tool's own dicts, shared, not copies (treat the result as read-only):
+    they came off the wire as JSON, which is what a dump would have made of them again, and a
+    pin per tool holding a copy of every schema cost a second catalogue's worth of memory.
+    """
+    annotations = (
+        tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) if tool.annotations else None
+    )
     return {
         "name": tool.name,
-        "description": wire.get("description"),
-        "inputSchema": wire.get("inputSchema") or {},
-        "outputSchema": wire.get("outputSchema"),
-        "annotations": wire.get("annotations"),
+        "description": tool.description,
+        "inputSchema": tool.input_schema or {},
+        "outputSchema": tool.output_schema,
+        "annotations": annotations,
     }
 
 

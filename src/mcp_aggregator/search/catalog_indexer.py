@@ -13,6 +13,7 @@ from mcp_aggregator.search.build import build_classifier, build_skill_index
 from mcp_aggregator.search.classification_queue import ClassificationQueue
 from mcp_aggregator.search.classifier import SkillAssignment
 from mcp_aggregator.search.config import SearchSettings
+from mcp_aggregator.search.free_heap import free_heap
 from mcp_aggregator.search.tool_doc import ToolDoc
 from mcp_aggregator.search.tool_search import ToolSearch
 
@@ -111,6 +112,10 @@ class CatalogIndexer:
             self._on_indexed()
             self._indexed.set()
             self._indexed = anyio.Event()
+            if changed and self.ready():
+                # The round's token, activation and batch buffers are free now; without this
+                # glibc kept them, and a cold start's peak stayed the process's size.
+                await anyio.to_thread.run_sync(lambda: free_heap(collect=False))
 
     def _embedding_progress(self, done: int, total: int) -> None:
         # Called from the embedding worker thread; plain assignments are atomic.

@@ -138,7 +138,9 @@ def embed_cached(
     for digest, text in zip(digests, texts, strict=True):
         if digest not in known:
             missing.setdefault(digest, text)
-    todo = list(missing.items())
+    # Shortest first: a batch of similar lengths pads less (an embedder that batches pads
+    # every text to the batch's longest), and each distinct text is embedded once.
+    todo = sorted(missing.items(), key=lambda item: len(item[1]))
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
         vectors = embedder.embed([text for _, text in batch])

@@ -19,7 +19,7 @@ from mcp_aggregator.search.background_threads import BackgroundThreads
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 from mcp_aggregator.search.onnx_quantize import (
     AUTO_CANDIDATES,
-    WEIGHT_ENCODINGS,
+    VECTOR_IDS,
     DerivationError,
     WeightEncoding,
     default_cache_dirs,
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 # different model is caught instead of silently changing every vector.
 PACKAGED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 PACKAGED_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
-DERIVED_MODEL_IDS: dict[WeightEncoding, str] = {w: f"{PACKAGED_MODEL_ID}-{tag}" for w, tag in WEIGHT_ENCODINGS.items()}
+DERIVED_MODEL_IDS: dict[WeightEncoding, str] = {w: f"{PACKAGED_MODEL_ID}-{tag}" for w, tag in VECTOR_IDS.items()}
 """Vectors of an int8-compute variant differ slightly from the packaged model's, so they
 are cached under their own id."""
 MIN_VARIANT_COSINE = 0.99
@@ -206,7 +206,7 @@ class OnnxMiniLmEmbedder:
         if derived is not None:
             self.variant, self.model_path, self._text_session = derived
             self._bulk_session = self._text_session
-            self._model_id = f"{self._model_id}-{WEIGHT_ENCODINGS[derived[0]]}"
+            self._model_id = f"{self._model_id}-{VECTOR_IDS[derived[0]]}"
             self._per_text = True
         else:
             self._per_text = False

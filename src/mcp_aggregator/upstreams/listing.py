@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import anyio
 import mcp_types as types
+import orjson
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -33,7 +34,32 @@ async def list_all_tools(client: Client) -> tuple[types.Tool, ...]:
         cursor = page.next_cursor
         if not cursor:
             break
+    return share_schemas(tools)
+
+
+def share_schemas(tools: list[types.Tool]) -> tuple[types.Tool, ...]:
+    """``tools``, with each input or output schema equal (as JSON, keys in the same order) to
+    an earlier one's replaced by that one, the same dict.
+
+    A server's tools often take the same arguments (a ``query`` and a ``limit``; or none), and
+    each parsed a tree of dicts of its own: at 10,000 tools, tens of megabytes for a handful of
+    distinct schemas. Schemas are never changed in place, so sharing one is safe. A schema
+    that is not plain JSON is kept as it is.
+    """
+    seen: dict[bytes, dict[str, Any]] = {}
+    for tool in tools:
+        tool.input_schema = _shared(tool.input_schema, seen)
+        if tool.output_schema is not None:
+            tool.output_schema = _shared(tool.output_schema, seen)
     return tuple(tools)
+
+
+def _shared(schema: dict[str, Any], seen: dict[bytes, dict[str, Any]]) -> dict[str, Any]:
+    try:
+        key = orjson.dumps(schema)
+    except TypeError:  # orjson.JSONEncodeError: not plain JSON
+        return schema
+    return seen.setdefault(key, schema)
 
 
 async def list_pages(name: str, fetch: Callable[[str | None], Awaitable[Any]], attr: str, out: list[Any]) -> None:
