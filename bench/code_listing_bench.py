@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from mcp_aggregator.gateway import Gateway  # noqa: E402
-from mcp_aggregator.isolation import SandboxConfig  # noqa: E402
+from mcp_aggregator.sandbox import SandboxConfig  # noqa: E402
 from mcp_aggregator.serve.mcp_server import GatewayServer  # noqa: E402
 from mcp_aggregator.serve.surfaces import build_surface  # noqa: E402
 from mcp_aggregator.settings import ServerConfig, Settings  # noqa: E402

@@ -50,12 +50,12 @@ from mcp import Client
 
 from livemcpbench_servers import call_text, load_catalogue
 from mcp_aggregator.aggregate import query_tool
+from mcp_aggregator.code_mode import CodeModeSettings, CodeSandbox
+from mcp_aggregator.code_mode.run_code_tool import run_code_tool, tool_call_for
+from mcp_aggregator.code_mode.script_values import dumps, tool_value
 from mcp_aggregator.facades import Domain, build_aggregator_domain, build_servers_domain, build_tools_domain
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.relay import NO_CALLER
-from mcp_aggregator.sandbox import CodeModeSettings, CodeSandbox
-from mcp_aggregator.sandbox.run_code_tool import run_code_tool, tool_call_for
-from mcp_aggregator.sandbox.script_values import dumps, tool_value
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.surfaces import CODE_COMMANDS, build_surface, script_signature
 from mcp_aggregator.settings import Exposure, Settings

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import anyio
 
-from mcp_aggregator.isolation import SandboxConfig
-from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch, host_facts
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
+from mcp_aggregator.sandbox import SandboxConfig
+from mcp_aggregator.sandbox.sandbox_launch import SandboxLaunch, host_facts
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite, effective
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams import UpstreamConnection
 

@@ -25,7 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 
 import mcp_aggregator.search
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.isolation import SandboxConfig
+from mcp_aggregator.sandbox import SandboxConfig
 from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
 from mcp_aggregator.search.onnx_quantize import default_cache_dirs
 from mcp_aggregator.serve.mcp_server import GatewayServer

@@ -20,7 +20,7 @@ PACKAGES = [
     "mcp_aggregator.logs",
     "mcp_aggregator.registry",
     "mcp_aggregator.replicas",
-    "mcp_aggregator.sandbox",
+    "mcp_aggregator.code_mode",
     "mcp_aggregator.search",
     "mcp_aggregator.serve",
     "mcp_aggregator.settings",

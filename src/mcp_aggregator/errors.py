@@ -25,7 +25,7 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── InvalidInputError            a request the gateway refuses at the edge (-32602, field named)
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
-    │   │   ├── IsolationError       a stdio server's sandbox cannot be set up (a tool it
+    │   │   ├── SandboxError       a stdio server's sandbox cannot be set up (a tool it
     │   │   │   │                    requires is missing, a granted path does not exist)
     │   │   │   └── HiddenPathError  the server failed and its sandbox hides a path it was
     │   │   │                        given: the path and the line to add named
@@ -62,9 +62,9 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     ├── SearchError                  embedding / index failures
     ├── FacadeError                  bad command or params in a facade call
     │   └── RoundtripError           file roundtripping refused (escape, conflict, ...)
-    ├── SandboxError                 code mode cannot run scripts (sandbox not running or
+    ├── CodeModeError                 code mode cannot run scripts (sandbox not running or
     │                                could not start); a script's own failure is a result
-    ├── McpRegistryError             installing from an MCP Registry (``mcp_registry/``)
+    ├── InstallError             installing from an MCP Registry (``installs/``)
     │   ├── EntryNotFoundError       404: no such entry or version (name and registry named)
     │   ├── EntryRefusedError        409: deleted, or it cannot run here (package type named)
     │   ├── EntryInvalidError        422: a server.json breaks the schema (field named)
@@ -226,7 +226,7 @@ class UpstreamConnectError(UpstreamError):
     """Connecting or the protocol handshake failed."""
 
 
-class IsolationError(UpstreamConnectError):
+class SandboxError(UpstreamConnectError):
     """A stdio server's sandbox cannot be set up; nothing of it was left running. The
     message names the setting (``sandbox.write[0]``) or the missing tool."""
 
@@ -237,7 +237,7 @@ class BridgeError(UpstreamConnectError):
     document (``paths./pets.get.requestBody``)."""
 
 
-class HiddenPathError(IsolationError):
+class HiddenPathError(SandboxError):
     """A sandboxed server failed, and its sandbox hides paths it was given: each is named
     with the ``sandbox:`` line that shows it. Not retried: the sandbox stays as it is until
     its entry changes."""
@@ -434,17 +434,17 @@ class RoundtripError(FacadeError):
     """File roundtripping refused: path escape, conflict, unknown manifest."""
 
 
-class SandboxError(AggregatorError):
+class CodeModeError(AggregatorError):
     """The code sandbox cannot run scripts at all (not started, or its workers cannot start).
 
     A failing script is not this: it comes back as an error result the model can act on."""
 
 
-class McpRegistryError(AggregatorError):
+class InstallError(AggregatorError):
     """Finding or installing a server from an MCP Registry (or a ``server.json``) failed."""
 
 
-class EntryNotFoundError(McpRegistryError):
+class EntryNotFoundError(InstallError):
     """No entry (or no such version) of that name in the registry named."""
 
     def __init__(self, name: str, registry: str, version: str | None = None) -> None:
@@ -454,11 +454,11 @@ class EntryNotFoundError(McpRegistryError):
         super().__init__(f"no server {what!r} in registry {registry!r}")
 
 
-class EntryRefusedError(McpRegistryError):
+class EntryRefusedError(InstallError):
     """The entry exists but will not be installed: deleted, or nothing here can run it."""
 
 
-class EntryInvalidError(McpRegistryError):
+class EntryInvalidError(InstallError):
     """A ``server.json`` breaks the schema; ``field`` is the path of the first bad field."""
 
     def __init__(self, field: str, reason: str) -> None:
@@ -479,7 +479,7 @@ class MissingInput:
     choices: tuple[str, ...] = ()
 
 
-class InstallInputError(McpRegistryError):
+class InstallInputError(InstallError):
     """The inputs given do not satisfy the entry: every problem is listed; ``missing`` holds
     the problems that are only a required input without a value."""
 
@@ -489,7 +489,7 @@ class InstallInputError(McpRegistryError):
         super().__init__("; ".join(self.problems))
 
 
-class RegistryUnreachableError(McpRegistryError):
+class RegistryUnreachableError(InstallError):
     """The MCP Registry did not answer (or answered with an error status)."""
 
 

@@ -33,6 +33,7 @@ from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
 from mcp_aggregator.catalog.tool_docs import tool_docs
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook, pin_of, record_of
 from mcp_aggregator.catalog.tool_pins import ToolPin
+from mcp_aggregator.code_mode import CodeSandbox
 from mcp_aggregator.credentials import AuthStatus, SecretBox
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.credentials.per_user import PerUserTokens
@@ -44,12 +45,11 @@ from mcp_aggregator.health.health_monitor import Clock
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus
 from mcp_aggregator.identity.policy_stage import policy_stages
 from mcp_aggregator.identity.query_scope import QueryScope
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite, gateway_files
+from mcp_aggregator.installs.installer import Installer
+from mcp_aggregator.installs.mcp_registries import McpRegistries
+from mcp_aggregator.installs.sealed_env import SealedEnv
 from mcp_aggregator.live import CallSeries, EventHub, SeriesStage
 from mcp_aggregator.logs import call_context
-from mcp_aggregator.mcp_registry.installer import Installer
-from mcp_aggregator.mcp_registry.mcp_registries import McpRegistries
-from mcp_aggregator.mcp_registry.sealed_env import SealedEnv
 from mcp_aggregator.registry import (
     Registry,
     ServerRecord,
@@ -62,7 +62,7 @@ from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Invocation, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
 from mcp_aggregator.relay.pipeline_target import PipelineTarget
-from mcp_aggregator.sandbox import CodeSandbox
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite, gateway_files
 from mcp_aggregator.search import SearchResults, SkillSpec, ToolDoc, ToolSearch, build_tool_search
 from mcp_aggregator.search.catalog_indexer import CatalogIndexer
 from mcp_aggregator.search.classifier import SkillAssignment

@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.health import ServerStatus
-from mcp_aggregator.isolation.config import SandboxConfig
+from mcp_aggregator.sandbox.config import SandboxConfig
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import running_gateway, settings_for, stdio_fixture
 

@@ -10,9 +10,9 @@ import anyio
 import pytest
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 
-from mcp_aggregator.isolation.config import SandboxConfig
-from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
+from mcp_aggregator.sandbox.config import SandboxConfig
+from mcp_aggregator.sandbox.sandbox_launch import SandboxLaunch
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite, effective
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
 from tests.conftest import REPO
 

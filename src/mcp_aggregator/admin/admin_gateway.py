@@ -18,8 +18,8 @@ from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.credentials.credential_book import Credentials
 from mcp_aggregator.guardrails.guard import Guard
 from mcp_aggregator.health.server_state import ServerStatus
+from mcp_aggregator.installs.installer import Installer
 from mcp_aggregator.live import CallSeries, EventHub
-from mcp_aggregator.mcp_registry.installer import Installer
 from mcp_aggregator.registry import Registry, ServerRecord
 from mcp_aggregator.search import SearchResults
 from mcp_aggregator.settings import ServerConfig, Settings

@@ -24,11 +24,11 @@ from mcp_aggregator.errors import (
     EntryInvalidError,
     EntryNotFoundError,
     FacadeError,
+    InstallError,
     InstallInputError,
     InvalidInputError,
     InvalidQueryError,
     LimitExceededError,
-    McpRegistryError,
     PolicyDeniedError,
     RegistryError,
     RegistryUnreachableError,
@@ -49,8 +49,8 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     """``(status code, detail)`` for an error raised by the gateway core. Pure."""
     if isinstance(exc, ServerExistsError):
         return 409, str(exc)
-    if isinstance(exc, McpRegistryError):
-        return _mcp_registry_error(exc)
+    if isinstance(exc, InstallError):
+        return _install_error(exc)
     if isinstance(exc, ToolHeldError):
         return 409, {"message": str(exc), "server": exc.server, "tool": exc.tool, "reason": exc.reason}
     if isinstance(exc, PolicyDeniedError):
@@ -74,7 +74,7 @@ def http_error(exc: AggregatorError) -> tuple[int, Any]:
     return 500, str(exc)
 
 
-def _mcp_registry_error(exc: McpRegistryError) -> tuple[int, Any]:
+def _install_error(exc: InstallError) -> tuple[int, Any]:
     if isinstance(exc, EntryNotFoundError):
         return 404, str(exc)
     if isinstance(exc, EntryInvalidError):

@@ -17,9 +17,9 @@ from mcp_aggregator.admin.registry_schemas import (
 )
 from mcp_aggregator.admin.schemas import OriginPublic
 from mcp_aggregator.admin.server_views import server_public
-from mcp_aggregator.mcp_registry.install_plan import InstallInputs, Toolchain, declared_runtime_arguments, what_runs
-from mcp_aggregator.mcp_registry.installer import InstallOutcome, InstallRequest
-from mcp_aggregator.mcp_registry.server_json import Input, Package, RegistryItem, Remote
+from mcp_aggregator.installs.install_plan import InstallInputs, Toolchain, declared_runtime_arguments, what_runs
+from mcp_aggregator.installs.installer import InstallOutcome, InstallRequest
+from mcp_aggregator.installs.server_json import Input, Package, RegistryItem, Remote
 from mcp_aggregator.registry import redact_url
 
 router = APIRouter(prefix="/api/v1/aggregator/registry", tags=["registry"])

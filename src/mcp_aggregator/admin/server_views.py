@@ -11,9 +11,9 @@ from mcp_aggregator.admin.schemas import OriginPublic, SandboxHintPublic, Server
 from mcp_aggregator.catalog.tool_pin_book import pin_of
 from mcp_aggregator.credentials import AuthStatus
 from mcp_aggregator.health.server_state import ServerStatus
-from mcp_aggregator.isolation.hidden_paths import SandboxHint
-from mcp_aggregator.isolation.sandbox_policy import effective
 from mcp_aggregator.registry import ServerRecord, ToolPinRecord, ToolRecord, redact_connection_config, redact_url
+from mcp_aggregator.sandbox.hidden_paths import SandboxHint
+from mcp_aggregator.sandbox.sandbox_policy import effective
 from mcp_aggregator.settings import Transport
 from mcp_aggregator.upstreams.server_supervisor import ServerSupervisor
 

@@ -1,84 +1,126 @@
-"""The ``code_mode`` settings section: what a script may use and how far it may go."""
+"""What a stdio upstream's sandbox grants: paths, network, limits (``sandbox:`` per server).
+
+The shape is shared by hand-written entries, ``serve.sandbox`` (the default every stdio
+server inherits) and servers installed from an MCP registry, so it stays small and
+declarative; turning it into a command line is the job of the launcher in this package.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import re
+from enum import StrEnum
+from typing import Any, Final
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SANDBOX_MODULES = frozenset(
-    {
-        "asyncio",
-        "base64",
-        "binascii",
-        "bisect",
-        "collections",
-        "copy",
-        "csv",
-        "dataclasses",
-        "datetime",
-        "decimal",
-        "functools",
-        "hashlib",
-        "itertools",
-        "json",
-        "math",
-        "os",
-        "pathlib",
-        "random",
-        "re",
-        "sys",
-        "time",
-        "tomllib",
-        "typing",
-        "unicodedata",
-    }
+_HOST_PORT = re.compile(r"^(?P<host>[^\s:]+|\[[^\]]*\]):(?P<port>[0-9]{1,5})$")
+_HOSTNAME = re.compile(
+    r"^[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?)*\.?$"
 )
-"""Every module the sandbox (pydantic-monty) has; nothing else can be imported at all."""
+MAX_MEMORY_MB: Final = 1 << 20
+"""1 TiB: beyond it is a typo (the kernel would take ``2**50`` MB shifted to bytes as 0)."""
+MAX_PROCESSES: Final = 1 << 22
+"""The kernel's most (``PID_MAX_LIMIT``)."""
+MAX_CPU_SECS: Final = 366 * 24 * 3600
+"""A year of CPU time."""
 
-DEFAULT_MODULES: tuple[str, ...] = tuple(sorted(SANDBOX_MODULES - {"os", "pathlib", "sys"}))
-"""What scripts may import unless configured otherwise: data handling, no host-shaped modules
-(the sandbox refuses their file and environment access anyway)."""
 
-MIB = 1 << 20
+class NetworkMode(StrEnum):
+    OUTBOUND = "outbound"
+    """The internet and registries; not the host's loopback, its other addresses, or
+    private ranges."""
+    NONE = "none"
+    HOST = "host"
+    """The host's network as it is: an explicit opt-out, shown as such."""
 
 
-class CodeLimits(BaseModel):
-    """How far one script may go; each limit stops the script with an error naming it."""
+def check_host_port(value: str) -> str:
+    """``host:port`` with a port in 1..65535 and a host the sandbox can reach: a name or an
+    IPv4 address, not a wildcard, an IPv6 address (the sandbox's network is IPv4 only) or
+    the loopback (the host's own services are never reachable); raise ValueError naming
+    what is wrong."""
+    text = value.strip()
+    match = _HOST_PORT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"must be host:port (e.g. api.example.com:443), got {value!r}")
+    host, port = match.group("host"), int(match.group("port"))
+    if "*" in host:
+        raise ValueError(f"wildcards are not supported, name each host (e.g. api.example.com:443), got {value!r}")
+    if host.startswith("["):
+        raise ValueError(f"IPv6 addresses are not supported (a sandbox's network is IPv4 only), got {value!r}")
+    if not _HOSTNAME.fullmatch(host):
+        raise ValueError(f"must be host:port with a host name or IPv4 address, got {value!r}")
+    if _is_loopback(host):
+        raise ValueError(f"the host's own loopback is never reachable from a sandbox, got {value!r}")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be in 1..65535, got {value!r}")
+    return text
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+class SandboxConfig(BaseModel):
+    """One stdio server's sandbox. Unset fields inherit ``serve.sandbox``; paths are
+    checked for existence when the server starts, not when the file is parsed, so that a
+    configuration written on one machine can be validated on another."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout_secs: float = Field(default=30.0, gt=0, le=3600)
-    """Wall-clock time for the whole script, its tool calls included."""
-    cpu_secs: float = Field(default=5.0, gt=0, le=600)
-    """Time the script itself computes (waiting for tools does not count)."""
-    memory_bytes: int = Field(default=64 * MIB, ge=MIB, le=8192 * MIB)
-    """The script's heap."""
-    recursion_depth: int = Field(default=200, ge=10, le=10_000)
-    output_bytes: int = Field(default=16_384, ge=256, le=10 * MIB)
-    """``print`` output kept and sent back; printing more stops the script."""
-    result_chars: int = Field(default=64_000, ge=256, le=10 * MIB)
-    """The script's value, as compact JSON."""
-    tool_calls: int = Field(default=50, ge=1, le=10_000)
-    """``call_tool`` calls per script."""
+    enabled: bool | None = None
+    """``false`` opts this server out (shown as unsandboxed); ``None`` inherits."""
+    read: tuple[str, ...] = ()
+    """Extra read-only paths."""
+    write: tuple[str, ...] = ()
+    """Extra read-write paths."""
+    network: NetworkMode | tuple[str, ...] | None = None
+    """``outbound`` (default) | ``none`` | ``host`` | an allow-list of ``host:port``."""
+    memory_mb: int | None = Field(default=None, gt=0, le=MAX_MEMORY_MB)
+    processes: int | None = Field(default=None, gt=0, le=MAX_PROCESSES)
+    """At most this many processes and threads at once; a fork past it fails, the server goes on."""
+    cpu_secs: int | None = Field(default=None, gt=0, le=MAX_CPU_SECS)
+    """CPU seconds per process (each child has its own)."""
 
-
-class CodeModeSettings(BaseModel):
-    """``code_mode``: scripts run by ``run_code`` (exposure ``code``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    limits: CodeLimits = Field(default_factory=CodeLimits)
-    workers: int = Field(default=2, ge=1, le=64)
-    """Sandbox worker processes; scripts beyond this many at once wait for a free one."""
-    queue_wait_secs: float = Field(default=10.0, gt=0, le=600)
-    """How long a script waits for a free worker before it is refused."""
-    allowed_modules: tuple[str, ...] = DEFAULT_MODULES
-    """Modules scripts may import; each must be one the sandbox has."""
-
-    @field_validator("allowed_modules")
+    @field_validator("memory_mb", "processes", "cpu_secs", mode="before")
     @classmethod
-    def _known_modules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for index, name in enumerate(value):
-            if name not in SANDBOX_MODULES:
-                choices = ", ".join(sorted(SANDBOX_MODULES))
-                raise ValueError(f"[{index}]: {name!r} is not a module the sandbox has (choose from {choices})")
+    def _whole_number(cls, value: Any) -> Any:
+        # ``true`` would pass as 1, and 64.5 as 64: a limit is a whole number, written as one.
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"must be a whole number, got {value!r}")
         return value
+
+    @field_validator("read", "write", mode="before")
+    @classmethod
+    def _paths(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list | tuple):
+            for item in value:
+                if not isinstance(item, str) or not item.strip() or "\x00" in item:
+                    raise ValueError(f"each path must be a non-empty string, got {item!r}")
+        return value
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered not in {m.value for m in NetworkMode}:
+                raise ValueError(f"must be outbound, none, host or a list of host:port, got {value!r}")
+            return NetworkMode(lowered)
+        if isinstance(value, list | tuple):
+            if not value:
+                raise ValueError("an allow-list must name at least one host:port (use 'none' for no network)")
+            return tuple(check_host_port(str(item)) for item in value)
+        raise ValueError(f"must be outbound, none, host or a list of host:port, got {value!r}")

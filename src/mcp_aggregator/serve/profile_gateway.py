@@ -20,6 +20,7 @@ import mcp_types as types
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
 from mcp_aggregator.catalog.naming import namespace
+from mcp_aggregator.code_mode import CodeSandbox
 from mcp_aggregator.errors import (
     AggregatorError,
     OutsideProfileError,
@@ -34,7 +35,6 @@ from mcp_aggregator.identity.profile import Profile
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import NO_CALLER, Caller, CallPipeline, current_caller
 from mcp_aggregator.relay.pipeline import Invocation
-from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.search.use_learner import UseLearner
 from mcp_aggregator.serve.serve_gateway import ServeGateway

@@ -14,10 +14,10 @@ import mcp_types as types
 
 from mcp_aggregator.catalog import Catalog, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog
+from mcp_aggregator.code_mode import CodeSandbox
 from mcp_aggregator.errors import UpstreamError
 from mcp_aggregator.identity.query_scope import QueryScope
 from mcp_aggregator.relay import CallPipeline
-from mcp_aggregator.sandbox import CodeSandbox
 from mcp_aggregator.search import SearchResults, ToolSearch
 from mcp_aggregator.search.use_learner import UseLearner
 from mcp_aggregator.settings import Settings

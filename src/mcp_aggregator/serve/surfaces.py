@@ -27,6 +27,8 @@ import mcp_types as types
 
 from mcp_aggregator.aggregate import QUERY_TOOL_NAME, query_tool
 from mcp_aggregator.catalog import Catalog, CatalogEntry
+from mcp_aggregator.code_mode.run_code_tool import run_code, run_code_tool
+from mcp_aggregator.code_mode.signature import tool_signature
 from mcp_aggregator.facades import (
     Domain,
     RoundtripStore,
@@ -41,8 +43,6 @@ from mcp_aggregator.facades import (
 from mcp_aggregator.facades.config import FacadeSettings
 from mcp_aggregator.facades.records import ToolRecord
 from mcp_aggregator.identity import DEFAULT_PROFILE
-from mcp_aggregator.sandbox.run_code_tool import run_code, run_code_tool
-from mcp_aggregator.sandbox.signature import tool_signature
 from mcp_aggregator.serve.featured_surface import FeaturedSurface
 from mcp_aggregator.serve.gateway_views import (
     GatewayQueryRunner,

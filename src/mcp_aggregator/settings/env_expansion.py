@@ -13,7 +13,7 @@ SEALED_PREFIX = "sealed:"
 _NAME: Final = r"[A-Za-z_][A-Za-z0-9_]*"
 _VAR: Final = re.compile(rf"\$\{{({_NAME}|sealed:[A-Za-z0-9_=-]+)\}}")
 """``${NAME}``, or ``${sealed:TOKEN}``: a secret kept encrypted with the gateway's key
-(``mcp_registry.SealedEnv`` opens it; plain environments never hold such a name)."""
+(``installs.SealedEnv`` opens it; plain environments never hold such a name)."""
 _PLAIN_VAR: Final = re.compile(rf"\$\{{({_NAME})\}}")
 _ONLY_REFERENCES: Final = re.compile(rf"(?:\$\{{(?:{_NAME}|sealed:[A-Za-z0-9_=-]+)\}})+")
 

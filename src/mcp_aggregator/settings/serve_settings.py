@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_aggregator.isolation.config import SandboxConfig
+from mcp_aggregator.sandbox.config import SandboxConfig
 from mcp_aggregator.settings.exposure import Exposure, FacadeGrouping, ToolNames
 from mcp_aggregator.settings.server_config import check_url
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mcp_aggregator.caching.config import ResultCacheConfig
 from mcp_aggregator.credentials.config import UpstreamOAuth
-from mcp_aggregator.isolation.config import SandboxConfig
+from mcp_aggregator.sandbox.config import SandboxConfig
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_NAME_LENGTH = 255

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from mcp_aggregator.aggregate.config import AggregatorSettings
 from mcp_aggregator.approvals.config import ApprovalRule, check_approval_rules
 from mcp_aggregator.audit.config import AuditSettings
+from mcp_aggregator.code_mode.config import CodeModeSettings
 from mcp_aggregator.credentials.config import CredentialsSettings
 from mcp_aggregator.facades.config import FacadeSettings, check_facade_settings
 from mcp_aggregator.guardrails.config import GuardrailRule, check_profile_rules, check_rule_names
@@ -21,9 +22,8 @@ from mcp_aggregator.identity.config import (
     ToolOverride,
     check_identity_settings,
 )
-from mcp_aggregator.mcp_registry.config import DEFAULT_REGISTRIES, McpRegistrySource, check_unique_sources
+from mcp_aggregator.installs.config import DEFAULT_REGISTRIES, McpRegistrySource, check_unique_sources
 from mcp_aggregator.registry.config import RegistrySettings
-from mcp_aggregator.sandbox.config import CodeModeSettings
 from mcp_aggregator.search.config import SearchSettings
 from mcp_aggregator.settings.security_settings import SecuritySettings
 from mcp_aggregator.settings.serve_settings import ServeSettings

@@ -39,7 +39,7 @@ from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     BridgeError,
     EnvVarError,
-    IsolationError,
+    SandboxError,
     SignInRequiredError,
     UpstreamCallError,
     UpstreamClosedError,
@@ -47,7 +47,7 @@ from mcp_aggregator.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.caller_capabilities import narrowing_stamp
 from mcp_aggregator.upstreams.era_choice import (
@@ -277,7 +277,7 @@ class UpstreamConnection:
                 tg.start_soon(self._discover_tools, client)
                 tg.start_soon(self._discover_features, client)
             return client
-        except (EnvVarError, SignInRequiredError, IsolationError, BridgeError):
+        except (EnvVarError, SignInRequiredError, SandboxError, BridgeError):
             raise
         except Exception as exc:  # boundary: transports raise OS, HTTP, protocol and group errors
             text = describe_error(exc)

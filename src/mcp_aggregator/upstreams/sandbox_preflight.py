@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from mcp_aggregator.errors import ConfigError, IsolationError
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite, gateway_files
+from mcp_aggregator.errors import ConfigError, SandboxError
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite, gateway_files
 from mcp_aggregator.settings import ServerConfig, Settings, Transport, expand_mapping
 from mcp_aggregator.upstreams.transport_target import sandbox_launch
 
@@ -35,7 +35,7 @@ def _warnings(server: ServerConfig, site: SandboxSite, env: Mapping[str, str]) -
     launch = sandbox_launch(server, expanded, site)
     try:
         launch.prepare()
-    except IsolationError as exc:
+    except SandboxError as exc:
         return [str(exc)]
     return [
         f"{server.name}: {hint.path} ({hint.given_as}) exists but its sandbox would not show it"

@@ -29,7 +29,7 @@ from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
     EnvVarError,
     HiddenPathError,
-    IsolationError,
+    SandboxError,
     ServerUnavailableError,
     SignInRequiredError,
     StateError,
@@ -41,8 +41,8 @@ from mcp_aggregator.health.call_failure import CallFailure, classify_call_failur
 from mcp_aggregator.health.health_result import HealthOutcome, HealthResult, apply_health_result
 from mcp_aggregator.health.port_probe import Address, address_of, port_open, wait_port_open
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, can_execute, transition
-from mcp_aggregator.isolation.hidden_paths import SandboxHint, hint_sentence
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite
+from mcp_aggregator.sandbox.hidden_paths import SandboxHint, hint_sentence
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig, Transport
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.stdio_pipe import StdioPipe
@@ -202,7 +202,7 @@ class ServerSupervisor:
                 logger.warning("%s (attempt %d of %d)%s", exc, attempt, len(delays), _said(self.stderr_tail))
                 # A missing variable, tool or granted path, or a path the sandbox hides, will
                 # not appear by retrying.
-                if isinstance(exc, EnvVarError | IsolationError) or not await self._pause(delay, exc):
+                if isinstance(exc, EnvVarError | SandboxError) or not await self._pause(delay, exc):
                     break
                 if delay is None:
                     attempt = 0  # the round was over, and the port listens again: a fresh round
@@ -339,7 +339,7 @@ class ServerSupervisor:
         self.sandbox_hints = []
         if pipe is None:
             return exc
-        if isinstance(exc, UpstreamConnectError) and not isinstance(exc, IsolationError) and pipe.launch is not None:
+        if isinstance(exc, UpstreamConnectError) and not isinstance(exc, SandboxError) and pipe.launch is not None:
             self.sandbox_hints = pipe.launch.hidden_paths(self.stderr_tail)
         exc = self._explained(exc, pipe)
         if self.sandbox_hints:

@@ -41,9 +41,9 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
 from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
-from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch, Spawn
 from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
+from mcp_aggregator.sandbox.sandbox_launch import SandboxLaunch, Spawn
 from mcp_aggregator.upstreams.stderr_tail import StderrTail
 
 logger = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ class StdioPipe:
     @asynccontextmanager
     async def open(self, errlog: TextIO = sys.stderr) -> AsyncIterator[SdkStreams]:
         """Start the process (in its sandbox, when it has one); yield the SDK's (read,
-        write) streams; stop it on exit. Raises ``IsolationError`` when the sandbox cannot
+        write) streams; stop it on exit. Raises ``SandboxError`` when the sandbox cannot
         be set up (nothing is left running)."""
         launch = self.launch
         if launch is None:

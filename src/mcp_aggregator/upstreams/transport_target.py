@@ -15,8 +15,8 @@ from mcp.server import Server
 
 from mcp_aggregator.bridges import RawAnswer, open_bridge
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
-from mcp_aggregator.isolation.sandbox_launch import SandboxLaunch
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite, effective
+from mcp_aggregator.sandbox.sandbox_launch import SandboxLaunch
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite, effective
 from mcp_aggregator.settings import ServerConfig, Transport, expand_mapping
 from mcp_aggregator.settings.env_expansion import SecretScrubber, secret_values
 from mcp_aggregator.settings.server_config import BRIDGED
@@ -51,10 +51,10 @@ async def enter_target(
     """What ``Client`` should connect to (see ``Target``); HTTP clients are closed by ``stack``.
 
     ``auth`` (an ``auth: oauth`` server's) signs every HTTP request of the transport.
-    ``sandbox`` (the gateway's): a stdio server starts in its sandbox (see ``isolation``).
+    ``sandbox`` (the gateway's): a stdio server starts in its sandbox (see ``sandbox``).
 
     Raises ``EnvVarError`` if a referenced variable is unset, ``SignInRequiredError`` if
-    ``auth`` has no token to give, ``IsolationError`` if the sandbox cannot be set up.
+    ``auth`` has no token to give, ``SandboxError`` if the sandbox cannot be set up.
     """
     if config.transport is Transport.STDIO:
         assert config.command is not None  # guaranteed by ServerConfig validation

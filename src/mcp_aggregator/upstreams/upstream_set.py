@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import ServerNotFoundError, StateError, UpstreamError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
-from mcp_aggregator.isolation.sandbox_policy import SandboxSite
+from mcp_aggregator.sandbox.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams.connection import Backchannel, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import ChangeCallback, RetryPolicy, ServerSupervisor, Sleeper
