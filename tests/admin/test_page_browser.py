@@ -15,6 +15,8 @@ import pytest
 from playwright.async_api import Page, Route, async_playwright, expect
 
 from mcp_aggregator.settings import ServerConfig, Transport
+from tests.approvals.test_approvals_through_gateway import Calls, client_of, reached
+from tests.caching.test_result_cache_through_gateway import tally_upstream
 from tests.conftest import REPO, stdio_fixture
 from tests.serve.http_face import API, Face, face_settings, http_face
 
@@ -380,41 +382,66 @@ async def test_a_server_that_wants_a_sign_in_gets_a_button_that_opens_the_author
             await expect(page.locator("#message")).to_contain_text("sign in to protected in the new tab")
 
 
-PENDING = {
-    "id": "ap-1", "rule": "ask-before-deleting", "client": "ci", "profile": "ops", "server": "alpha",
-    "tool": "delete_branch", "arguments": {"name": "main", "token": "***"}, "digest": "sha256:ab",
-    "status": "pending", "created_at": "2026-11-28T10:00:00Z", "expires_at": "2026-11-28T10:05:00Z",
-    "decided_by": None, "reason": None,
-}  # fmt: skip
+STOP_TIMERS = "() => { const last = setTimeout(() => {}, 0); for (let id = 1; id <= last; id++) clearInterval(id); }"
+"""Timer ids count up from 1 and clearInterval clears a timeout too, so this stops every timer."""
+TALLIES = {"name": "tallies", "tools": ["tally.tally"], "ask": "admin", "timeout_secs": 300}
 
 
-async def test_the_approvals_view_lists_a_pending_call_and_a_denial_asks_for_a_reason(
+async def test_a_call_held_for_approval_shows_on_the_open_page_and_is_approved_or_denied_there(
     page: Page, tmp_path: Path
 ) -> None:
-    """The seam with the approvals API (``GET /approvals``, ``POST /approvals/{id}``), answered
-    here by the browser's router in the agreed shape until that API is part of this build."""
-    decisions: list[object] = []
-
-    async def approvals(route: Route) -> None:
-        if route.request.method == "POST":
-            decisions.append(route.request.post_data_json)
-            await route.fulfill(json={**PENDING, "status": "denied"})
-            return
-        listed = [] if decisions else [PENDING]
-        await route.fulfill(json={"approvals": listed})
-
-    async with http_face(face_settings(tmp_path, stdio_fixture("alpha"))) as face:
-        await page.context.route(re.compile(r".*/api/v1/aggregator/approvals.*"), approvals)
+    """The seam between a held call and the page: a real client's call to a real upstream
+    (which counts what reaches it) is held by a rule, the open page hears of it and of each
+    decision through the event stream alone, and what a person clicks there decides the call."""
+    settings = face_settings(tmp_path, tally_upstream(), sections={"approvals": [TALLIES]})
+    async with http_face(settings) as face:
+        await face.gateway.wait_settled(30)
         await sign_in(page, face)
-        await go(page, "#/approvals/ap-1")
-        row = page.locator("tr[data-approval=ap-1]")
-        await expect(row).to_contain_text("delete_branch")
-        await expect(row).to_contain_text('"token":"***"')
-        await expect(row).to_have_class(re.compile("selected"))
-        await row.get_by_role("button", name="Deny").click()
-        await expect(page.locator("#confirm")).to_contain_text("Deny alpha.delete_branch for ci?")
-        await page.fill("#confirm-reason", "not on main")
-        await page.locator("#confirm").get_by_role("button", name="Deny").click()
-        await expect(page.locator("#message")).to_have_text("denied: alpha.delete_branch")
-        assert decisions == [{"decision": "deny", "reason": "not on main"}]
-        await expect(page.locator("#approvals-note")).to_contain_text("no call ap-1 is waiting")
+        await go(page, "#/approvals")
+        note = page.locator("#approvals-note")
+        await expect(note).to_have_text("no calls wait for a decision")
+        # Every timer the page set is stopped (its periodic refreshes and the view's slow poll),
+        # so only the event stream can bring a change to the open page.
+        await page.evaluate(STOP_TIMERS)
+        await page.evaluate("window.sameDocument = true")  # a reload would lose it
+        rows = page.locator("#approvals tr")
+        async with client_of(face.mcp_url, None) as client:
+            async with anyio.create_task_group() as tg:
+                held_calls = Calls(client, tg)
+                held_calls.start("ship-it")
+                row = rows.filter(has_text='"label":"ship-it"')
+                await expect(row).to_contain_text("pending")
+                await expect(row).to_contain_text("tallies")
+                await row.get_by_role("button", name="Approve").click()
+                await expect(page.locator("#message")).to_have_text("approved: tally.tally")
+                await expect(note).to_have_text("no calls wait for a decision")
+            assert held_calls.answers == {"ship-it": "ship-it #1"}
+
+            async with anyio.create_task_group() as tg:
+                held_calls = Calls(client, tg)
+                held_calls.start("drop-it")
+                row = rows.filter(has_text='"label":"drop-it"')
+                await expect(row).to_contain_text("pending")
+                held = await row.get_attribute("data-approval")
+                assert held is not None
+                await go(page, f"#/approvals/{held}")  # a held call has an address of its own
+                await expect(rows).to_have_count(1)
+                await expect(rows.first).to_have_class(re.compile("selected"))
+                await rows.first.get_by_role("button", name="Deny").click()
+                await expect(page.locator("#confirm")).to_contain_text("Deny tally.tally for an anonymous client?")
+                await page.fill("#confirm-reason", "not on main")
+                await page.locator("#confirm").get_by_role("button", name="Deny").click()
+                await expect(page.locator("#message")).to_have_text("denied: tally.tally")
+                await expect(rows.first).to_contain_text("denied")
+                await expect(rows.first).to_contain_text("by admin: not on main")
+            assert "was denied: not on main" in held_calls.answers["drop-it"]
+            assert await reached(client) == 1  # the upstream saw the approved call alone
+        assert await page.evaluate("window.sameDocument") is True  # no reload
+        async with face.admin() as http:
+            decided = (await http.get(f"{API}/approvals", params={"status": "all"})).json()["approvals"]
+        assert [(a["status"], a["arguments"], a["decided_by"], a["via"]) for a in decided] == [
+            ("denied", {"label": "drop-it"}, "admin", "page"), ("approved", {"label": "ship-it"}, "admin", "page"),
+        ]  # fmt: skip
+        await go(page, "#/approvals/no-such-call")
+        await expect(note).to_have_text("no held call no-such-call is known to this gateway")
+        await expect(rows).to_have_count(0)

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus
 from mcp_aggregator.approvals.config import ApprovalRule
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.live.event_hub import Event
 from mcp_aggregator.serve.runner import serve_http
 from tests.audit.test_audit_through_gateway import fast_path_of
 from tests.caching.test_result_cache_through_gateway import tally_upstream, text
@@ -188,7 +189,7 @@ async def test_an_admin_approves_a_held_call_over_rest_and_it_runs_once_and_a_de
         forwarded = fast.forwarded
         assert await reached(client) == 1  # only the approved call reached the upstream
         assert fast.forwarded == forwarded + 1  # a call under no rule takes the fast path
-        assert (await admin.get("/approvals")).json() == {"approvals": []}
+        assert (await admin.get("/approvals")).json() == {"approvals": [], "configured": True}
         every = (await admin.get("/approvals", params={"status": "all"})).json()["approvals"]
         assert [a["status"] for a in every] == ["denied", "approved"]
         metrics = (await admin.get(served.base + "/metrics")).text
@@ -324,3 +325,34 @@ async def test_a_profiles_own_rule_holds_the_calls_through_that_profile_only() -
             assert held.profile == "ops"
             await admin.post(f"/approvals/{held.id}", json={"decision": "approve"})
         assert calls.answers["ops"] == "ops #2"
+
+
+async def test_each_change_of_a_held_call_reaches_the_event_hub_as_an_approval_event_without_its_arguments() -> None:
+    settings = settings_for(tally_upstream(), sections={"approvals": [rule(ask="admin")]})
+    label = "label-only-the-rest-api-may-show"
+    async with (
+        served_over_http(settings, admin_token=ADMIN) as served,
+        client_of(served.mcp_url, None) as client,
+        admin_api(served.base) as admin,
+        served.gateway.events.subscribe() as subscription,
+    ):
+        desk = Desk(served.gateway)
+        async with anyio.create_task_group() as tg:
+            calls = Calls(client, tg)
+            calls.start(label)
+            held = await desk.next_held()
+            await admin.post(f"/approvals/{held.id}", json={"decision": "approve"})
+        assert calls.answers[label] == f"{label} #1"
+        heard: list[Event] = []
+        with anyio.fail_after(DEADLINE):
+            while len(heard) < 2:
+                event = await subscription.next(DEADLINE)
+                assert event is not None, "the hub closed before both approval events came"
+                if event.kind == "approval":
+                    heard.append(event)
+    assert [(e.data["id"], e.data["status"]) for e in heard] == [(held.id, "pending"), (held.id, "approved")]
+    assert heard[0].data == {
+        "id": held.id, "status": "pending", "server": "tally", "tool": "tally", "rule": "tallies", "profile": "default",
+    }  # fmt: skip
+    for event in heard:
+        assert label.encode() not in event.sse() and "arguments" not in event.data

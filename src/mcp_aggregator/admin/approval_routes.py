@@ -42,11 +42,12 @@ async def list_approvals(
     tool: Annotated[str | None, Query(max_length=512)] = None,
     client: Annotated[str | None, Query(max_length=255)] = None,
 ) -> dict[str, Any]:
-    """Held calls, newest first (at most 500): pending ones unless ``status`` says otherwise."""
+    """Held calls, newest first (at most 500): pending ones unless ``status`` says otherwise;
+    ``configured`` says whether any rule holds calls here (else the list stays empty)."""
     found = await gateway.approvals.desk.listed(
         status=None if status == "all" else ApprovalStatus(status), server=server, tool=tool, client=client
     )
-    return {"approvals": [approval.to_json() for approval in found]}
+    return {"approvals": [approval.to_json() for approval in found], "configured": bool(gateway.approvals.rules)}
 
 
 @router.get("/approvals/{approval_id}")
