@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Final
 
+from mcp_aggregator.identity.policies import compile_cel
+
 if TYPE_CHECKING:
     import cel
 
     from mcp_aggregator.approvals.config import ApprovalRule
 
 VARIABLES: Final = frozenset({"args", "arguments", "client", "profile", "tool"})
-_UNDEFINED: Final = "Undefined variable or function"
 _PROBE: Final = {
     "args": {},
     "arguments": {},
@@ -32,25 +33,7 @@ _MAX_KEPT: Final = 4096
 
 def compile_when(expression: str) -> cel.Program:
     """The compiled ``when``; raises ``ValueError`` saying what is wrong with it."""
-    # Imported on the first rule, as the policies do: the package loads a console toolkit
-    # for its own command line, which the CLI and every configuration without rules would pay.
-    import cel
-
-    try:
-        program = cel.compile(expression)
-    except ValueError as exc:
-        raise ValueError(f"not a valid CEL expression: {exc}") from None
-    unknown = sorted(set(program.variables()) - VARIABLES)
-    if unknown:
-        raise ValueError(f"unknown variable {', '.join(unknown)} (use {', '.join(sorted(VARIABLES))})")
-    try:
-        program.execute(dict(_PROBE))
-    except RuntimeError as exc:
-        if _UNDEFINED in str(exc):
-            raise ValueError(str(exc).split(". Check")[0]) from None
-    except (KeyError, TypeError, ValueError):
-        pass  # depends on the arguments; decided per call
-    return program
+    return compile_cel(expression, VARIABLES, _PROBE)
 
 
 @dataclass(frozen=True, slots=True)

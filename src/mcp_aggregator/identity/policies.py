@@ -36,19 +36,27 @@ _UNDEFINED: Final = "Undefined variable or function"
 
 def compile_rule(expression: str) -> cel.Program:
     """The compiled rule; raises ``ValueError`` saying what is wrong with it."""
+    return compile_cel(expression, VARIABLES, _PROBE)
+
+
+def compile_cel(expression: str, variables: frozenset[str], probe: Mapping[str, Any]) -> cel.Program:
+    """``expression`` compiled, refused (``ValueError`` saying why) when it does not parse,
+    names a variable outside ``variables``, or calls what does not exist; a rule that fails
+    only on some data (a missing argument) is left to be decided per call. ``probe`` is a
+    sample of the data the rule will see."""
     # Imported on the first rule: the package loads a console toolkit for its own command
-    # line, which every configuration without policies (and the CLI) would pay for.
+    # line, which every configuration without rules (and the CLI) would pay for.
     import cel
 
     try:
         program = cel.compile(expression)
     except ValueError as exc:
         raise ValueError(f"not a valid CEL expression: {exc}") from None
-    unknown = sorted(set(program.variables()) - VARIABLES)
+    unknown = sorted(set(program.variables()) - variables)
     if unknown:
-        raise ValueError(f"unknown variable {', '.join(unknown)} (use {', '.join(sorted(VARIABLES))})")
+        raise ValueError(f"unknown variable {', '.join(unknown)} (use {', '.join(sorted(variables))})")
     try:
-        program.execute(_PROBE)
+        program.execute(dict(probe))
     except RuntimeError as exc:
         if _UNDEFINED in str(exc):
             raise ValueError(f"{exc}".split(". Check")[0]) from None

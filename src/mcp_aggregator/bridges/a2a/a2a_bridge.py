@@ -22,12 +22,11 @@ from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import AgentCard, Artifact, Message, Role, SendMessageRequest, StreamResponse, Task
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseError
-from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.server import ServerRequestContext
 
-from mcp_aggregator import __version__
 from mcp_aggregator.bridges.a2a.agent_reply import message_result, task_result
 from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
+from mcp_aggregator.bridges.bridge_server import BridgeServer
 from mcp_aggregator.errors import BridgeError
 
 logger = logging.getLogger(__name__)
@@ -59,7 +58,7 @@ def _merge(task: Task | None, event: StreamResponse) -> Task | None:
     return task
 
 
-class A2ABridge:
+class A2ABridge(BridgeServer):
     """One agent's skills, kept current, and the server that offers them."""
 
     def __init__(self, name: str, base_url: str, client: httpx.AsyncClient) -> None:
@@ -91,25 +90,11 @@ class A2ABridge:
         if self._agent is not None:
             await self._agent.close()
 
-    def server(self) -> Server[Any]:
-        return Server(
-            self.name,
-            version=__version__,
-            instructions=f"The A2A agent at {self._base_url}: one tool per skill.",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
+    def _instructions(self) -> str:
+        return f"The A2A agent at {self._base_url}: one tool per skill."
 
-    async def _list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        if not self._fresh:
-            try:
-                await self.load()
-            except BridgeError as exc:
-                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from exc
-        self._fresh = False
-        return types.ListToolsResult(tools=[tool for tool, _ in self._tools.values()])
+    def _listed_tools(self) -> list[types.Tool]:
+        return [tool for tool, _ in self._tools.values()]
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -16,10 +16,9 @@ import httpx2
 import mcp_types as types
 import orjson
 from jsonschema import Draft202012Validator
-from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.server import ServerRequestContext
 
-from mcp_aggregator import __version__
+from mcp_aggregator.bridges.bridge_server import BridgeServer
 from mcp_aggregator.bridges.openapi.document_source import api_base_url, read_document
 from mcp_aggregator.bridges.openapi.operation import Operation
 from mcp_aggregator.bridges.openapi.operation_reader import Reading, read_operations
@@ -30,7 +29,7 @@ from mcp_aggregator.errors import BridgeError
 logger = logging.getLogger(__name__)
 
 
-class OpenApiBridge:
+class OpenApiBridge(BridgeServer):
     """The operations of one document, kept current, and the server that offers them."""
 
     def __init__(
@@ -79,25 +78,11 @@ class OpenApiBridge:
         self._caller.base_url = base_url
         self._fresh = True
 
-    def server(self) -> Server[Any]:
-        return Server(
-            self.name,
-            version=__version__,
-            instructions=f"The REST API described by {self._spec}, one tool per operation.",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
+    def _instructions(self) -> str:
+        return f"The REST API described by {self._spec}, one tool per operation."
 
-    async def _list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        if not self._fresh:
-            try:
-                await self.load()
-            except BridgeError as exc:
-                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from exc
-        self._fresh = False
-        return types.ListToolsResult(tools=[op.tool for op in self._operations.values()])
+    def _listed_tools(self) -> list[types.Tool]:
+        return [op.tool for op in self._operations.values()]
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
