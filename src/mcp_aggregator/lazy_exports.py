@@ -24,6 +24,11 @@ def lazy_exports(
     A name read once is kept in the package's namespace, so later reads cost nothing.
     """
     package = str(namespace["__name__"])
+    clashes = sorted(name for name, home in homes.items() if home.rsplit(".", 1)[-1] == name)
+    if clashes:
+        # Importing a submodule sets the package's attribute of that name to the module, which
+        # then hides the export for good (``__getattr__`` is only asked for missing names).
+        raise ValueError(f"{package}: {', '.join(clashes)} shares its module's name; import it eagerly instead")
 
     def __getattr__(name: str) -> object:
         home = homes.get(name)

@@ -318,6 +318,7 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
             )
             assert [r[0] for r in rows] == [
                 "alembic_version",
+                "approvals",
                 "audit_log",
                 "external_servers",
                 "mcp_registry_entries",

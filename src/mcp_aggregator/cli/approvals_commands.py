@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,13 +35,28 @@ def list_approvals(
     if json:
         print_json(listed)
         return
-    columns = ["id", "status", "rule", "client", "server", "tool", "arguments", "expires", "decided by", "reason"]
-    print_table(None, columns, [_row(item) for item in listed.get("approvals", [])])
+    items = listed.get("approvals", [])
+    # Six columns fit an 80-column terminal with the id whole; a decision's who and why
+    # show only once some call has one.
+    columns = ["id", "status", "call", "arguments", "client", "expires"]
+    decided = any(item.get("decided_by") or item.get("reason") for item in items)
+    print_table(None, [*columns, "decided"] if decided else columns, [_row(item, decided) for item in items])
 
 
-def _row(item: dict[str, Any]) -> tuple[Any, ...]:
-    keys = ("id", "status", "rule", "client", "server", "tool", "arguments", "expires_at", "decided_by", "reason")
-    return tuple(item.get(key) for key in keys)
+def _row(item: dict[str, Any], decided: bool) -> tuple[Any, ...]:
+    arguments = item.get("arguments")
+    row = (
+        item.get("id"),
+        item.get("status"),
+        f"{item.get('server')}.{item.get('tool')} ({item.get('rule')})",
+        arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False),
+        item.get("client") or "",
+        item.get("expires_at"),
+    )
+    if not decided:
+        return row
+    by, reason = item.get("decided_by") or "", item.get("reason") or ""
+    return (*row, f"{by}: {reason}" if by and reason else by or reason)
 
 
 @approvals_app.command("approve")

@@ -2,6 +2,7 @@
 
 import typing
 
+from mcp_aggregator.health.http_health_check import http_health_check
 from mcp_aggregator.lazy_exports import lazy_exports as _lazy_exports
 
 __all__ = [
@@ -42,7 +43,6 @@ __getattr__, __dir__ = _lazy_exports(
         "HealthResult": ".health_result",
         "HealthUpdate": ".health_result",
         "apply_health_result": ".health_result",
-        "http_health_check": ".http_health_check",
         "ServerEvent": ".server_state",
         "ServerStatus": ".server_state",
         "can_disconnect": ".server_state",
