@@ -230,6 +230,7 @@ async def test_a_failing_servers_view_shows_its_error_history_and_sandbox(page: 
         await expect(page.locator("#server-error")).not_to_have_text("none")
         await expect(page.locator("#server-history")).to_contain_text("ERROR")
         await expect(page.locator("#detail-sandbox")).to_contain_text("sandbox")
+        await expect(page.locator("#server-stderr")).to_contain_text("cannot open the database: permission denied")
         await page.screenshot(path=screenshot_path(tmp_path, "failing-server.png"), full_page=True)
 
 

@@ -40,7 +40,9 @@ def list_approvals(
     # show only once some call has one.
     columns = ["id", "status", "call", "arguments", "client", "expires"]
     decided = any(item.get("decided_by") or item.get("reason") for item in items)
-    print_table(None, [*columns, "decided"] if decided else columns, [_row(item, decided) for item in items])
+    print_table(
+        None, [*columns, "decided"] if decided else columns, [_row(item, decided) for item in items], whole=["id"]
+    )
 
 
 def _row(item: dict[str, Any], decided: bool) -> tuple[Any, ...]:

@@ -31,15 +31,17 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def print_table(
+    title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, whole: Sequence[str] = ()
+) -> None:
+    """A table on stdout; the ``whole`` columns (an id a later command takes) keep their
+    longest cell's width on a narrow terminal, where the others fold."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # Cells are text, never markup: a path or a grant (``[/srv/repo]``) would read as a tag.
     cells = [[Text("" if cell is None else str(cell)) for cell in row] for row in rows]
     for index, column in enumerate(columns):
-        # The first column names the row (a server, an id a later command takes): it keeps its
-        # whole width on a narrow terminal, where the others fold.
-        keep = max((len(row[0].plain) for row in cells), default=0) if index == 0 else None
-        table.add_column(column, overflow="fold", min_width=min(keep, 64) if keep else None)
+        widest = max((len(row[index].plain) for row in cells), default=0) if column in whole else 0
+        table.add_column(column, overflow="fold", min_width=min(widest, 64) or None)
     for row in cells:
         table.add_row(*row)
     console().print(table)

@@ -168,7 +168,7 @@ class SealedSessionManager(SdkSessionManager):
     ) -> None:
         session_id = transport.mcp_session_id
         assert session_id is not None
-        ended = False
+        ended = idled = False
         connection: Connection | None = None
         try:
             async with transport.connect() as (read_stream, write_stream):
@@ -191,8 +191,7 @@ class SealedSessionManager(SdkSessionManager):
                 # The loop ended on its own: the client's DELETE or the idle timer, not a
                 # replica stopping (that cancels, and the session may resume elsewhere).
                 ended = connection.initialize_accepted
-                if idle_scope.cancelled_caught:
-                    logger.info("Session %s… idle timeout", session_id[:16])
+                idled = idle_scope.cancelled_caught
         except Exception:
             logger.exception("Session %s… crashed", session_id[:16])
         finally:
@@ -200,6 +199,10 @@ class SealedSessionManager(SdkSessionManager):
         if ended:
             with anyio.CancelScope(shield=True):
                 await self._book.record(session_id, ended=True)
+        # Said once the session is gone for good (discarded and booked as ended): a request
+        # with its id after this line is refused, never resumed from its seal.
+        if idled:
+            logger.info("Session %s… idle timeout", session_id[:16])
 
 
 async def _too_large(body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
