@@ -37,6 +37,11 @@ for _name in ALEMBIC_CHATTER:
     logging.getLogger(_name).addFilter(_InfoToDebug())
 
 
+# The gateway's stores (registry, audit, past uses, approvals) each have an engine on the one
+# file; their writers still meet at SQLite's lock, where this is how long one waits.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
@@ -59,7 +64,13 @@ def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     if parsed.get_backend_name() == "postgresql":
         require_extra("asyncpg", extra=POSTGRES, feature="a PostgreSQL registry (registry.database_url)")
     schema = target_schema(url, pg_schema)
-    engine = create_async_engine(url, execution_options={"schema_translate_map": {SCHEMA: schema}})
+    options: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        # One connection per engine: a burst queues in the pool (in order, without polling)
+        # rather than in SQLite's busy handler, which polls with growing sleeps, serves no one
+        # in order, and gave up after 5 s with "database is locked" (a 500 to an admin).
+        options = {"pool_size": 1, "max_overflow": 0}
+    engine = create_async_engine(url, execution_options={"schema_translate_map": {SCHEMA: schema}}, **options)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
             private_file(Path(parsed.database))
@@ -73,6 +84,9 @@ def _sqlite_on_connect(dbapi_connection: Any, connection_record: object) -> None
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
+    # Readers go on beside the one writer, and a commit is an append to the log.
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
