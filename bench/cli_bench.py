@@ -77,21 +77,25 @@ def _gateway(src: Path, config: Path) -> Iterator[tuple[str, float, float]]:
     """A running gateway: its REST base address, and the wall and CPU seconds it took to listen."""
     argv = [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config), "--port", "0", "--json"]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=_env(src), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        started = time.perf_counter() - t0
-        if not line:
-            raise SystemExit(f"the gateway exited ({proc.wait()}) before announcing its address")
-        yield json.loads(line)["mcp_url"].removesuffix("/mcp"), started, _cpu_of(proc.pid)
-    finally:
-        proc.terminate()
+    # Its log goes to a file, not a pipe nobody reads: a gateway that fails says why.
+    with (config.parent / "gateway.log").open("w+", encoding="utf-8") as log:
+        proc = subprocess.Popen(argv, env=_env(src), stdout=subprocess.PIPE, stderr=log, text=True)
         try:
-            proc.wait(timeout=START_LIMIT_SECS)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            started = time.perf_counter() - t0
+            if not line:
+                code = proc.wait()
+                log.seek(0)
+                raise SystemExit(f"the gateway of {src} exited ({code}) before listening:\n{log.read()[-3000:]}")
+            yield json.loads(line)["mcp_url"].removesuffix("/mcp"), started, _cpu_of(proc.pid)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=START_LIMIT_SECS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def _stats(samples: list[float], cpu: list[float] | None = None) -> dict[str, Any]:
@@ -157,6 +161,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout's src, measured first")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "cli.json")
     args = parser.parse_args()
+    if args.baseline is not None and not (args.baseline / "mcp_aggregator" / "__init__.py").is_file():
+        parser.error(f"--baseline {args.baseline}: not a src folder holding mcp_aggregator")
     results: dict[str, dict[str, dict[str, Any]]] = {}
     if args.baseline is not None:
         results["baseline"] = measure(args.baseline.resolve(), args.runs, args.starts)
