@@ -63,10 +63,10 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        use_plain_values(self)  # before the stand-ins join: they convert nothing
         for name, lazy in self.LAZY.items():
             self.commands.setdefault(name, _Unloaded(name, lazy))
         self._listing = False
-        use_plain_values(self)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = self.commands.get(cmd_name)
