@@ -3,8 +3,8 @@
 Each case runs in a fresh interpreter (this one has loaded everything already) and reports
 which of the gateway's heavy dependencies it loaded. A command against a running gateway
 loads no HTTP library beyond the standard one, no pydantic (Typer would load it to convert
-option values) and no other command's module. How fast that makes the command is
-measured by ``bench/cli_bench.py``, not asserted here.
+option values) and no other command's module; printing JSON, it loads no rich either. How
+fast that makes the command is measured by ``bench/cli_bench.py``, not asserted here.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ async def test_servers_list_against_a_running_gateway_loads_none_of_the_gateway_
     others = tuple(name for name in COMMAND_MODULES if name != "mcp_aggregator.cli.servers_commands")
     async with http_face(face_settings(tmp_path)) as face:
         args = ("servers", "list", "--gateway", face.base_url, "--token", face.admin_token)
-        answer = await _probe(*args, "--json", heavy=(*HEAVY, "httpx", "httpcore", "pydantic", *others))
+        answer = await _probe(*args, "--json", heavy=(*HEAVY, "httpx", "httpcore", "pydantic", "rich", *others))
         table = await _probe(*args, heavy=(*HEAVY, "httpx", "pydantic"))
     assert answer["exit_code"] == 0, answer["output"]
     assert json.loads(str(answer["output"])) == []
