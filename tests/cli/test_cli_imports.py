@@ -1,9 +1,10 @@
 """The commands that talk to a running gateway load only what they need.
 
 Each case runs in a fresh interpreter (this one has loaded everything already) and reports
-which of the gateway's heavy dependencies it loaded (pydantic is not among them: typer
-itself coerces option values with it). How fast that makes the command is
-measured by ``bench/cli_bench.py``, not asserted here.
+which of the gateway's heavy dependencies it loaded. A command against a running gateway
+loads no HTTP library beyond the standard one, no pydantic (Typer would load it to convert
+option values) and no other command's module; printing JSON, it loads no rich either. How
+fast that makes the command is measured by ``bench/cli_bench.py``, not asserted here.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ HEAVY = (
     "mcp_aggregator.settings.settings",
     "cel",
 )
+COMMAND_MODULES = (
+    "mcp_aggregator.cli.activity_commands",
+    "mcp_aggregator.cli.approvals_commands",
+    "mcp_aggregator.cli.registry_commands",
+    "mcp_aggregator.cli.servers_commands",
+    "mcp_aggregator.cli.tools_commands",
+    "mcp_aggregator.cli.serve_command",
+)
 GATEWAY = tuple(name for name in HEAVY if name not in ("yaml", "mcp_aggregator.settings.settings"))
 """What a command pointed at a gateway by its configuration file must not load either: it
 reads the file (YAML, the settings models), not the gateway's parts."""
@@ -52,19 +61,27 @@ async def _probe(*args: str, heavy: tuple[str, ...] = HEAVY) -> dict[str, object
     return answer
 
 
-async def test_help_loads_none_of_the_gateway_nor_an_http_client() -> None:
-    answer = await _probe("--help", heavy=(*HEAVY, "httpx"))
+async def test_help_loads_none_of_the_gateway_nor_an_http_client_nor_a_command() -> None:
+    answer = await _probe("--help", heavy=(*HEAVY, "httpx", "pydantic", *COMMAND_MODULES))
     assert answer["exit_code"] == 0, answer["output"]
     assert "servers" in str(answer["output"])
     assert answer["heavy"] == []
 
 
-async def test_servers_list_against_a_running_gateway_loads_none_of_the_gateway(tmp_path: Path) -> None:
+async def test_servers_list_against_a_running_gateway_loads_none_of_the_gateway_nor_pydantic_nor_httpx(
+    tmp_path: Path,
+) -> None:
+    others = tuple(name for name in COMMAND_MODULES if name != "mcp_aggregator.cli.servers_commands")
     async with http_face(face_settings(tmp_path)) as face:
-        answer = await _probe("servers", "list", "--json", "--gateway", face.base_url, "--token", face.admin_token)
+        args = ("servers", "list", "--gateway", face.base_url, "--token", face.admin_token)
+        answer = await _probe(*args, "--json", heavy=(*HEAVY, "httpx", "httpcore", "pydantic", "rich", *others))
+        table = await _probe(*args, heavy=(*HEAVY, "httpx", "pydantic"))
     assert answer["exit_code"] == 0, answer["output"]
     assert json.loads(str(answer["output"])) == []
     assert answer["heavy"] == []
+    assert table["exit_code"] == 0, table["output"]
+    assert "transport" in str(table["output"])
+    assert table["heavy"] == []
 
 
 async def test_servers_list_with_a_configuration_file_loads_the_settings_but_none_of_the_gateway(

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import os
+import ssl
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from anyio.abc import ByteStream
 
-from mcp_aggregator.cli.gateway_client import GatewayTarget, api_error_message
+from mcp_aggregator.cli.gateway_client import GatewayTarget, api_error_message, query_string
 from mcp_aggregator.errors import AdminClientError
 from mcp_aggregator.settings import Settings
 from tests.conftest import REPO
 from tests.ports import free_port
+from tests.upstreams.http_origin import Seen, response, serving, tls_files
 
 
 def test_a_gateway_that_is_down_is_a_clear_message_and_exit_code_one() -> None:
@@ -69,3 +75,71 @@ def test_without_a_configuration_the_default_address_is_used_and_a_missing_token
 )
 def test_api_errors_become_one_line_naming_the_field(body: object, message: str) -> None:
     assert api_error_message(500, body) == message
+
+
+async def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    argv = [sys.executable, "-m", "mcp_aggregator", *args]
+    return await anyio.run_process(argv, cwd=REPO, env={**os.environ, **env}, check=False)
+
+
+def _tls_origin(tmp_path: Path) -> tuple[Path, ssl.SSLContext]:
+    ca, cert, key = tls_files(tmp_path)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    return ca, server_tls
+
+
+async def _servers_answer(seen: Seen, stream: ByteStream) -> bool:
+    await stream.send(response(b'[{"name": "alpha"}]'))
+    return False
+
+
+async def test_an_https_gateway_is_reached_with_the_ca_named_in_ssl_cert_file(tmp_path: Path) -> None:
+    ca, server_tls = _tls_origin(tmp_path)
+    async with serving(_servers_answer, tls=server_tls) as origin:
+        gateway = f"https://127.0.0.1:{origin.port}"
+        done = await _cli("servers", "list", "--json", "--gateway", gateway, "--token", "t" * 20,
+                          env={"SSL_CERT_FILE": str(ca), "MCP_AGGREGATOR_TOKEN": ""})  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout) == [{"name": "alpha"}]
+    head = origin.requests[0].head
+    assert head.startswith("GET /api/v1/aggregator/servers HTTP/1.1\r\n")
+    assert f"\r\nAuthorization: Bearer {'t' * 20}" in head
+
+
+async def test_an_https_gateway_with_a_certificate_not_trusted_is_a_clear_error(tmp_path: Path) -> None:
+    _, server_tls = _tls_origin(tmp_path)
+    (tmp_path / "other").mkdir()
+    other_ca, _, _ = tls_files(tmp_path / "other")
+    async with serving(_servers_answer, tls=server_tls) as origin:
+        gateway = f"https://127.0.0.1:{origin.port}"
+        done = await _cli("servers", "list", "--gateway", gateway, "--token", "t" * 20,
+                          env={"SSL_CERT_FILE": str(other_ca)})  # fmt: skip
+    assert done.returncode == 1
+    message = done.stderr.decode().strip()
+    assert message.startswith(
+        f"mcp-aggregator: error: the gateway at {gateway} has a certificate this machine does not trust ("
+    )
+    assert message.endswith("); name its CA in $SSL_CERT_FILE")
+    assert origin.requests == []
+
+
+async def test_a_gateway_address_that_is_not_http_is_a_clear_error() -> None:
+    done = await _cli("servers", "list", "--gateway", "127.0.0.1:8765", "--token", "t" * 20, env={})
+    assert done.returncode == 1
+    assert done.stderr.decode().strip() == (
+        "mcp-aggregator: error: --gateway '127.0.0.1:8765': expected http://HOST[:PORT] or https://HOST[:PORT]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("params", "query"),
+    [
+        ({"q": "two words", "k": 5}, "q=two+words&k=5"),
+        ({"include_tools": True, "stale": False}, "include_tools=true&stale=false"),
+        ({"server": ["a", "b"], "skip": None}, "server=a&server=b"),
+        ({"path": "/x?y=1&z"}, "path=%2Fx%3Fy%3D1%26z"),
+    ],
+)
+def test_query_parameters_are_written_as_httpx_wrote_them(params: dict[str, object], query: str) -> None:
+    assert query_string(params) == query

@@ -29,7 +29,8 @@ START_SECS = 60.0
 def every_command() -> dict[str, Any]:
     """Each command by its words (``servers remove``); a group that runs on its own counts too.
 
-    Typer carries its own copy of click, so commands are told apart by shape, not class.
+    Typer carries its own copy of click, so commands are told apart by shape, not class;
+    each is asked of its group (``get_command``), which loads a lazy one.
     """
     found: dict[str, Any] = {}
 
@@ -37,8 +38,9 @@ def every_command() -> dict[str, Any]:
         if hasattr(command, "commands"):
             if command.invoke_without_command and prefix:
                 found[prefix] = command
-            for name, sub in command.commands.items():
-                walk(f"{prefix} {name}".strip(), sub)
+            ctx = typer.Context(command)
+            for name in command.list_commands(ctx):
+                walk(f"{prefix} {name}".strip(), command.get_command(ctx, name))
         else:
             found[prefix] = command
 

@@ -61,16 +61,16 @@ def gateway_client(
 ) -> GatewayClient:
     """A client of the running gateway the options point at.
 
-    No token anywhere exits with 1, or raises ``AdminClientError`` without ``exit_on_error``.
+    No token anywhere, or a ``--gateway`` that is not an http(s) address, exits with 1, or
+    raises ``AdminClientError`` without ``exit_on_error``.
     """
     settings = load_config(config) if config is not None else None
     try:
-        target = GatewayTarget.resolve(settings, gateway=gateway, token=token)
+        return GatewayClient(GatewayTarget.resolve(settings, gateway=gateway, token=token), timeout=timeout)
     except AdminClientError as exc:
         if not exit_on_error:
             raise
         fail(str(exc))
-    return GatewayClient(target, timeout=timeout)
 
 
 def key_values(pairs: list[str] | None, option: str) -> dict[str, str]:

@@ -7,15 +7,14 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from mcp_aggregator.errors import AdminClientError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -23,6 +22,10 @@ EXIT_USAGE = 2
 
 def console() -> Console:
     """A console on the current stdout; wide when it is not a terminal, so pipes get whole lines."""
+    # rich is imported where a table or a spinner is drawn: a command that prints JSON or an
+    # error never needs it, and importing it is a sixth of such a command's run.
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
     return Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False)
 
@@ -36,6 +39,10 @@ def print_table(
 ) -> None:
     """A table on stdout; the ``whole`` columns (an id a later command takes) keep their
     longest cell's width on a narrow terminal, where the others fold."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # Cells are text, never markup: a path or a grant (``[/srv/repo]``) would read as a tag.
     cells = [[Text("" if cell is None else str(cell)) for cell in row] for row in rows]
@@ -65,6 +72,8 @@ def reported() -> Iterator[None]:
 @contextmanager
 def spinner(message: str) -> Iterator[None]:
     """A spinner on stderr while waiting (only on a terminal; silent in pipes)."""
+    from rich.console import Console
+
     err = Console(stderr=True)
     if not err.is_terminal:
         yield
