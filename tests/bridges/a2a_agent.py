@@ -7,6 +7,9 @@ message's ``skill`` metadata (or the first word of its text).
   data artifact; between its first and second step it waits for ``proceed`` when given,
   so a test can show the progress arrived before the answer.
 - ``book_flight``: a task that fails.
+
+Cancelling a task ends it as ``canceled`` (the executor's ``cancel``). ``started`` is set once
+``plan_trip`` has reported its first step.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def agent_card(url: str, *, streaming: bool = True) -> AgentCard:
 class TravelExecutor(AgentExecutor):
     def __init__(self, proceed: asyncio.Event | None = None) -> None:
         self.proceed = proceed
+        self.started = asyncio.Event()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input()
@@ -70,6 +74,7 @@ class TravelExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([new_text_part("No seats left on that flight.")]))
             return
         await updater.start_work(updater.new_agent_message([new_text_part("Looking at the map")]))
+        self.started.set()
         if self.proceed is not None:
             await self.proceed.wait()
         await updater.update_status(
@@ -80,7 +85,9 @@ class TravelExecutor(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.cancel(updater.new_agent_message([new_text_part("Cancelled at the traveller's request.")]))
 
 
 def build_agent_app(url: str, executor: TravelExecutor, *, streaming: bool = True) -> Starlette:

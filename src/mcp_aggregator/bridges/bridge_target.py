@@ -24,6 +24,8 @@ class OpenBridge:
     server: Server[Any]
     raw: RawAnswer | None = None
     """The fast path's lane: plain calls answered without the SDK's client and server."""
+    mode: str | None = None
+    """The era the gateway must speak to it (``legacy``); None: the server's ``protocol``."""
 
 
 async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapping[str, str]) -> OpenBridge:
@@ -54,5 +56,6 @@ async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapp
         stack.push_async_callback(agent.aclose)
         await agent.load()
         # No raw lane: an agent's calls report progress, which only the SDK's session carries.
-        return OpenBridge(agent.server())
+        # 2025-11-25: the era whose tasks the gateway relays (they left the core at 2026-07-28).
+        return OpenBridge(agent.server(), mode="legacy")
     raise ValueError(f"transport {config.transport.value} is not a bridge")

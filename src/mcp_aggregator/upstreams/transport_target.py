@@ -37,6 +37,8 @@ class Target:
     """streamable HTTP: the configured headers, expanded."""
     bridge_raw: RawAnswer | None = None
     """A bridge that answers a raw ``tools/call`` itself, without the SDK's client and server."""
+    mode: str | None = None
+    """The era a bridge must be spoken to at; None: the server's ``protocol``."""
 
 
 async def enter_target(
@@ -74,7 +76,7 @@ async def enter_target(
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if config.transport in BRIDGED:
         bridge = await open_bridge(stack, config, headers)
-        return Target(bridge.server, bridge_raw=bridge.raw)
+        return Target(bridge.server, bridge_raw=bridge.raw, mode=bridge.mode)
     if auth is not None:
         await auth.ensure_ready()
     if config.transport is Transport.SSE:

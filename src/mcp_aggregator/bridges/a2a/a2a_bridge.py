@@ -2,7 +2,8 @@
 
 Built on a2a-sdk's client (card resolution, JSON-RPC/REST transports, streaming). While a
 task works, each status message the agent streams becomes a progress notification, so a
-long task keeps the caller informed (and its deadline alive). Each ``tools/list`` after
+long task keeps the caller informed (and its deadline alive); a client that asks for an MCP
+task gets the agent's task as one (``agent_tasks``). Each ``tools/list`` after
 the first reads the card again: a changed card reaches the pins, and an agent that no
 longer answers fails the health check.
 """
@@ -22,9 +23,11 @@ from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import AgentCard, Artifact, Message, Role, SendMessageRequest, StreamResponse, Task
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseError
-from mcp.server import ServerRequestContext
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.bridges.a2a.agent_reply import message_result, task_result
+from mcp_aggregator.bridges.a2a.agent_tasks import Agents, AgentTasks
 from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
 from mcp_aggregator.bridges.bridge_server import BridgeServer
 from mcp_aggregator.errors import BridgeError
@@ -68,6 +71,7 @@ class A2ABridge(BridgeServer):
         self._agent: A2AClient | None = None
         self._tools: dict[str, tuple[types.Tool, str | None]] = {}
         self._fresh = False
+        self.tasks = AgentTasks(self._message_for)
 
     async def load(self) -> None:
         """Reads the agent card; raises ``BridgeError`` naming ``base_url`` when it cannot."""
@@ -80,15 +84,23 @@ class A2ABridge(BridgeServer):
     def _adopt(self, card: AgentCard) -> None:
         try:
             agent = ClientFactory(ClientConfig(httpx_client=self._http, streaming=True)).create(card)
+            polling = ClientFactory(ClientConfig(httpx_client=self._http, streaming=False, polling=True)).create(card)
         except (A2AClientError, ValueError) as exc:
             raise BridgeError(self.name, f"base_url: the agent card offers no interface to reach it ({exc})") from exc
         self._agent = agent
+        self.tasks.agents = Agents(agent, polling, streams=card.capabilities.streaming)
         self._tools = skill_tools(card)
         self._fresh = True
 
     async def aclose(self) -> None:
-        if self._agent is not None:
-            await self._agent.close()
+        if self.tasks.agents is not None:
+            await self.tasks.agents.streaming.close()
+            await self.tasks.agents.polling.close()
+
+    def server(self) -> Server[Any]:
+        server = super().server()
+        self.tasks.install(server)
+        return server
 
     def _instructions(self) -> str:
         return f"The A2A agent at {self._base_url}: one tool per skill."
@@ -99,13 +111,27 @@ class A2ABridge(BridgeServer):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        entry = self._tools.get(params.name)
-        if entry is None or self._agent is None:
+        if self._agent is None:
             return _error(f"Unknown tool: {params.name}")
+        try:
+            message = self._message_for(params)
+        except MCPError as exc:
+            return _error(exc.error.message)
+        try:
+            return await self._send(ctx, self._agent, message)
+        except (A2AError, httpx.HTTPError) as exc:
+            return _error(f"The agent could not be reached or refused the message: {exc or type(exc).__name__}")
+
+    def _message_for(self, params: types.CallToolRequestParams) -> Message:
+        """The A2A message a call of a skill tool sends; raises ``MCPError`` (INVALID_PARAMS)
+        for an unknown tool or a missing ``message``."""
+        entry = self._tools.get(params.name)
+        if entry is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         arguments = params.arguments or {}
         text = arguments.get("message")
         if not isinstance(text, str) or not text:
-            return _error("missing required argument: message (what to ask the agent)")
+            raise MCPError(types.INVALID_PARAMS, "missing required argument: message (what to ask the agent)")
         parts = [new_text_part(text)]
         if isinstance(arguments.get("data"), dict):
             parts.append(new_data_part(arguments["data"]))
@@ -118,10 +144,7 @@ class A2ABridge(BridgeServer):
         )
         if entry[1] is not None:
             message.metadata.update({"skill": entry[1]})
-        try:
-            return await self._send(ctx, self._agent, message)
-        except (A2AError, httpx.HTTPError) as exc:
-            return _error(f"The agent could not be reached or refused the message: {exc or type(exc).__name__}")
+        return message
 
     async def _send(self, ctx: ServerRequestContext[Any], agent: A2AClient, message: Message) -> types.CallToolResult:
         task: Task | None = None
