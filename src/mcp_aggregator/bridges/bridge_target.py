@@ -28,9 +28,12 @@ class OpenBridge:
     """The era the gateway must speak to it (``legacy``); None: the server's ``protocol``."""
 
 
-async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapping[str, str]) -> OpenBridge:
+async def open_bridge(
+    stack: AsyncExitStack, config: ServerConfig, headers: Mapping[str, str], secrets: Mapping[str, str]
+) -> OpenBridge:
     """The server standing for ``config``'s upstream, its document or card read; its HTTP
-    client is closed by ``stack``. ``headers`` (expanded) go with every request.
+    client is closed by ``stack``. ``headers`` (expanded) go with every request; ``secrets``
+    (``security``, expanded) where the security schemes the document or card names say.
 
     Raises ``BridgeError`` naming the setting or the path in the document that is unusable.
     """
@@ -40,7 +43,9 @@ async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapp
         client = await stack.enter_async_context(
             httpx2.AsyncClient(headers=dict(headers), timeout=timeout, follow_redirects=False)
         )
-        bridge = OpenApiBridge(config.name, config.spec, client, base_url=config.base_url, selection=config.operations)
+        bridge = OpenApiBridge(
+            config.name, config.spec, client, base_url=config.base_url, selection=config.operations, secrets=secrets
+        )
         await bridge.load()
         return OpenBridge(bridge.server(), bridge.answer_raw)
     if config.transport is Transport.A2A:
@@ -52,7 +57,7 @@ async def open_bridge(stack: AsyncExitStack, config: ServerConfig, headers: Mapp
                 timeout=httpx.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs),
             )
         )
-        agent = A2ABridge(config.name, config.base_url, http)
+        agent = A2ABridge(config.name, config.base_url, http, secrets=secrets)
         stack.push_async_callback(agent.aclose)
         await agent.load()
         # No raw lane: an agent's calls report progress, which only the SDK's session carries.

@@ -76,6 +76,8 @@ class ServerConfig(BaseModel):
     operations: tuple[str, ...] | None = None
     """openapi: the operations to offer (``operationId`` or ``"METHOD /path"``); all if unset."""
     headers: dict[str, str] = Field(default_factory=dict)
+    security: dict[str, str] = Field(default_factory=dict)
+    """openapi/a2a: a secret (``${VAR}`` allowed) per security scheme the document or card names."""
     health_check_url: str | None = None
     tool_timeout_secs: float = Field(default=60.0, gt=0)
     connect_timeout_secs: float = Field(default=30.0, gt=0)
@@ -122,6 +124,16 @@ class ServerConfig(BaseModel):
                 raise ValueError(f"header name {name!r} is not a valid HTTP header name (no spaces, CR/LF, ':')")
             if _CONTROL.search(header):
                 raise ValueError(f"header {name!r}: the value must not contain CR, LF or other control characters")
+        return value
+
+    @field_validator("security")
+    @classmethod
+    def _security(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, secret in value.items():
+            if not name.strip():
+                raise ValueError("a security scheme name must not be empty")
+            if not secret or _CONTROL.search(secret):
+                raise ValueError(f"{name}: the secret must be non-empty, without CR, LF or other control characters")
         return value
 
     @field_validator("env")
@@ -190,8 +202,12 @@ class ServerConfig(BaseModel):
             raise ValueError(f"sandbox: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.auth is not None:
             raise ValueError("auth: only allowed for transport http or sse (a stdio server gets its secrets in env)")
+        if self.security and self.transport not in BRIDGED:
+            raise ValueError(f"security: only allowed for transport openapi or a2a, not {self.transport.value}")
         if self.transport in BRIDGED and self.auth is not None:
-            raise ValueError(f"auth: only allowed for transport http or sse (give {self.transport.value} its headers)")
+            raise ValueError(
+                f"auth: only allowed for transport http or sse (give {self.transport.value} its secrets in security)"
+            )
         if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
             raise ValueError("headers: an Authorization header cannot be combined with auth: oauth")
         return self
@@ -215,6 +231,8 @@ class ServerConfig(BaseModel):
             if (value := getattr(self, key)) is not None
         }
         remote["headers"] = dict(self.headers)
+        if self.security:
+            remote["security"] = dict(self.security)
         if self.auth is not None:
             remote["auth"] = self.auth.stored()
         if self.cache is not None:

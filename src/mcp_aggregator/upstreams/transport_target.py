@@ -75,7 +75,8 @@ async def enter_target(
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
     if config.transport in BRIDGED:
-        bridge = await open_bridge(stack, config, headers)
+        secrets = expand_mapping(config.security, env, server=config.name, field="security")
+        bridge = await open_bridge(stack, config, headers, secrets)
         return Target(bridge.server, bridge_raw=bridge.raw, mode=bridge.mode)
     if auth is not None:
         await auth.ensure_ready()

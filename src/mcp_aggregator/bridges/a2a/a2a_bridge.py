@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import mcp_types as types
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.client import Client as A2AClient
+from a2a.client.client import ClientCallContext
 from a2a.client.errors import A2AClientError
 from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import AgentCard, Artifact, Message, Role, SendMessageRequest, StreamResponse, Task
@@ -28,8 +30,10 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.bridges.a2a.agent_reply import message_result, task_result
 from mcp_aggregator.bridges.a2a.agent_tasks import Agents, AgentTasks
+from mcp_aggregator.bridges.a2a.card_security import CARD, access, card_schemes
 from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
 from mcp_aggregator.bridges.bridge_server import BridgeServer
+from mcp_aggregator.bridges.security_schemes import unknown_names
 from mcp_aggregator.errors import BridgeError
 
 logger = logging.getLogger(__name__)
@@ -64,14 +68,19 @@ def _merge(task: Task | None, event: StreamResponse) -> Task | None:
 class A2ABridge(BridgeServer):
     """One agent's skills, kept current, and the server that offers them."""
 
-    def __init__(self, name: str, base_url: str, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self, name: str, base_url: str, client: httpx.AsyncClient, *, secrets: Mapping[str, str] | None = None
+    ) -> None:
+        """``secrets``: the ``security`` setting, expanded (scheme name to secret)."""
         self.name = name
+        self._secrets = dict(secrets or {})
+        self._access: dict[str, dict[str, str] | str] = {}
         self._base_url = base_url
         self._http = client
         self._agent: A2AClient | None = None
         self._tools: dict[str, tuple[types.Tool, str | None]] = {}
         self._fresh = False
-        self.tasks = AgentTasks(self._message_for)
+        self.tasks = AgentTasks(self._message_for, self.call_context)
 
     async def load(self) -> None:
         """Reads the agent card; raises ``BridgeError`` naming ``base_url`` when it cannot."""
@@ -87,10 +96,38 @@ class A2ABridge(BridgeServer):
             polling = ClientFactory(ClientConfig(httpx_client=self._http, streaming=False, polling=True)).create(card)
         except (A2AClientError, ValueError) as exc:
             raise BridgeError(self.name, f"base_url: the agent card offers no interface to reach it ({exc})") from exc
+        schemes = card_schemes(card)
+        unknown = unknown_names(self._secrets, schemes)
+        if unknown:
+            have = ", ".join(sorted(schemes)) or "none"
+            raise BridgeError(
+                self.name,
+                f"security.{unknown[0]}: the agent card has no security scheme {unknown[0]!r} "
+                f"(its securitySchemes: {have})",
+            )
+        tools = skill_tools(card)
+        sent = frozenset(header.lower() for header in self._http.headers)
+        self._access = access(
+            card,
+            {name: skill for name, (_, skill) in tools.items()},
+            self._secrets,
+            server=self.name,
+            sent_headers=sent,
+        )
+        for why in {why for why in self._access.values() if isinstance(why, str)}:
+            logger.warning("upstream %s: %s", self.name, why)
         self._agent = agent
         self.tasks.agents = Agents(agent, polling, streams=card.capabilities.streaming)
-        self._tools = skill_tools(card)
+        self._tools = tools
         self._fresh = True
+
+    def call_context(self, tool: str | None) -> ClientCallContext | None:
+        """What a request for ``tool`` (None: the agent's task requests) carries; raises
+        ``MCPError`` (INVALID_REQUEST) naming the security scheme when no secret is configured."""
+        headers = self._access.get(tool or CARD, self._access.get(CARD, {}))
+        if isinstance(headers, str):
+            raise MCPError(types.INVALID_REQUEST, headers)
+        return ClientCallContext(service_parameters=headers) if headers else None
 
     async def aclose(self) -> None:
         if self.tasks.agents is not None:
@@ -115,10 +152,11 @@ class A2ABridge(BridgeServer):
             return _error(f"Unknown tool: {params.name}")
         try:
             message = self._message_for(params)
+            context = self.call_context(params.name)
         except MCPError as exc:
             return _error(exc.error.message)
         try:
-            return await self._send(ctx, self._agent, message)
+            return await self._send(ctx, self._agent, message, context)
         except (A2AError, httpx.HTTPError) as exc:
             return _error(f"The agent could not be reached or refused the message: {exc or type(exc).__name__}")
 
@@ -146,10 +184,12 @@ class A2ABridge(BridgeServer):
             message.metadata.update({"skill": entry[1]})
         return message
 
-    async def _send(self, ctx: ServerRequestContext[Any], agent: A2AClient, message: Message) -> types.CallToolResult:
+    async def _send(
+        self, ctx: ServerRequestContext[Any], agent: A2AClient, message: Message, context: ClientCallContext | None
+    ) -> types.CallToolResult:
         task: Task | None = None
         step = 0
-        async for event in agent.send_message(SendMessageRequest(message=message)):
+        async for event in agent.send_message(SendMessageRequest(message=message), context=context):
             if event.WhichOneof("payload") == "message":
                 return message_result(event.message)
             task = _merge(task, event)

@@ -26,6 +26,7 @@ import anyio
 import httpx
 import mcp_types as types
 from a2a.client.client import Client as A2AClient
+from a2a.client.client import ClientCallContext
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -53,6 +54,8 @@ REPLY_PREFIX: Final = "reply-"
 
 MessageFor = Callable[[types.CallToolRequestParams], Message]
 """The A2A message a call asks to send; raises ``MCPError`` (INVALID_PARAMS) for bad arguments."""
+ContextFor = Callable[[str | None], ClientCallContext | None]
+"""The credentials a request for a tool (None: a task request) carries; raises ``MCPError``."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,12 @@ class AgentTasks:
     """Serves one agent's tasks on a bridge server (``install``); ``agents`` is set once the
     card is read, and again when it changes."""
 
-    def __init__(self, message_for: MessageFor, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, message_for: MessageFor, context_for: ContextFor, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.agents: Agents | None = None
         self._message_for = message_for
+        self._context_for = context_for
         self._clock = clock or (lambda: datetime.now(UTC))
         self._created: OrderedDict[str, datetime] = OrderedDict()
         self._replies: OrderedDict[str, _Reply] = OrderedDict()
@@ -133,10 +139,11 @@ class AgentTasks:
     async def start(self, params: types.CallToolRequestParams) -> types.Task:
         """Sends the call's message with ``return_immediately``; the agent's task, as it stands."""
         message = self._message_for(params)
+        context = self._context_for(params.name)
         request = SendMessageRequest(message=message, configuration=SendMessageConfiguration(return_immediately=True))
         now = self._clock()
         try:
-            async for event in self._agents().polling.send_message(request):
+            async for event in self._agents().polling.send_message(request, context=context):
                 if event.HasField("message"):
                     return self._keep_reply(event.message, now)
                 if event.HasField("task"):
@@ -171,7 +178,7 @@ class AgentTasks:
 
     async def _fetch(self, task_id: str) -> Task:
         try:
-            return await self._agents().polling.get_task(GetTaskRequest(id=task_id))
+            return await self._agents().polling.get_task(GetTaskRequest(id=task_id), context=self._context_for(None))
         except (A2AError, httpx.HTTPError) as exc:
             raise _agent_error(exc, task_id) from exc
 
@@ -179,7 +186,9 @@ class AgentTasks:
         reply = self._replies.get(params.task_id)
         return _wire(reply.task if reply is not None else self._task(await self._fetch(params.task_id)))
 
-    async def _result(self, ctx: ServerRequestContext[Any], params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
+    async def _result(
+        self, ctx: ServerRequestContext[Any], params: types.GetTaskPayloadRequestParams
+    ) -> dict[str, Any]:
         """The agent's reply once its task ended, or stopped to wait for the user (then the
         note that names the ids to answer with, as a plain call gives)."""
         reply = self._replies.get(params.task_id)
@@ -199,7 +208,8 @@ class AgentTasks:
                 await anyio.sleep(POLL_INTERVAL_MS / 1000)
                 continue
             try:
-                async for event in agents.streaming.subscribe(SubscribeToTaskRequest(id=task_id)):
+                request = SubscribeToTaskRequest(id=task_id)
+                async for event in agents.streaming.subscribe(request, context=self._context_for(None)):
                     state = event.status_update.status.state if event.HasField("status_update") else None
                     if event.HasField("task"):
                         state = event.task.status.state
@@ -214,7 +224,8 @@ class AgentTasks:
         if params.task_id in self._replies:
             raise MCPError(types.INVALID_PARAMS, f"Task {params.task_id} has already completed")
         try:
-            task = await self._agents().polling.cancel_task(CancelTaskRequest(id=params.task_id))
+            request = CancelTaskRequest(id=params.task_id)
+            task = await self._agents().polling.cancel_task(request, context=self._context_for(None))
         except (A2AError, httpx.HTTPError) as exc:
             raise _agent_error(exc, params.task_id) from exc
         return _wire(self._task(task))
@@ -222,7 +233,7 @@ class AgentTasks:
     async def _list(self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
         request = ListTasksRequest(page_token=params.cursor or "")
         try:
-            page = await self._agents().polling.list_tasks(request)
+            page = await self._agents().polling.list_tasks(request, context=self._context_for(None))
         except (A2AError, httpx.HTTPError) as exc:
             raise _agent_error(exc) from exc
         tasks = [reply.task for reply in self._replies.values()] if params.cursor is None else []

@@ -4,6 +4,11 @@ The gateway connects to it in-process like to any upstream, so pinning, health, 
 and the rest apply unchanged. Each ``tools/list`` (the first at connect, then every health
 check's re-list) reads the document again: a changed document reaches the pins, and a
 document that can no longer be fetched fails the health check.
+
+The document's security schemes take the secrets of the server's ``security`` setting
+(``security_schemes``): each operation's (or the document's) requirement is resolved at
+load, so a call needs no lookup, and a call whose requirement has no secret is a tool error
+saying which line to add.
 """
 
 from __future__ import annotations
@@ -24,6 +29,14 @@ from mcp_aggregator.bridges.openapi.operation import Operation
 from mcp_aggregator.bridges.openapi.operation_reader import Reading, read_operations
 from mcp_aggregator.bridges.openapi.rest_call import RestCaller, error_result
 from mcp_aggregator.bridges.openapi.schema_inliner import DocumentPathError
+from mcp_aggregator.bridges.security_schemes import (
+    MissingCredential,
+    Placement,
+    openapi_requirement,
+    openapi_schemes,
+    placement,
+    unknown_names,
+)
 from mcp_aggregator.errors import BridgeError
 
 logger = logging.getLogger(__name__)
@@ -40,8 +53,12 @@ class OpenApiBridge(BridgeServer):
         *,
         base_url: str | None = None,
         selection: Sequence[str] | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
+        """``secrets``: the ``security`` setting, expanded (scheme name to secret)."""
         self.name = name
+        self._secrets = dict(secrets or {})
+        self._credentials: dict[str, Placement | str] = {}
         self._spec = spec
         self._client = client
         self._configured_base = base_url
@@ -63,6 +80,33 @@ class OpenApiBridge(BridgeServer):
         except DocumentPathError as exc:
             raise BridgeError(self.name, str(exc)) from exc
         self._adopt(reading, base_url)
+        self._credentials = self._resolve_security(document, reading)
+
+    def _resolve_security(self, document: Mapping[str, Any], reading: Reading) -> dict[str, Placement | str]:
+        """Each operation's placed secrets, or why it has none (which is logged once per load)."""
+        schemes = openapi_schemes(document)
+        unknown = unknown_names(self._secrets, schemes)
+        if unknown:
+            have = ", ".join(sorted(schemes)) or "none"
+            raise BridgeError(
+                self.name,
+                f"security.{unknown[0]}: the document has no security scheme {unknown[0]!r} "
+                f"(components.securitySchemes has: {have})",
+            )
+        default = openapi_requirement(document.get("security")) or ()
+        sent = frozenset(name.lower() for name in self._client.headers)
+        out: dict[str, Placement | str] = {}
+        for op in reading.operations:
+            requirement = op.security if op.security is not None else default
+            what = f"operation {op.tool.name} ({op.where})"
+            try:
+                out[op.tool.name] = placement(
+                    requirement, schemes, self._secrets, server=self.name, what=what, sent_headers=sent
+                )
+            except MissingCredential as exc:
+                logger.warning("upstream %s: %s", self.name, exc)
+                out[op.tool.name] = str(exc)
+        return out
 
     def _adopt(self, reading: Reading, base_url: str) -> None:
         problems = tuple(str(problem) for problem in reading.problems)
@@ -93,7 +137,10 @@ class OpenApiBridge(BridgeServer):
         operation = self._operations.get(name)
         if operation is None:
             return error_result(f"Unknown tool: {name}")
-        return await self._caller.call(operation, arguments, self._validator(operation))
+        credentials = self._credentials.get(name)
+        if isinstance(credentials, str):
+            return error_result(credentials)
+        return await self._caller.call(operation, arguments, self._validator(operation), credentials)
 
     async def answer_raw(self, message: dict[str, Any]) -> bytes:
         """A raw JSON-RPC ``tools/call`` answered as the SDK's server would, minus its framing
