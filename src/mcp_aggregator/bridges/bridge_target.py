@@ -12,7 +12,9 @@ import httpx2
 from mcp.server import Server
 
 from mcp_aggregator.bridges.a2a import A2ABridge
+from mcp_aggregator.bridges.a2a.agent_bearer import AgentBearer
 from mcp_aggregator.bridges.openapi import OpenApiBridge
+from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.settings import ServerConfig, Transport
 
 RawAnswer = Callable[[dict[str, Any]], Coroutine[Any, Any, bytes]]
@@ -29,11 +31,16 @@ class OpenBridge:
 
 
 async def open_bridge(
-    stack: AsyncExitStack, config: ServerConfig, headers: Mapping[str, str], secrets: Mapping[str, str]
+    stack: AsyncExitStack,
+    config: ServerConfig,
+    headers: Mapping[str, str],
+    secrets: Mapping[str, str],
+    auth: UpstreamBearer | None = None,
 ) -> OpenBridge:
     """The server standing for ``config``'s upstream, its document or card read; its HTTP
     client is closed by ``stack``. ``headers`` (expanded) go with every request; ``secrets``
-    (``security``, expanded) where the security schemes the document or card names say.
+    (``security``, expanded) where the security schemes the document or card names say;
+    ``auth`` (``auth: oauth``) signs every request with the gateway's upstream sign-in.
 
     Raises ``BridgeError`` naming the setting or the path in the document that is unusable.
     """
@@ -41,10 +48,16 @@ async def open_bridge(
         assert config.spec is not None  # guaranteed by ServerConfig validation
         timeout = httpx2.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs)
         client = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=dict(headers), timeout=timeout, follow_redirects=False)
+            httpx2.AsyncClient(headers=dict(headers), timeout=timeout, follow_redirects=False, auth=auth)
         )
         bridge = OpenApiBridge(
-            config.name, config.spec, client, base_url=config.base_url, selection=config.operations, secrets=secrets
+            config.name,
+            config.spec,
+            client,
+            base_url=config.base_url,
+            selection=config.operations,
+            secrets=secrets,
+            signed_in=auth is not None,
         )
         await bridge.load()
         return OpenBridge(bridge.server(), bridge.answer_raw)
@@ -55,9 +68,10 @@ async def open_bridge(
             httpx.AsyncClient(
                 headers=dict(headers),
                 timeout=httpx.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs),
+                auth=AgentBearer(auth.source) if auth is not None else None,
             )
         )
-        agent = A2ABridge(config.name, config.base_url, http, secrets=secrets)
+        agent = A2ABridge(config.name, config.base_url, http, secrets=secrets, signed_in=auth is not None)
         stack.push_async_callback(agent.aclose)
         await agent.load()
         # No raw lane: an agent's calls report progress, which only the SDK's session carries.

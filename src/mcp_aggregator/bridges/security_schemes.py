@@ -92,9 +92,11 @@ def placement(
     server: str,
     what: str,
     sent_headers: Set[str] = frozenset(),
+    signed_in: bool = False,
 ) -> Placement:
     """The secrets of the first satisfiable alternative of ``requirement``, placed;
-    ``sent_headers`` (lowercased) are the configured ``headers``, which satisfy their scheme.
+    ``sent_headers`` (lowercased) are the configured ``headers``, which satisfy their scheme;
+    ``signed_in`` (``auth: oauth``) satisfies every ``oauth2`` and ``openIdConnect`` scheme.
 
     Raises ``MissingCredential`` naming ``what`` (``operation listBooks``), the schemes, and
     the configuration line to add.
@@ -107,6 +109,8 @@ def placement(
         scheme = schemes.get(name)
         if scheme is None or scheme.kind is SchemeKind.UNSUPPORTED:
             return False
+        if signed_in and scheme.kind in (SchemeKind.OAUTH2, SchemeKind.OPENID):
+            return True
         return name in secrets or scheme.header() in sent_headers
 
     for alternative in requirement:

@@ -86,7 +86,8 @@ class ServerConfig(BaseModel):
     """``auto`` negotiates 2026-07-28 and falls back to the 2025-11-25 handshake; ``legacy``
     goes straight to the handshake, for servers that mishandle the discovery probe."""
     auth: UpstreamOAuth | None = None
-    """``oauth``: the gateway signs in to this (http/sse) server; see ``credentials``."""
+    """``oauth``: the gateway signs in to this server; see ``credentials`` (an openapi/a2a
+    server signs in where its document's or card's ``oauth2`` security scheme says)."""
     sandbox: SandboxConfig | None = None
     """stdio only: what the server's sandbox grants beyond ``serve.sandbox``'s defaults."""
     origin: ServerOrigin | None = None
@@ -201,13 +202,14 @@ class ServerConfig(BaseModel):
         if self.transport is not Transport.STDIO and self.sandbox is not None:
             raise ValueError(f"sandbox: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.auth is not None:
-            raise ValueError("auth: only allowed for transport http or sse (a stdio server gets its secrets in env)")
+            raise ValueError(
+                "auth: only allowed for transport http, sse, openapi or a2a (a stdio server gets its secrets in env)"
+            )
         if self.security and self.transport not in BRIDGED:
             raise ValueError(f"security: only allowed for transport openapi or a2a, not {self.transport.value}")
-        if self.transport in BRIDGED and self.auth is not None:
-            raise ValueError(
-                f"auth: only allowed for transport http or sse (give {self.transport.value} its secrets in security)"
-            )
+        if self.transport in BRIDGED and self.auth is not None and self.auth.per_user:
+            # A bridge's requests are made by its own in-process server, away from the caller.
+            raise ValueError(f"auth.per_user: not available for transport {self.transport.value}")
         if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
             raise ValueError("headers: an Authorization header cannot be combined with auth: oauth")
         return self

@@ -74,12 +74,12 @@ async def enter_target(
         pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub, launch=launch)
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
-    if config.transport in BRIDGED:
-        secrets = expand_mapping(config.security, env, server=config.name, field="security")
-        bridge = await open_bridge(stack, config, headers, secrets)
-        return Target(bridge.server, bridge_raw=bridge.raw, mode=bridge.mode)
     if auth is not None:
         await auth.ensure_ready()
+    if config.transport in BRIDGED:
+        secrets = expand_mapping(config.security, env, server=config.name, field="security")
+        bridge = await open_bridge(stack, config, headers, secrets, auth)
+        return Target(bridge.server, bridge_raw=bridge.raw, mode=bridge.mode)
     if config.transport is Transport.SSE:
         assert config.url is not None
         return Target(sse_client(config.url, headers=headers or None, auth=auth))

@@ -69,10 +69,18 @@ class A2ABridge(BridgeServer):
     """One agent's skills, kept current, and the server that offers them."""
 
     def __init__(
-        self, name: str, base_url: str, client: httpx.AsyncClient, *, secrets: Mapping[str, str] | None = None
+        self,
+        name: str,
+        base_url: str,
+        client: httpx.AsyncClient,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        signed_in: bool = False,
     ) -> None:
-        """``secrets``: the ``security`` setting, expanded (scheme name to secret)."""
+        """``secrets``: the ``security`` setting, expanded (scheme name to secret);
+        ``signed_in``: ``client`` carries the gateway's OAuth sign-in (``auth: oauth``)."""
         self.name = name
+        self._signed_in = signed_in
         self._secrets = dict(secrets or {})
         self._access: dict[str, dict[str, str] | str] = {}
         self._base_url = base_url
@@ -107,12 +115,9 @@ class A2ABridge(BridgeServer):
             )
         tools = skill_tools(card)
         sent = frozenset(header.lower() for header in self._http.headers)
+        skills = {name: skill for name, (_, skill) in tools.items()}
         self._access = access(
-            card,
-            {name: skill for name, (_, skill) in tools.items()},
-            self._secrets,
-            server=self.name,
-            sent_headers=sent,
+            card, skills, self._secrets, server=self.name, sent_headers=sent, signed_in=self._signed_in
         )
         for why in {why for why in self._access.values() if isinstance(why, str)}:
             logger.warning("upstream %s: %s", self.name, why)

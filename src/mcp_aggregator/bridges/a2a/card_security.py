@@ -56,9 +56,12 @@ def headers_for(
     server: str,
     what: str,
     sent_headers: Set[str],
+    signed_in: bool = False,
 ) -> dict[str, str]:
     """The headers that satisfy ``requirement``; raises ``MissingCredential`` (see ``placement``)."""
-    placed = placement(requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers)
+    placed = placement(
+        requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers, signed_in=signed_in
+    )
     if placed.params:
         names = ", ".join(sorted(placed.params))
         raise MissingCredential(f"{what}: an apiKey in the query string ({names}) cannot be sent to an A2A agent")
@@ -69,7 +72,13 @@ def headers_for(
 
 
 def access(
-    card: AgentCard, tools: Mapping[str, str | None], secrets: Mapping[str, str], *, server: str, sent_headers: Set[str]
+    card: AgentCard,
+    tools: Mapping[str, str | None],
+    secrets: Mapping[str, str],
+    *,
+    server: str,
+    sent_headers: Set[str],
+    signed_in: bool = False,
 ) -> dict[str, dict[str, str] | str]:
     """For the card (``CARD``) and each tool (by name, with its skill id): the headers its
     requests carry, or why it has none."""
@@ -82,7 +91,9 @@ def access(
     out: dict[str, dict[str, str] | str] = {}
     for key, (requirement, what) in wanted.items():
         try:
-            out[key] = headers_for(requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers)
+            out[key] = headers_for(
+                requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers, signed_in=signed_in
+            )
         except MissingCredential as exc:
             out[key] = str(exc)
     return out

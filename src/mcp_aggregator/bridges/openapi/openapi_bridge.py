@@ -54,10 +54,13 @@ class OpenApiBridge(BridgeServer):
         base_url: str | None = None,
         selection: Sequence[str] | None = None,
         secrets: Mapping[str, str] | None = None,
+        signed_in: bool = False,
     ) -> None:
-        """``secrets``: the ``security`` setting, expanded (scheme name to secret)."""
+        """``secrets``: the ``security`` setting, expanded (scheme name to secret);
+        ``signed_in``: ``client`` carries the gateway's OAuth sign-in (``auth: oauth``)."""
         self.name = name
         self._secrets = dict(secrets or {})
+        self._signed_in = signed_in
         self._credentials: dict[str, Placement | str] = {}
         self._spec = spec
         self._client = client
@@ -101,7 +104,13 @@ class OpenApiBridge(BridgeServer):
             what = f"operation {op.tool.name} ({op.where})"
             try:
                 out[op.tool.name] = placement(
-                    requirement, schemes, self._secrets, server=self.name, what=what, sent_headers=sent
+                    requirement,
+                    schemes,
+                    self._secrets,
+                    server=self.name,
+                    what=what,
+                    sent_headers=sent,
+                    signed_in=self._signed_in,
                 )
             except MissingCredential as exc:
                 logger.warning("upstream %s: %s", self.name, exc)

@@ -1,0 +1,124 @@
+"""The gateway's upstream OAuth sign-in for a bridged server, told where to sign in by an
+``oauth2`` security scheme instead of MCP's protected-resource discovery.
+
+An MCP server names its authorization server through RFC 9728 metadata; a REST API or an
+agent names it in its document or card: a scheme's ``authorizationCode`` flow (a person
+signs in: ``authorizationUrl``, ``tokenUrl``) or ``clientCredentials`` flow (``tokenUrl``),
+each with its scopes. ``scheme_discovery`` gives ``Credentials`` that reading for an
+``openapi`` or ``a2a`` server with ``auth: oauth``; everything after it (registration or the
+configured client, PKCE, the callback, token storage and refresh) is the gateway's usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import httpx2
+from a2a.client import A2ACardResolver
+from a2a.client.errors import A2AClientError
+from google.protobuf.json_format import MessageToDict, ParseError
+
+from mcp_aggregator.bridges.openapi.document_source import read_document
+from mcp_aggregator.credentials.config import Grant, UpstreamOAuth
+from mcp_aggregator.credentials.records import AuthServer
+from mcp_aggregator.credentials.server_credentials import Discover
+from mcp_aggregator.errors import BridgeError, SignInFailedError
+from mcp_aggregator.settings import ServerConfig, Transport
+
+_FLOW = {Grant.AUTHORIZATION_CODE: "authorizationCode", Grant.CLIENT_CREDENTIALS: "clientCredentials"}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _oauth2_schemes(schemes: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Each ``oauth2`` scheme's flows, as OpenAPI writes them (an agent card's
+    ``oauth2SecurityScheme`` is the same shape under another key)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for name, raw in schemes.items():
+        if not isinstance(raw, Mapping):
+            continue
+        card = raw.get("oauth2SecurityScheme")
+        spec = card if isinstance(card, Mapping) else raw if raw.get("type") == "oauth2" else None
+        flows = spec.get("flows") if spec is not None else None
+        if isinstance(flows, Mapping):
+            out[str(name)] = flows
+    return out
+
+
+def scheme_server(
+    schemes: Mapping[str, Any], auth: UpstreamOAuth, *, resource: str, scopes: tuple[str, ...], where: str
+) -> AuthServer:
+    """The authorization server of the first ``oauth2`` scheme with the flow ``auth.grant``
+    needs (pure). Raises ``SignInFailedError``-ready text as ``ValueError`` naming ``where``."""
+    wanted = _FLOW[auth.grant]
+    oauth2 = _oauth2_schemes(schemes)
+    for name, flows in oauth2.items():
+        flow = flows.get(wanted)
+        if not isinstance(flow, Mapping) or not isinstance(flow.get("tokenUrl"), str):
+            continue
+        token_url = str(flow["tokenUrl"])
+        authorize = flow.get("authorizationUrl")
+        if auth.grant is Grant.AUTHORIZATION_CODE and not isinstance(authorize, str):
+            raise ValueError(f"{where}.{name}.flows.{wanted}: no authorizationUrl")
+        offered = flow.get("scopes")
+        scope = " ".join(scopes) or (" ".join(offered) if isinstance(offered, Mapping) else "") or None
+        return AuthServer(
+            # A flow names no issuer: its token endpoint's origin stands for it (an RFC 9207
+            # ``iss`` on the callback must then be that origin).
+            issuer=_origin(token_url),
+            token_endpoint=token_url,
+            resource=resource,
+            authorization_endpoint=str(authorize) if isinstance(authorize, str) else None,
+            scope=scope,
+        )
+    have = ", ".join(sorted(oauth2)) or "no oauth2 scheme"
+    raise ValueError(f"{where}: no oauth2 security scheme with a {wanted} flow for auth.grant {auth.grant} ({have})")
+
+
+async def _document_schemes(config: ServerConfig, http: httpx2.AsyncClient) -> Mapping[str, Any]:
+    assert config.spec is not None
+    document = await read_document(config.spec, http, server=config.name)
+    components = document.get("components")
+    schemes = components.get("securitySchemes") if isinstance(components, Mapping) else None
+    return schemes if isinstance(schemes, Mapping) else {}
+
+
+async def _card_schemes(config: ServerConfig) -> Mapping[str, Any]:
+    assert config.base_url is not None
+    async with httpx.AsyncClient(timeout=config.connect_timeout_secs) as http:
+        try:
+            card = await A2ACardResolver(http, config.base_url).get_agent_card()
+        except (A2AClientError, httpx.HTTPError, ParseError, ValueError) as exc:
+            raise BridgeError(config.name, f"base_url: no usable agent card at {config.base_url} ({exc})") from exc
+    schemes = MessageToDict(card).get("securitySchemes")
+    return schemes if isinstance(schemes, Mapping) else {}
+
+
+def scheme_discovery(config: ServerConfig, http: httpx2.AsyncClient) -> Discover | None:
+    """For an ``openapi``/``a2a`` server with ``auth``: sign-in by its document's or card's
+    ``oauth2`` scheme, read again at each sign-in; None for any other server. ``http`` is the
+    credentials' client (no redirects). The returned function raises ``SignInFailedError``."""
+    auth = config.auth
+    if auth is None or config.transport not in (Transport.OPENAPI, Transport.A2A):
+        return None
+
+    async def discover(scopes: tuple[str, ...]) -> AuthServer:
+        try:
+            if config.transport is Transport.OPENAPI:
+                schemes, where = await _document_schemes(config, http), "components.securitySchemes"
+            else:
+                schemes, where = await _card_schemes(config), "securitySchemes"
+            resource = config.base_url or config.spec or ""
+            return scheme_server(schemes, auth, resource=resource, scopes=scopes, where=where)
+        except BridgeError as exc:
+            raise SignInFailedError(config.name, str(exc).removeprefix(f"{config.name}: ")) from exc
+        except ValueError as exc:
+            raise SignInFailedError(config.name, str(exc)) from exc
+
+    return discover
