@@ -39,7 +39,7 @@ def error_of(server: str) -> str:
         ),
         (
             "{name: s, transport: openapi, spec: o.json, auth: {type: oauth, per_user: true}}",
-            "servers[0].auth.per_user: not available for transport openapi",
+            "servers[0].auth: per_user is not available for transport openapi",
         ),
         ("{name: s, transport: a2a}", "servers[0].base_url: required for transport a2a"),
         ("{name: s, transport: a2a, base_url: agent.local}", "servers[0].base_url: must be an absolute http(s) URL"),

@@ -7,6 +7,9 @@ signs in: ``authorizationUrl``, ``tokenUrl``) or ``clientCredentials`` flow (``t
 each with its scopes. ``scheme_discovery`` gives ``Credentials`` that reading for an
 ``openapi`` or ``a2a`` server with ``auth: oauth``; everything after it (registration or the
 configured client, PKCE, the callback, token storage and refresh) is the gateway's usual.
+A flow names no issuer nor registration endpoint: where the token endpoint's origin publishes
+RFC 8414 metadata naming that token endpoint, its issuer and dynamic registration are used;
+otherwise the origin stands for the issuer and ``auth.client_id`` is needed.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import httpx2
 from a2a.client import A2ACardResolver
 from a2a.client.errors import A2AClientError
 from google.protobuf.json_format import MessageToDict, ParseError
+from mcp.shared.auth import OAuthMetadata
+from pydantic import ValidationError
 
-from mcp_aggregator.bridges.openapi.document_source import read_document
+from mcp_aggregator.bridges.openapi.document_source import api_base_url, read_document
 from mcp_aggregator.credentials.config import Grant, UpstreamOAuth
 from mcp_aggregator.credentials.records import AuthServer
 from mcp_aggregator.credentials.server_credentials import Discover
@@ -81,12 +86,35 @@ def scheme_server(
     raise ValueError(f"{where}: no oauth2 security scheme with a {wanted} flow for auth.grant {auth.grant} ({have})")
 
 
-async def _document_schemes(config: ServerConfig, http: httpx2.AsyncClient) -> Mapping[str, Any]:
+async def _with_metadata(server: AuthServer, http: httpx2.AsyncClient) -> AuthServer:
+    """``server`` with the issuer and registration endpoint its RFC 8414 metadata gives, when
+    that metadata names the same token endpoint; as it is otherwise."""
+    try:
+        response = await http.get(f"{server.issuer}/.well-known/oauth-authorization-server")
+        metadata = OAuthMetadata.model_validate_json(response.content) if response.status_code == 200 else None
+    except (httpx2.HTTPError, ValidationError):
+        return server
+    if metadata is None or str(metadata.token_endpoint) != server.token_endpoint:
+        return server
+    registration = str(metadata.registration_endpoint) if metadata.registration_endpoint else None
+    return AuthServer(
+        issuer=str(metadata.issuer).rstrip("/"),
+        token_endpoint=server.token_endpoint,
+        resource=server.resource,
+        authorization_endpoint=server.authorization_endpoint,
+        registration_endpoint=registration,
+        scope=server.scope,
+    )
+
+
+async def _document_schemes(config: ServerConfig, http: httpx2.AsyncClient) -> tuple[Mapping[str, Any], str]:
+    """The document's security schemes, and the API's base URL (the resource signed in to)."""
     assert config.spec is not None
     document = await read_document(config.spec, http, server=config.name)
+    base = api_base_url(document, config.spec, config.base_url, server=config.name)
     components = document.get("components")
     schemes = components.get("securitySchemes") if isinstance(components, Mapping) else None
-    return schemes if isinstance(schemes, Mapping) else {}
+    return (schemes if isinstance(schemes, Mapping) else {}), base
 
 
 async def _card_schemes(config: ServerConfig) -> Mapping[str, Any]:
@@ -111,11 +139,13 @@ def scheme_discovery(config: ServerConfig, http: httpx2.AsyncClient) -> Discover
     async def discover(scopes: tuple[str, ...]) -> AuthServer:
         try:
             if config.transport is Transport.OPENAPI:
-                schemes, where = await _document_schemes(config, http), "components.securitySchemes"
+                schemes, resource = await _document_schemes(config, http)
+                where = "components.securitySchemes"
             else:
-                schemes, where = await _card_schemes(config), "securitySchemes"
-            resource = config.base_url or config.spec or ""
-            return scheme_server(schemes, auth, resource=resource, scopes=scopes, where=where)
+                assert config.base_url is not None
+                schemes, resource, where = await _card_schemes(config), config.base_url, "securitySchemes"
+            found = scheme_server(schemes, auth, resource=resource, scopes=scopes, where=where)
+            return await _with_metadata(found, http)
         except BridgeError as exc:
             raise SignInFailedError(config.name, str(exc).removeprefix(f"{config.name}: ")) from exc
         except ValueError as exc:

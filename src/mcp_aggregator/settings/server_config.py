@@ -209,7 +209,7 @@ class ServerConfig(BaseModel):
             raise ValueError(f"security: only allowed for transport openapi or a2a, not {self.transport.value}")
         if self.transport in BRIDGED and self.auth is not None and self.auth.per_user:
             # A bridge's requests are made by its own in-process server, away from the caller.
-            raise ValueError(f"auth.per_user: not available for transport {self.transport.value}")
+            raise ValueError(f"auth: per_user is not available for transport {self.transport.value}")
         if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
             raise ValueError("headers: an Authorization header cannot be combined with auth: oauth")
         return self
