@@ -180,7 +180,7 @@ class RestCaller:
             parts = request_parts(operation, self.base_url, arguments)
         except ArgumentError as exc:
             return error_result(str(exc))
-        if credentials is not None:
+        if credentials is not None and (credentials.headers or credentials.params or credentials.cookies):
             parts = replace(
                 parts,
                 params=[*[(k, v) for k, v in parts.params if k not in credentials.params], *credentials.params.items()],
