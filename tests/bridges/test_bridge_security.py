@@ -6,6 +6,8 @@ A scheme without a secret, and a secret for a scheme nobody declared, say what t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -23,7 +25,10 @@ from tests.bridges.a2a_agent import AGENT_TOKEN, PARTNER_KEY, TravelExecutor, bu
 from tests.bridges.asgi_serving import serve_asgi, serve_built
 from tests.bridges.books_api import TOKEN, build_books_app
 from tests.bridges.keyed_api import COOKIE_KEY, HEADER_KEY, PASSWORD, QUERY_KEY, USER, build_keyed_app
+from tests.cli.conftest import run_cli
 from tests.conftest import running_gateway, settings_for
+
+PETSTORE = Path(__file__).parent / "fixtures" / "petstore-openapi.yaml"
 
 SCHEMES = {
     "bearer": Scheme("bearer", SchemeKind.BEARER),
@@ -203,6 +208,27 @@ async def test_a_secret_for_a_scheme_the_card_does_not_declare_puts_the_server_i
             message = gateway.supervisors["travel"].error_message
     assert message is not None
     assert (
-        "security.token: the agent card has no security scheme 'token' (its securitySchemes: bearer, partnerKey)"
+        "security.token: the agent card has no security scheme 'token' (securitySchemes has: bearer, partnerKey)"
         in message
     )
+
+
+async def test_check_config_names_each_operation_whose_scheme_has_no_secret(tmp_path: Path) -> None:
+    config = tmp_path / "aggregator.yaml"
+    config.write_text(
+        "servers:\n"
+        f"  - {{name: pets, transport: openapi, spec: '{PETSTORE}', base_url: 'http://127.0.0.1:9/api/v3',"
+        " operations: [getPetById, addPet], security: {api_key: '${PETS_KEY}'}}\n"
+        f"  - {{name: typo, transport: openapi, spec: '{PETSTORE}', base_url: 'http://127.0.0.1:9/api/v3',"
+        " security: {apiKey: x}}\n"
+    )
+    result = await run_cli("check-config", str(config))
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        "warning: server 'pets': operation addPet (paths./pet.post) needs a credential for security scheme "
+        "'petstore_auth' (oauth2), and none is configured; "
+        "add to server 'pets': security: {petstore_auth: \"${PETS_PETSTORE_AUTH}\"}",
+        "warning: server 'typo': security.apiKey: the document has no security scheme 'apiKey' "
+        "(components.securitySchemes has: api_key, petstore_auth)",
+    ]

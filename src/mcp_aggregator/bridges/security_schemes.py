@@ -136,8 +136,14 @@ def _missing(
     return f"{what} needs a credential for security scheme {options}, and none is configured{advice}"
 
 
-def unknown_names(secrets: Iterable[str], schemes: Mapping[str, Scheme]) -> list[str]:
-    return sorted(name for name in secrets if name not in schemes)
+def unknown_scheme(secrets: Iterable[str], schemes: Mapping[str, Scheme], *, owner: str, where: str) -> str | None:
+    """Why the first secret named after no declared scheme is wrong (None: all are known);
+    ``owner`` is ``the document`` or ``the agent card``, ``where`` its schemes' place."""
+    unknown = sorted(name for name in secrets if name not in schemes)
+    if not unknown:
+        return None
+    have = ", ".join(sorted(schemes)) or "none"
+    return f"security.{unknown[0]}: {owner} has no security scheme {unknown[0]!r} ({where} has: {have})"
 
 
 def openapi_scheme(name: str, raw: Mapping[str, Any]) -> Scheme:

@@ -30,10 +30,9 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.bridges.a2a.agent_reply import message_result, task_result
 from mcp_aggregator.bridges.a2a.agent_tasks import Agents, AgentTasks
-from mcp_aggregator.bridges.a2a.card_security import CARD, access, card_schemes
+from mcp_aggregator.bridges.a2a.card_security import CARD, access, unknown_in_card
 from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
 from mcp_aggregator.bridges.bridge_server import BridgeServer
-from mcp_aggregator.bridges.security_schemes import unknown_names
 from mcp_aggregator.errors import BridgeError
 
 logger = logging.getLogger(__name__)
@@ -104,23 +103,18 @@ class A2ABridge(BridgeServer):
             polling = ClientFactory(ClientConfig(httpx_client=self._http, streaming=False, polling=True)).create(card)
         except (A2AClientError, ValueError) as exc:
             raise BridgeError(self.name, f"base_url: the agent card offers no interface to reach it ({exc})") from exc
-        schemes = card_schemes(card)
-        unknown = unknown_names(self._secrets, schemes)
-        if unknown:
-            have = ", ".join(sorted(schemes)) or "none"
-            raise BridgeError(
-                self.name,
-                f"security.{unknown[0]}: the agent card has no security scheme {unknown[0]!r} "
-                f"(its securitySchemes: {have})",
-            )
+        unknown = unknown_in_card(card, self._secrets)
+        if unknown is not None:
+            raise BridgeError(self.name, unknown)
         tools = skill_tools(card)
         sent = frozenset(header.lower() for header in self._http.headers)
         skills = {name: skill for name, (_, skill) in tools.items()}
-        self._access = access(
-            card, skills, self._secrets, server=self.name, sent_headers=sent, signed_in=self._signed_in
-        )
-        for why in {why for why in self._access.values() if isinstance(why, str)}:
-            logger.warning("upstream %s: %s", self.name, why)
+        known = access(card, skills, self._secrets, server=self.name, sent_headers=sent, signed_in=self._signed_in)
+        lacking = sorted({why for why in known.values() if isinstance(why, str)})
+        if lacking != sorted({why for why in self._access.values() if isinstance(why, str)}):
+            for why in lacking:
+                logger.warning("upstream %s: %s", self.name, why)
+        self._access = known
         self._agent = agent
         self.tasks.agents = Agents(agent, polling, streams=card.capabilities.streaming)
         self._tools = tools

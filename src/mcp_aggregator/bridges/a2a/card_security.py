@@ -20,6 +20,7 @@ from mcp_aggregator.bridges.security_schemes import (
     SchemeKind,
     openapi_scheme,
     placement,
+    unknown_scheme,
 )
 
 CARD: str = ""
@@ -42,6 +43,11 @@ def card_scheme(name: str, raw: SecurityScheme) -> Scheme:
 
 def card_schemes(card: AgentCard) -> dict[str, Scheme]:
     return {name: card_scheme(name, raw) for name, raw in card.security_schemes.items()}
+
+
+def unknown_in_card(card: AgentCard, secrets: Iterable[str]) -> str | None:
+    """Why a ``security`` entry names no scheme of ``card`` (None: each names one)."""
+    return unknown_scheme(secrets, card_schemes(card), owner="the agent card", where="securitySchemes")
 
 
 def card_requirement(requirements: Iterable[SecurityRequirement]) -> Requirement:

@@ -27,16 +27,10 @@ from mcp_aggregator.bridges.bridge_server import BridgeServer
 from mcp_aggregator.bridges.openapi.document_source import api_base_url, read_document
 from mcp_aggregator.bridges.openapi.operation import Operation
 from mcp_aggregator.bridges.openapi.operation_reader import Reading, read_operations
+from mcp_aggregator.bridges.openapi.operation_security import operation_access, unknown_in_document
 from mcp_aggregator.bridges.openapi.rest_call import RestCaller, error_result
 from mcp_aggregator.bridges.openapi.schema_inliner import DocumentPathError
-from mcp_aggregator.bridges.security_schemes import (
-    MissingCredential,
-    Placement,
-    openapi_requirement,
-    openapi_schemes,
-    placement,
-    unknown_names,
-)
+from mcp_aggregator.bridges.security_schemes import Placement
 from mcp_aggregator.errors import BridgeError
 
 logger = logging.getLogger(__name__)
@@ -82,40 +76,19 @@ class OpenApiBridge(BridgeServer):
             reading = read_operations(document, self._selection)
         except DocumentPathError as exc:
             raise BridgeError(self.name, str(exc)) from exc
+        unknown = unknown_in_document(document, self._secrets)
+        if unknown is not None:
+            raise BridgeError(self.name, unknown)
         self._adopt(reading, base_url)
-        self._credentials = self._resolve_security(document, reading)
-
-    def _resolve_security(self, document: Mapping[str, Any], reading: Reading) -> dict[str, Placement | str]:
-        """Each operation's placed secrets, or why it has none (which is logged once per load)."""
-        schemes = openapi_schemes(document)
-        unknown = unknown_names(self._secrets, schemes)
-        if unknown:
-            have = ", ".join(sorted(schemes)) or "none"
-            raise BridgeError(
-                self.name,
-                f"security.{unknown[0]}: the document has no security scheme {unknown[0]!r} "
-                f"(components.securitySchemes has: {have})",
-            )
-        default = openapi_requirement(document.get("security")) or ()
         sent = frozenset(name.lower() for name in self._client.headers)
-        out: dict[str, Placement | str] = {}
-        for op in reading.operations:
-            requirement = op.security if op.security is not None else default
-            what = f"operation {op.tool.name} ({op.where})"
-            try:
-                out[op.tool.name] = placement(
-                    requirement,
-                    schemes,
-                    self._secrets,
-                    server=self.name,
-                    what=what,
-                    sent_headers=sent,
-                    signed_in=self._signed_in,
-                )
-            except MissingCredential as exc:
-                logger.warning("upstream %s: %s", self.name, exc)
-                out[op.tool.name] = str(exc)
-        return out
+        access = operation_access(
+            document, reading.operations, self._secrets, server=self.name, sent_headers=sent, signed_in=self._signed_in
+        )
+        lacking = sorted({why for why in access.values() if isinstance(why, str)})
+        if lacking != sorted({why for why in self._credentials.values() if isinstance(why, str)}):
+            for why in lacking:
+                logger.warning("upstream %s: %s", self.name, why)
+        self._credentials = access
 
     def _adopt(self, reading: Reading, base_url: str) -> None:
         problems = tuple(str(problem) for problem in reading.problems)
