@@ -16,8 +16,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.bridges.a2a.task_status import mcp_status, status_message
-from tests.bridges.a2a_agent import TravelExecutor
+from mcp_aggregator.settings import ServerConfig
+from tests.bridges.a2a_agent import TravelExecutor, build_agent_app
+from tests.bridges.asgi_serving import serve_built
 from tests.bridges.test_a2a_upstreams import travel_gateway
+from tests.conftest import running_gateway, settings_for
 
 DEADLINE = 20
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -183,3 +186,21 @@ async def test_a_modern_client_gets_no_task_but_the_answer_with_its_progress() -
             )
     assert seen == ["Looking at the map", "Choosing hotels"]
     assert [block.text for block in answer.content] == ["Itinerary for: three days in Lisbon"]  # type: ignore[union-attr]
+
+
+async def test_an_agent_that_does_not_stream_is_followed_by_reading_its_task() -> None:
+    proceed = asyncio.Event()
+    executor = TravelExecutor(proceed)
+    async with (
+        serve_built(lambda url: build_agent_app(url, executor, streaming=False)) as base,
+        running_gateway(settings_for(ServerConfig(name="travel", transport="a2a", base_url=base)), mode="legacy") as (
+            _,
+            client,
+        ),
+    ):
+        created = await start(client, "travel__plan_trip", "a weekend in Porto")
+        with anyio.fail_after(DEADLINE):
+            await executor.started.wait()
+        proceed.set()
+        result = types.CallToolResult.model_validate(await raw(client, "tasks/result", {"taskId": created.task_id}))
+    assert [block.text for block in result.content] == ["Itinerary for: a weekend in Porto"]  # type: ignore[union-attr]

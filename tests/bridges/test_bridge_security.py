@@ -20,7 +20,9 @@ from mcp_aggregator.bridges.security_schemes import (
     placement,
 )
 from mcp_aggregator.health.server_state import ServerStatus
-from mcp_aggregator.settings import ServerConfig
+from mcp_aggregator.registry import redact_connection_config
+from mcp_aggregator.settings import ServerConfig, secret_values
+from tests.admin.conftest import serve_admin
 from tests.bridges.a2a_agent import AGENT_TOKEN, PARTNER_KEY, TravelExecutor, build_agent_app
 from tests.bridges.asgi_serving import serve_asgi, serve_built
 from tests.bridges.books_api import TOKEN, build_books_app
@@ -232,3 +234,39 @@ async def test_check_config_names_each_operation_whose_scheme_has_no_secret(tmp_
         "warning: server 'typo': security.apiKey: the document has no security scheme 'apiKey' "
         "(components.securitySchemes has: api_key, petstore_auth)",
     ]
+
+
+def test_security_secrets_are_stored_redacted_and_scrubbed_like_headers() -> None:
+    config = ServerConfig(
+        name="keyed", transport="openapi", spec="o.json", security={"headerKey": "literal-key-42", "q": "${Q_KEY}"}
+    )
+    stored = config.connection_config()
+    assert stored["security"] == {"headerKey": "literal-key-42", "q": "${Q_KEY}"}
+    assert redact_connection_config(stored)["security"] == {"headerKey": "***", "q": "***"}
+    assert {"literal-key-42", "expanded-q-key"} <= secret_values(stored, {"Q_KEY": "expanded-q-key"})
+
+
+async def test_the_api_registers_security_and_shows_it_redacted(tmp_path: Path) -> None:
+    async with serve_admin(settings_for(data_dir=str(tmp_path))) as admin:
+        body = {
+            "name": "keyed",
+            "transport_type": "OPENAPI",
+            "connection_config": {"spec": str(PETSTORE), "security": {"api_key": "literal-key-42"}},
+            "auto_connect": False,
+        }
+        created = await admin.http.post("/api/v1/aggregator/servers", json=body)
+        detail = await admin.http.get(f"/api/v1/aggregator/servers/{created.json()['id']}")
+        refused = await admin.http.post(
+            "/api/v1/aggregator/servers",
+            json={
+                **body,
+                "name": "web",
+                "transport_type": "HTTP",
+                "connection_config": {"base_url": "http://h/mcp", "security": {"a": "b"}},
+            },
+        )
+    assert created.status_code == 201, created.text
+    assert detail.json()["connection_config"]["security"] == {"api_key": "***"}
+    assert "literal-key-42" not in detail.text
+    assert refused.status_code == 422
+    assert "security: only allowed for transport openapi or a2a" in refused.json()["detail"][0]["msg"]
