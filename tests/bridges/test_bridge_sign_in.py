@@ -67,8 +67,8 @@ def test_a_document_without_the_grants_flow_names_what_it_has() -> None:
             {"machines": FLOWS["machines"]}, UpstreamOAuth(), resource="r", scopes=(), where="securitySchemes"
         )
     assert str(caught.value) == (
-        "securitySchemes: no oauth2 security scheme with a authorizationCode flow for auth.grant "
-        "authorization_code (machines)"
+        "securitySchemes: no oauth2 security scheme has the authorizationCode flow auth.grant "
+        "authorization_code needs (oauth2 schemes: machines)"
     )
 
 

@@ -82,8 +82,11 @@ def scheme_server(
             authorization_endpoint=str(authorize) if isinstance(authorize, str) else None,
             scope=scope,
         )
-    have = ", ".join(sorted(oauth2)) or "no oauth2 scheme"
-    raise ValueError(f"{where}: no oauth2 security scheme with a {wanted} flow for auth.grant {auth.grant} ({have})")
+    have = ", ".join(sorted(oauth2)) or "none"
+    raise ValueError(
+        f"{where}: no oauth2 security scheme has the {wanted} flow auth.grant {auth.grant} needs "
+        f"(oauth2 schemes: {have})"
+    )
 
 
 async def _with_metadata(server: AuthServer, http: httpx2.AsyncClient) -> AuthServer:
