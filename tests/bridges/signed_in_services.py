@@ -19,7 +19,7 @@ from a2a.types import (
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.openapi.models import OAuthFlowClientCredentials
 from fastapi.openapi.models import OAuthFlows as OpenApiFlows
-from fastapi.security import OAuth2
+from fastapi.security import OAuth2, OpenIdConnect
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
@@ -29,11 +29,18 @@ from tests.bridges.a2a_agent import TravelExecutor, agent_card
 from tests.upstream.oauth_servers import SCOPE, LoginProvider
 
 
-def build_reports_app(provider: LoginProvider) -> FastAPI:
+def build_reports_app(provider: LoginProvider, *, oidc: bool = False) -> FastAPI:
+    """``oidc``: the document declares an ``openIdConnect`` scheme (its discovery URL) instead
+    of an ``oauth2`` one with a ``clientCredentials`` flow."""
     flows = OpenApiFlows(
         clientCredentials=OAuthFlowClientCredentials(tokenUrl=f"{provider.issuer}/token", scopes={SCOPE: "read"})
     )
-    oauth = OAuth2(flows=flows, scheme_name="machine")
+    discovery = f"{provider.issuer}/.well-known/openid-configuration"
+    oauth = (
+        OpenIdConnect(openIdConnectUrl=discovery, scheme_name="people")
+        if oidc
+        else OAuth2(flows=flows, scheme_name="machine")
+    )
     app = FastAPI(title="Reports", version="1.0.0")
 
     async def holder(authorization: Annotated[str, Depends(oauth)]) -> str:

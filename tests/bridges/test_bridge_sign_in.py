@@ -119,3 +119,18 @@ async def test_an_agent_cards_authorization_code_flow_is_signed_in_by_the_admin(
     assert status["auth_status"] == "signed_in" and status["status"] == "CONNECTED"
     assert [block.text for block in hello.content] == ["Hello! You said: hi"]
     assert holders and set(holders) == {"alice"}
+
+
+async def test_a_documents_openid_connect_scheme_says_where_to_sign_in_through_its_discovery(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REPORTS_SECRET", MACHINE_CLIENT_SECRET)
+    async with oauth_world(oidc_only=True) as world, serve_asgi(build_reports_app(world.provider, oidc=True)) as base:
+        auth = {"grant": "client_credentials", "client_id": MACHINE_CLIENT_ID, "client_secret": "${REPORTS_SECRET}"}
+        config = ServerConfig.model_validate(
+            {"name": "reports", "transport": "openapi", "spec": f"{base}/openapi.json", "auth": auth}
+        )
+        async with running_gateway(settings_for(config)) as (_, client):
+            answer = await client.call_tool("reports__whoami", {})
+    assert answer.structured_content == {"who": MACHINE_CLIENT_ID}
+    assert world.provider.machine_grants == 1

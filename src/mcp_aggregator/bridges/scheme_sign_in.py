@@ -9,7 +9,8 @@ each with its scopes. ``scheme_discovery`` gives ``Credentials`` that reading fo
 configured client, PKCE, the callback, token storage and refresh) is the gateway's usual.
 A flow names no issuer nor registration endpoint: where the token endpoint's origin publishes
 RFC 8414 metadata naming that token endpoint, its issuer and dynamic registration are used;
-otherwise the origin stands for the issuer and ``auth.client_id`` is needed.
+otherwise the origin stands for the issuer and ``auth.client_id`` is needed. Without such an
+``oauth2`` scheme, an ``openIdConnect`` scheme's discovery document says it all.
 """
 
 from __future__ import annotations
@@ -56,6 +57,20 @@ def _oauth2_schemes(schemes: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
+def oidc_url(schemes: Mapping[str, Any]) -> str | None:
+    """The first ``openIdConnect`` scheme's discovery URL (an agent card's
+    ``openIdConnectSecurityScheme`` is the same under another key)."""
+    for raw in schemes.values():
+        if not isinstance(raw, Mapping):
+            continue
+        card = raw.get("openIdConnectSecurityScheme")
+        spec = card if isinstance(card, Mapping) else raw if raw.get("type") == "openIdConnect" else None
+        url = spec.get("openIdConnectUrl") if spec is not None else None
+        if isinstance(url, str) and url:
+            return url
+    return None
+
+
 def scheme_server(
     schemes: Mapping[str, Any], auth: UpstreamOAuth, *, resource: str, scopes: tuple[str, ...], where: str
 ) -> AuthServer:
@@ -86,6 +101,28 @@ def scheme_server(
     raise ValueError(
         f"{where}: no oauth2 security scheme has the {wanted} flow auth.grant {auth.grant} needs "
         f"(oauth2 schemes: {have})"
+    )
+
+
+async def _oidc_server(url: str, http: httpx2.AsyncClient, *, resource: str, scopes: tuple[str, ...]) -> AuthServer:
+    """The authorization server an OpenID Connect discovery document at ``url`` describes.
+    Raises ``ValueError`` saying why it cannot be used."""
+    try:
+        response = await http.get(url)
+        if response.status_code != 200:
+            raise ValueError(f"openIdConnectUrl {url} answered HTTP {response.status_code}")
+        metadata = OAuthMetadata.model_validate_json(response.content)
+    except httpx2.HTTPError as exc:
+        raise ValueError(f"openIdConnectUrl {url} could not be fetched ({exc})") from exc
+    except ValidationError as exc:
+        raise ValueError(f"openIdConnectUrl {url} is no OpenID Connect discovery document ({exc})") from exc
+    return AuthServer(
+        issuer=str(metadata.issuer).rstrip("/"),
+        token_endpoint=str(metadata.token_endpoint),
+        resource=resource,
+        authorization_endpoint=str(metadata.authorization_endpoint) if metadata.authorization_endpoint else None,
+        registration_endpoint=str(metadata.registration_endpoint) if metadata.registration_endpoint else None,
+        scope=" ".join(scopes) or (" ".join(metadata.scopes_supported or []) or None),
     )
 
 
@@ -147,7 +184,13 @@ def scheme_discovery(config: ServerConfig, http: httpx2.AsyncClient) -> Discover
             else:
                 assert config.base_url is not None
                 schemes, resource, where = await _card_schemes(config), config.base_url, "securitySchemes"
-            found = scheme_server(schemes, auth, resource=resource, scopes=scopes, where=where)
+            try:
+                found = scheme_server(schemes, auth, resource=resource, scopes=scopes, where=where)
+            except ValueError:
+                url = oidc_url(schemes)
+                if url is None:
+                    raise
+                return await _oidc_server(url, http, resource=resource, scopes=scopes)
             return await _with_metadata(found, http)
         except BridgeError as exc:
             raise SignInFailedError(config.name, str(exc).removeprefix(f"{config.name}: ")) from exc
