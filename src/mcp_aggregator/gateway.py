@@ -24,6 +24,7 @@ from mcp_aggregator.approvals.approval import Approval
 from mcp_aggregator.approvals.gateway_approvals import GatewayApprovals
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.audit.audit_writer import WallClock
+from mcp_aggregator.bridges.scheme_sign_in import scheme_discovery
 from mcp_aggregator.caching import ResultCache, ResultCacheConfig
 from mcp_aggregator.caching.cache_stage import ResultCacheStage
 from mcp_aggregator.caching.result_cache import Clock as CacheClock
@@ -156,7 +157,11 @@ class Gateway:
         self._installer: Installer | None = None
         self._scrubber: tuple[tuple[int, ...], SecretScrubber] = ((), SecretScrubber())
         self.credentials = Credentials(
-            settings.credentials, data_dir=settings.serve.data_dir, env=self._env, on_status=self._auth_changed
+            settings.credentials,
+            data_dir=settings.serve.data_dir,
+            env=self._env,
+            on_status=self._auth_changed,
+            discovery=scheme_discovery,
         )
         self._sandbox_site = SandboxSite(
             settings.serve.sandbox,

@@ -7,6 +7,13 @@ message's ``skill`` metadata (or the first word of its text).
   data artifact; between its first and second step it waits for ``proceed`` when given,
   so a test can show the progress arrived before the answer.
 - ``book_flight``: a task that fails.
+
+``build_agent_app(..., secured=...)`` serves a card whose security schemes ask for a bearer
+token on every request and, for ``book_flight``, a partner key too; the app refuses a
+request without the token (401) and records the partner keys it was sent.
+
+Cancelling a task ends it as ``canceled`` (the executor's ``cancel``). ``started`` is set once
+``plan_trip`` has reported its first step.
 """
 
 from __future__ import annotations
@@ -20,9 +27,64 @@ from a2a.server.events.event_queue import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Role, TaskState
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    Role,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+    TaskState,
+)
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+AGENT_TOKEN = "agent-token-5"
+PARTNER_KEY = "partner-key-6"
+
+
+def _needs(*schemes: str) -> SecurityRequirement:
+    return SecurityRequirement(schemes={name: StringList() for name in schemes})
+
+
+def secure(card: AgentCard) -> AgentCard:
+    """``card`` asking for a bearer token everywhere and a partner key for ``book_flight``."""
+    card.security_schemes["bearer"].CopyFrom(
+        SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer"))
+    )
+    card.security_schemes["partnerKey"].CopyFrom(
+        SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(location="header", name="X-Partner-Key"))
+    )
+    card.security_requirements.append(_needs("bearer"))
+    for skill in card.skills:
+        if skill.id == "book_flight":
+            skill.security_requirements.append(_needs("bearer", "partnerKey"))
+    return card
+
+
+class TokenCheck:
+    """Refuses a request to the agent (not to its card) without the bearer token; records the
+    partner key of each request it lets through."""
+
+    def __init__(self, app: ASGIApp, partner_keys: list[str | None]) -> None:
+        self.app = app
+        self.partner_keys = partner_keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith("/.well-known/"):
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            if headers.get("authorization") != f"Bearer {AGENT_TOKEN}":
+                await JSONResponse({"detail": "bad token"}, status_code=401)(scope, receive, send)
+                return
+            self.partner_keys.append(headers.get("x-partner-key"))
+        await self.app(scope, receive, send)
 
 
 def agent_card(url: str, *, streaming: bool = True) -> AgentCard:
@@ -51,6 +113,7 @@ def agent_card(url: str, *, streaming: bool = True) -> AgentCard:
 class TravelExecutor(AgentExecutor):
     def __init__(self, proceed: asyncio.Event | None = None) -> None:
         self.proceed = proceed
+        self.started = asyncio.Event()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input()
@@ -70,6 +133,7 @@ class TravelExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([new_text_part("No seats left on that flight.")]))
             return
         await updater.start_work(updater.new_agent_message([new_text_part("Looking at the map")]))
+        self.started.set()
         if self.proceed is not None:
             await self.proceed.wait()
         await updater.update_status(
@@ -80,10 +144,20 @@ class TravelExecutor(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.cancel(updater.new_agent_message([new_text_part("Cancelled at the traveller's request.")]))
 
 
-def build_agent_app(url: str, executor: TravelExecutor, *, streaming: bool = True) -> Starlette:
+def build_agent_app(
+    url: str, executor: TravelExecutor, *, streaming: bool = True, secured: list[str | None] | None = None
+) -> Starlette:
+    """``secured``: the agent asks for credentials (see ``secure``) and records partner keys there."""
     card = agent_card(url, streaming=streaming)
+    middleware = []
+    if secured is not None:
+        card = secure(card)
+        middleware.append(Middleware(TokenCheck, partner_keys=secured))
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    return Starlette(routes=routes, middleware=middleware)

@@ -38,8 +38,8 @@ def error_of(server: str) -> str:
             "servers[0].command: not allowed for transport openapi",
         ),
         (
-            "{name: s, transport: openapi, spec: o.json, auth: oauth}",
-            "servers[0].auth: only allowed for transport http or sse",
+            "{name: s, transport: openapi, spec: o.json, auth: {type: oauth, per_user: true}}",
+            "servers[0].auth: per_user is not available for transport openapi",
         ),
         ("{name: s, transport: a2a}", "servers[0].base_url: required for transport a2a"),
         ("{name: s, transport: a2a, base_url: agent.local}", "servers[0].base_url: must be an absolute http(s) URL"),

@@ -146,6 +146,8 @@ def petstore_config(base: str) -> ServerConfig:
             "spec": str(PETSTORE),
             "base_url": f"{base}/api/v3",
             "headers": {"api_key": API_KEY},
+            # The document asks for its oauth2 scheme on the /pet operations: a token, given.
+            "security": {"petstore_auth": "an-access-token"},
         }
     )
 

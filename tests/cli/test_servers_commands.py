@@ -133,10 +133,14 @@ async def test_servers_add_openapi_registers_the_documents_selected_operations(t
         cli = Cli(face)
         added = await cli(
             "servers", "add", "pets", "--openapi", str(petstore), "--base-url", "http://127.0.0.1:9/api/v3",
-            "--operation", "getPetById", "--operation", "GET /store/inventory", "--json",
+            "--operation", "getPetById", "--operation", "GET /store/inventory",
+            "--security", "api_key=literal-key-42", "--json",
         )  # fmt: skip
         assert added.exit_code == 0, added.stderr
+        stray = await cli("servers", "add", "x", "--http", "http://127.0.0.1:9/mcp", "--security", "a=b")
+        assert stray.exit_code == 2 and "--security applies to --openapi and --a2a only" in stray.stderr
         detail = json.loads((await cli("servers", "show", "pets", "--json")).stdout)
         assert detail["transport_type"] == "OPENAPI"
         assert {t["original_name"] for t in detail["tools"]} == {"getPetById", "getInventory"}
         assert detail["connection_config"]["operations"] == ["getPetById", "GET /store/inventory"]
+        assert detail["connection_config"]["security"] == {"api_key": "***"}

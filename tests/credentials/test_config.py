@@ -61,7 +61,7 @@ def test_token_exchange_is_accepted_as_true_or_a_mapping_with_the_access_token_t
     [
         (
             "{name: s, transport: stdio, command: x, auth: oauth}",
-            "servers[0].auth: only allowed for transport http or sse",
+            "servers[0].auth: only allowed for transport http, sse, openapi or a2a",
         ),
         (f"{{{HTTP}, auth: basic}}", "servers[0].auth: must be 'oauth' or a mapping with type: oauth, got 'basic'"),
         (f"{{{HTTP}, auth: {{type: saml}}}}", "servers[0].auth.type: Input should be 'oauth'"),
@@ -140,7 +140,7 @@ async def test_the_api_refuses_auth_on_a_stdio_server_naming_the_field(tmp_path:
         assert answer.status_code == 422
         detail = answer.json()["detail"][0]
         assert detail["loc"] == ["body", "connection_config", "auth"]
-        assert "only allowed for transport http or sse" in detail["msg"]
+        assert "only allowed for transport http, sse, openapi or a2a" in detail["msg"]
 
 
 def test_the_key_is_made_once_in_the_data_dir_with_mode_0600(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ _CONNECTION_FIELDS = (
     "spec",
     "operations",
     "headers",
+    "security",
     "auth",
     "cache",
 )

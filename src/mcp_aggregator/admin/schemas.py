@@ -31,6 +31,10 @@ class ConnectionConfig(BaseModel):
         default=None, description="OPENAPI: the operations to offer (operationId or 'METHOD /path'); all if unset"
     )
     headers: dict[str, str] | None = None
+    security: dict[str, str] | None = Field(
+        default=None,
+        description="OPENAPI/A2A: a secret per security scheme of the document or agent card ({name: '${VAR}'})",
+    )
     auth: str | dict[str, Any] | None = Field(
         default=None,
         description="HTTP/SSE only: 'oauth', or {type: oauth, client_id, client_secret, scopes, grant}",

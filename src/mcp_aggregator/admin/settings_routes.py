@@ -19,7 +19,7 @@ router = APIRouter(prefix="/api/v1/aggregator", tags=["settings"])
 
 SECRET_SHOWN: Final = "(secret)"
 _SECRET_NAME = re.compile(r"token|secret|password|passphrase|api_?key|private|credential|authorization|keys$", re.I)
-_SECRET_MAPS: Final = frozenset({"env", "headers"})
+_SECRET_MAPS: Final = frozenset({"env", "headers", "security"})
 _ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
 _LEFT_OUT: Final = frozenset({"servers"})
 """Each server has a view of its own (``GET /servers/{id}``); fifty of them would drown the rest."""

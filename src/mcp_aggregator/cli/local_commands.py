@@ -23,7 +23,8 @@ def check_config(
     json: JsonOption = False,
 ) -> None:
     """Validate a configuration file and summarise it; warn of paths a server is given that
-    its sandbox would hide, and of granted paths that do not exist."""
+    its sandbox would hide, of granted paths that do not exist, and of an openapi or a2a
+    server's operations or skills whose security scheme it gives no secret."""
     if (file is None) == (config is None):
         fail("give the file to validate, as an argument or with --config (one of them)", EXIT_USAGE)
     path = file or config
@@ -33,9 +34,10 @@ def check_config(
         {"name": s.name, "transport": s.transport.value, "target": s.command or s.url or s.base_url}
         for s in settings.servers
     ]
+    from mcp_aggregator.bridges.security_check import security_warnings
     from mcp_aggregator.upstreams.sandbox_preflight import sandbox_warnings
 
-    warnings = sandbox_warnings(settings)
+    warnings = sandbox_warnings(settings) + anyio.run(security_warnings, settings)
     if json:
         print_json({"config": str(path), "valid": True, "servers": servers, "warnings": warnings})
         return

@@ -180,6 +180,10 @@ def servers_add(
     header: Annotated[
         list[str] | None, typer.Option("--header", help="K=V sent to --http/--sse/--openapi/--a2a.")
     ] = None,
+    security: Annotated[
+        list[str] | None,
+        typer.Option("--security", help="SCHEME=SECRET for a security scheme of --openapi/--a2a (repeat)."),
+    ] = None,
     description: Annotated[str | None, typer.Option("--description")] = None,
     health_check_url: Annotated[str | None, typer.Option("--health-check-url")] = None,
     no_connect: Annotated[bool, typer.Option("--no-connect", help="Register without connecting.")] = False,
@@ -197,6 +201,8 @@ def servers_add(
         fail(f"give exactly one of {listed}" + (f" (got {', '.join(chosen)})" if chosen else ""), 2)
     if (base_url or operation) and not openapi:
         fail("--base-url and --operation apply to --openapi only", 2)
+    if security and not (openapi or a2a):
+        fail("--security applies to --openapi and --a2a only", 2)
     connection: dict[str, Any]
     if command:
         connection = {"command": command, "args": arg or [], "env": key_values(env, "--env"), "cwd": cwd}
@@ -215,6 +221,8 @@ def servers_add(
         transport = "SSE" if sse else "HTTP"
     if header:
         connection["headers"] = key_values(header, "--header")
+    if security:
+        connection["security"] = key_values(security, "--security")
     body = {
         "name": name,
         "transport_type": transport,

@@ -18,7 +18,7 @@ from mcp_aggregator.credentials.oauth_client import OAuthClient, new_pkce
 from mcp_aggregator.credentials.per_user import UserBearer
 from mcp_aggregator.credentials.records import AuthStatus
 from mcp_aggregator.credentials.secret_box import SecretBox
-from mcp_aggregator.credentials.server_credentials import ServerCredentials
+from mcp_aggregator.credentials.server_credentials import Discover, ServerCredentials
 from mcp_aggregator.credentials.sign_in_state import PendingSignIn, SignInStates
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import (
@@ -38,6 +38,10 @@ StatusChange = Callable[[str, AuthStatus], None]
 
 CALLBACK_PATH = "/oauth/callback"
 
+Discovery = Callable[[ServerConfig, httpx2.AsyncClient], Discover | None]
+"""Where a server that is not an MCP server signs in (None: MCP's discovery); see
+``bridges.scheme_sign_in``."""
+
 
 class Credentials:
     """Holds a ``ServerCredentials`` per OAuth server; ``async with`` it once the registry is open.
@@ -54,8 +58,10 @@ class Credentials:
         env: Mapping[str, str],
         on_status: StatusChange = lambda _id, _s: None,
         now: Callable[[], float] = time.time,
+        discovery: Discovery = lambda _config, _http: None,
     ) -> None:
         self.settings = settings
+        self._discovery = discovery
         self._data_dir = data_dir
         self._env = env
         self._on_status = on_status
@@ -99,17 +105,29 @@ class Credentials:
             if self._servers.pop(server_id, None) is not None:
                 self.per_user = {c.name: c for c in self._servers.values() if c.auth.per_user}
             return None
-        url = config.base_url or config.url
+        url = config.base_url or config.url or config.spec
         known = self._servers.get(server_id)
         if known is not None and known.auth == config.auth and known.server_url == url:
             return known
-        assert url is not None  # http/sse servers have one
-        creds = self._new(server_id, config.name, url, config.auth, subject="")
+        assert url is not None  # http/sse servers have one; openapi a spec
+        if self._http is None:
+            raise RuntimeError("Credentials are not open")
+        discover = self._discovery(config, self._http)
+        creds = self._new(server_id, config.name, url, config.auth, subject="", discover=discover)
         self._servers[server_id] = creds
         self.per_user = {c.name: c for c in self._servers.values() if c.auth.per_user}
         return creds
 
-    def _new(self, server_id: str, name: str, url: str, auth: UpstreamOAuth, *, subject: str) -> ServerCredentials:
+    def _new(
+        self,
+        server_id: str,
+        name: str,
+        url: str,
+        auth: UpstreamOAuth,
+        *,
+        subject: str,
+        discover: Discover | None = None,
+    ) -> ServerCredentials:
         if self._store is None or self._http is None:
             raise RuntimeError("Credentials are not open")
         return ServerCredentials(
@@ -124,6 +142,7 @@ class Credentials:
             now=self._now,
             on_status=self._changed,
             subject=subject,
+            discover=discover,
         )
 
     def user(self, server: ServerCredentials, subject: str) -> ServerCredentials:

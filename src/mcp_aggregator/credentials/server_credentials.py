@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 
 import anyio
@@ -23,6 +23,8 @@ NO_SUBJECT_TOKEN = (
 )
 
 StatusListener = Callable[["ServerCredentials", AuthStatus], None]
+Discover = Callable[[tuple[str, ...]], Awaitable[AuthServer]]
+"""Where a server's sign-in happens, given the scopes to ask for (empty: its default)."""
 
 
 class ServerCredentials:
@@ -50,7 +52,10 @@ class ServerCredentials:
         now: Callable[[], float],
         on_status: StatusListener,
         subject: str = "",
+        discover: Discover | None = None,
     ) -> None:
+        """``discover``: where to sign in, given scopes; default: MCP's discovery at
+        ``server_url`` (a bridged server's security scheme tells it instead)."""
         self.server_id = server_id
         self.name = name
         self.server_url = server_url
@@ -67,6 +72,7 @@ class ServerCredentials:
         self._on_status = on_status
         self._credential: Credential | None = None
         self._lock = anyio.Lock()
+        self.discover: Discover = discover or (lambda scopes: self.oauth.discover(self.server_url, scopes))
 
     @property
     def status(self) -> AuthStatus:
@@ -141,7 +147,7 @@ class ServerCredentials:
         return fresh.access_token
 
     async def _client_credentials(self, stored: Credential) -> str:
-        server = stored.server or await self.oauth.discover(self.server_url, self.auth.scopes)
+        server = stored.server or await self.discover(self.auth.scopes)
         client = self.configured_client(None)
         assert client is not None  # client_credentials requires client_id and client_secret
         try:
@@ -158,7 +164,7 @@ class ServerCredentials:
         assert exchange is not None  # only called when ``exchanges``
         if not subject_token:
             raise SignInFailedError(self.name, NO_SUBJECT_TOKEN)
-        server = stored.server or await self.oauth.discover(self.server_url, exchange.scopes or self.auth.scopes)
+        server = stored.server or await self.discover(exchange.scopes or self.auth.scopes)
         if exchange.resource is not None:
             server = replace(server, resource=exchange.resource)
         client = self.configured_client(None)
@@ -208,7 +214,7 @@ class ServerCredentials:
             raise SignInFailedError(self.name, "grant client_credentials signs in by itself; no browser sign-in")
         async with self._lock:
             stored = await self.reload()
-            server = await self.oauth.discover(self.server_url, self.auth.scopes)
+            server = await self.discover(self.auth.scopes)
             client = self.configured_client(redirect_uri)
             if client is None:
                 client = stored.client

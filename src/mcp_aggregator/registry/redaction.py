@@ -11,7 +11,7 @@ from mcp_aggregator.guardrails.secret_detector import SecretDetector
 
 REDACTED = "***"
 
-_SECRET_MAPPINGS = ("headers", "env", "arguments")
+_SECRET_MAPPINGS = ("headers", "env", "arguments", "security")
 _SECRET_QUERY_KEY = re.compile(r"token|key|secret|pass|auth|sig|credential|session|code", re.IGNORECASE)
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _KNOWN_TOKEN = re.compile(r"^(sk|pk|rk)[-_]|^(ghp|gho|ghs|ghu|github_pat|glpat|xox[abprs]|AKIA|ya29)[-_.]?", re.I)

@@ -90,7 +90,7 @@ def secret_values(connection_config: Mapping[str, Any], env: Mapping[str, str]) 
                 found.add(_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), value))
         elif isinstance(value, Mapping):
             for key, item in value.items():
-                walk(item, secret or key in ("env", "headers", "client_secret"))
+                walk(item, secret or key in ("env", "headers", "security", "client_secret"))
         elif isinstance(value, list | tuple):
             for item in value:
                 walk(item, secret)
@@ -104,7 +104,7 @@ def secret_values(connection_config: Mapping[str, Any], env: Mapping[str, str]) 
             for item in value.values():
                 walk(item, not is_plain_path(item))
         else:
-            walk(value, key in ("env", "headers"))
+            walk(value, key in ("env", "headers", "security"))
     return {value for value in found if len(value) >= MIN_SECRET_LENGTH}
 
 

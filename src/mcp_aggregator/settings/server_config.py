@@ -76,6 +76,8 @@ class ServerConfig(BaseModel):
     operations: tuple[str, ...] | None = None
     """openapi: the operations to offer (``operationId`` or ``"METHOD /path"``); all if unset."""
     headers: dict[str, str] = Field(default_factory=dict)
+    security: dict[str, str] = Field(default_factory=dict)
+    """openapi/a2a: a secret (``${VAR}`` allowed) per security scheme the document or card names."""
     health_check_url: str | None = None
     tool_timeout_secs: float = Field(default=60.0, gt=0)
     connect_timeout_secs: float = Field(default=30.0, gt=0)
@@ -84,7 +86,8 @@ class ServerConfig(BaseModel):
     """``auto`` negotiates 2026-07-28 and falls back to the 2025-11-25 handshake; ``legacy``
     goes straight to the handshake, for servers that mishandle the discovery probe."""
     auth: UpstreamOAuth | None = None
-    """``oauth``: the gateway signs in to this (http/sse) server; see ``credentials``."""
+    """``oauth``: the gateway signs in to this server; see ``credentials`` (an openapi/a2a
+    server signs in where its document's or card's ``oauth2`` security scheme says)."""
     sandbox: SandboxConfig | None = None
     """stdio only: what the server's sandbox grants beyond ``serve.sandbox``'s defaults."""
     origin: ServerOrigin | None = None
@@ -122,6 +125,16 @@ class ServerConfig(BaseModel):
                 raise ValueError(f"header name {name!r} is not a valid HTTP header name (no spaces, CR/LF, ':')")
             if _CONTROL.search(header):
                 raise ValueError(f"header {name!r}: the value must not contain CR, LF or other control characters")
+        return value
+
+    @field_validator("security")
+    @classmethod
+    def _security(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, secret in value.items():
+            if not name.strip():
+                raise ValueError("a security scheme name must not be empty")
+            if not secret or _CONTROL.search(secret):
+                raise ValueError(f"{name}: the secret must be non-empty, without CR, LF or other control characters")
         return value
 
     @field_validator("env")
@@ -189,9 +202,14 @@ class ServerConfig(BaseModel):
         if self.transport is not Transport.STDIO and self.sandbox is not None:
             raise ValueError(f"sandbox: only allowed for transport stdio, not {self.transport.value}")
         if self.transport is Transport.STDIO and self.auth is not None:
-            raise ValueError("auth: only allowed for transport http or sse (a stdio server gets its secrets in env)")
-        if self.transport in BRIDGED and self.auth is not None:
-            raise ValueError(f"auth: only allowed for transport http or sse (give {self.transport.value} its headers)")
+            raise ValueError(
+                "auth: only allowed for transport http, sse, openapi or a2a (a stdio server gets its secrets in env)"
+            )
+        if self.security and self.transport not in BRIDGED:
+            raise ValueError(f"security: only allowed for transport openapi or a2a, not {self.transport.value}")
+        if self.transport in BRIDGED and self.auth is not None and self.auth.per_user:
+            # A bridge's requests are made by its own in-process server, away from the caller.
+            raise ValueError(f"auth: per_user is not available for transport {self.transport.value}")
         if self.auth is not None and any(name.lower() == "authorization" for name in self.headers):
             raise ValueError("headers: an Authorization header cannot be combined with auth: oauth")
         return self
@@ -215,6 +233,8 @@ class ServerConfig(BaseModel):
             if (value := getattr(self, key)) is not None
         }
         remote["headers"] = dict(self.headers)
+        if self.security:
+            remote["security"] = dict(self.security)
         if self.auth is not None:
             remote["auth"] = self.auth.stored()
         if self.cache is not None:

@@ -240,7 +240,7 @@ class UpstreamConnection:
             self.bridge_raw = target.bridge_raw
             client = Client(
                 target.client_target,
-                mode=self.config.protocol,
+                mode=target.mode or self.config.protocol,
                 # SEP-2549: a 2026-07-28 upstream's list marked fresh (``ttlMs``) is not asked
                 # for again until it goes stale or its ``list_changed`` evicts it.
                 cache=CacheConfig(),

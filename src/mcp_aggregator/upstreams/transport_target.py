@@ -37,6 +37,8 @@ class Target:
     """streamable HTTP: the configured headers, expanded."""
     bridge_raw: RawAnswer | None = None
     """A bridge that answers a raw ``tools/call`` itself, without the SDK's client and server."""
+    mode: str | None = None
+    """The era a bridge must be spoken to at; None: the server's ``protocol``."""
 
 
 async def enter_target(
@@ -72,11 +74,12 @@ async def enter_target(
         pipe = StdioPipe(params, name=config.name, max_message_bytes=max_message_bytes, scrub=scrub, launch=launch)
         return Target(pipe.open(), pipe=pipe)
     headers = expand_mapping(config.headers, env, server=config.name, field="headers")
-    if config.transport in BRIDGED:
-        bridge = await open_bridge(stack, config, headers)
-        return Target(bridge.server, bridge_raw=bridge.raw)
     if auth is not None:
         await auth.ensure_ready()
+    if config.transport in BRIDGED:
+        secrets = expand_mapping(config.security, env, server=config.name, field="security")
+        bridge = await open_bridge(stack, config, headers, secrets, auth)
+        return Target(bridge.server, bridge_raw=bridge.raw, mode=bridge.mode)
     if config.transport is Transport.SSE:
         assert config.url is not None
         return Target(sse_client(config.url, headers=headers or None, auth=auth))

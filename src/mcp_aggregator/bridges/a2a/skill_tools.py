@@ -53,6 +53,8 @@ def _skill_description(card: AgentCard, skill: AgentSkill) -> str:
 def skill_tools(card: AgentCard) -> dict[str, tuple[types.Tool, str | None]]:
     """Tools by name, each with the skill id it asks for (``None``: the agent itself)."""
     annotations = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+    # A skill may answer at once or run long: a tasks-aware client may choose either.
+    execution = types.ToolExecution(task_support="optional")
     if not card.skills:
         tool = types.Tool(
             name=tool_name(card.name or "ask"),
@@ -60,6 +62,7 @@ def skill_tools(card: AgentCard) -> dict[str, tuple[types.Tool, str | None]]:
             description=card.description or f"Ask the A2A agent {card.name!r}.",
             input_schema=INPUT_SCHEMA,
             annotations=annotations,
+            execution=execution,
         )
         return {tool.name: (tool, None)}
     tools: dict[str, tuple[types.Tool, str | None]] = {}
@@ -74,6 +77,7 @@ def skill_tools(card: AgentCard) -> dict[str, tuple[types.Tool, str | None]]:
                 description=_skill_description(card, skill),
                 input_schema=INPUT_SCHEMA,
                 annotations=annotations,
+                execution=execution,
             ),
             skill.id,
         )

@@ -4,6 +4,11 @@ The gateway connects to it in-process like to any upstream, so pinning, health, 
 and the rest apply unchanged. Each ``tools/list`` (the first at connect, then every health
 check's re-list) reads the document again: a changed document reaches the pins, and a
 document that can no longer be fetched fails the health check.
+
+The document's security schemes take the secrets of the server's ``security`` setting
+(``security_schemes``): each operation's (or the document's) requirement is resolved at
+load, so a call needs no lookup, and a call whose requirement has no secret is a tool error
+saying which line to add.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from mcp_aggregator.bridges.bridge_server import BridgeServer
 from mcp_aggregator.bridges.openapi.document_source import api_base_url, read_document
 from mcp_aggregator.bridges.openapi.operation import Operation
 from mcp_aggregator.bridges.openapi.operation_reader import Reading, read_operations
+from mcp_aggregator.bridges.openapi.operation_security import operation_access, unknown_in_document
 from mcp_aggregator.bridges.openapi.rest_call import RestCaller, error_result
 from mcp_aggregator.bridges.openapi.schema_inliner import DocumentPathError
+from mcp_aggregator.bridges.security_schemes import Placement
 from mcp_aggregator.errors import BridgeError
 
 logger = logging.getLogger(__name__)
@@ -40,8 +47,15 @@ class OpenApiBridge(BridgeServer):
         *,
         base_url: str | None = None,
         selection: Sequence[str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        signed_in: bool = False,
     ) -> None:
+        """``secrets``: the ``security`` setting, expanded (scheme name to secret);
+        ``signed_in``: ``client`` carries the gateway's OAuth sign-in (``auth: oauth``)."""
         self.name = name
+        self._secrets = dict(secrets or {})
+        self._signed_in = signed_in
+        self._credentials: dict[str, Placement | str] = {}
         self._spec = spec
         self._client = client
         self._configured_base = base_url
@@ -62,7 +76,19 @@ class OpenApiBridge(BridgeServer):
             reading = read_operations(document, self._selection)
         except DocumentPathError as exc:
             raise BridgeError(self.name, str(exc)) from exc
+        unknown = unknown_in_document(document, self._secrets)
+        if unknown is not None:
+            raise BridgeError(self.name, unknown)
         self._adopt(reading, base_url)
+        sent = frozenset(name.lower() for name in self._client.headers)
+        access = operation_access(
+            document, reading.operations, self._secrets, server=self.name, sent_headers=sent, signed_in=self._signed_in
+        )
+        lacking = sorted({why for why in access.values() if isinstance(why, str)})
+        if lacking != sorted({why for why in self._credentials.values() if isinstance(why, str)}):
+            for why in lacking:
+                logger.warning("upstream %s: %s", self.name, why)
+        self._credentials = access
 
     def _adopt(self, reading: Reading, base_url: str) -> None:
         problems = tuple(str(problem) for problem in reading.problems)
@@ -93,7 +119,10 @@ class OpenApiBridge(BridgeServer):
         operation = self._operations.get(name)
         if operation is None:
             return error_result(f"Unknown tool: {name}")
-        return await self._caller.call(operation, arguments, self._validator(operation))
+        credentials = self._credentials.get(name)
+        if isinstance(credentials, str):
+            return error_result(credentials)
+        return await self._caller.call(operation, arguments, self._validator(operation), credentials)
 
     async def answer_raw(self, message: dict[str, Any]) -> bytes:
         """A raw JSON-RPC ``tools/call`` answered as the SDK's server would, minus its framing

@@ -8,6 +8,8 @@ from typing import Any
 
 import mcp_types as types
 
+from mcp_aggregator.bridges.security_schemes import Requirement
+
 
 class Location(StrEnum):
     PATH = "path"
@@ -57,3 +59,5 @@ class Operation:
     wraps_output: bool = False
     """The success answer is not a JSON object: structured content is ``{"result": ...}``."""
     output_schema: dict[str, Any] | None = field(default=None, compare=False)
+    security: Requirement | None = None
+    """The operation's own ``security``; None: the document's."""

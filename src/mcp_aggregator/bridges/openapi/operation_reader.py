@@ -18,6 +18,7 @@ import mcp_types as types
 
 from mcp_aggregator.bridges.openapi.operation import Body, BodyKind, Location, Operation, Parameter
 from mcp_aggregator.bridges.openapi.schema_inliner import DocumentPathError, SchemaInliner
+from mcp_aggregator.bridges.security_schemes import openapi_requirement
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 MAX_NAME = 64
@@ -135,6 +136,7 @@ def _operation(
         body=body,
         wraps_output=wraps,
         output_schema=output,
+        security=openapi_requirement(spec.get("security")),
     )
 
 

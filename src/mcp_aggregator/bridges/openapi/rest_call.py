@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from mcp_aggregator.bridges.openapi.operation import BodyKind, Location, Operation
+from mcp_aggregator.bridges.security_schemes import Placement
 
 EXCERPT_CHARS: Final = 2000
 """How much of a failed answer's body a tool error quotes."""
@@ -168,12 +169,24 @@ class RestCaller:
         self.base_url = base_url
 
     async def call(
-        self, operation: Operation, arguments: Mapping[str, Any], validator: Draft202012Validator | None
+        self,
+        operation: Operation,
+        arguments: Mapping[str, Any],
+        validator: Draft202012Validator | None,
+        credentials: Placement | None = None,
     ) -> types.CallToolResult:
+        """``credentials``: the operation's security secrets, placed over the arguments'."""
         try:
             parts = request_parts(operation, self.base_url, arguments)
         except ArgumentError as exc:
             return error_result(str(exc))
+        if credentials is not None and (credentials.headers or credentials.params or credentials.cookies):
+            parts = replace(
+                parts,
+                params=[*[(k, v) for k, v in parts.params if k not in credentials.params], *credentials.params.items()],
+                headers={**parts.headers, **credentials.headers},
+                cookies={**parts.cookies, **credentials.cookies},
+            )
         headers = dict(parts.headers)
         if parts.content_type and parts.content is not None:
             headers["content-type"] = parts.content_type
