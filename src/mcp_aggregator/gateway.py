@@ -18,7 +18,7 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
-from mcp_aggregator import __version__
+from mcp_aggregator import __version__, telemetry
 from mcp_aggregator.aggregate import AggregatorEngine, parse_query_arguments
 from mcp_aggregator.approvals.approval import Approval
 from mcp_aggregator.approvals.gateway_approvals import GatewayApprovals
@@ -74,7 +74,6 @@ from mcp_aggregator.search.use_learner import UseLearner
 from mcp_aggregator.search.use_store import UseStore
 from mcp_aggregator.settings import SecretScrubber, ServerConfig, Settings, secret_values
 from mcp_aggregator.settings.server_records import config_from_record, spec_from_config
-from mcp_aggregator.telemetry import Tracing
 from mcp_aggregator.upstreams.connection import ProgressRelay, UpstreamConnection
 from mcp_aggregator.upstreams.server_supervisor import RetryPolicy, ServerSupervisor, Sleeper
 from mcp_aggregator.upstreams.upstream_health import upstream_health_monitor
@@ -119,7 +118,8 @@ class Gateway:
         self.settings = settings
         self.state = GatewayState.NEW
         # First: a wrong OTEL_* variable is refused before anything is made.
-        self.tracing = Tracing.from_env(os.environ if env is None else env, version=__version__)
+        trace_settings = telemetry.TraceSettings.from_env(os.environ if env is None else env)
+        self.tracing = None if trace_settings is None else telemetry.Tracing(trace_settings, version=__version__)
         """OpenTelemetry tracing, when the ``OTEL_*`` environment asks for it; else None."""
         self.engine = AggregatorEngine(
             settings.aggregator,

@@ -11,9 +11,6 @@ import httpx
 import httpx2
 from mcp.server import Server
 
-from mcp_aggregator.bridges.a2a import A2ABridge
-from mcp_aggregator.bridges.a2a.agent_bearer import AgentBearer
-from mcp_aggregator.bridges.openapi import OpenApiBridge
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.settings import ServerConfig, Transport
 
@@ -46,6 +43,11 @@ async def open_bridge(
     """
     if config.transport is Transport.OPENAPI:
         assert config.spec is not None  # guaranteed by ServerConfig validation
+        # The bridges' packages load with their first server: jsonschema here, and a2a-sdk
+        # (gRPC, protobuf) below cost every start ~30 MB of RSS that most configurations
+        # never use (bench/startup_memory.py).
+        from mcp_aggregator.bridges.openapi import OpenApiBridge
+
         timeout = httpx2.Timeout(config.tool_timeout_secs, connect=config.connect_timeout_secs)
         client = await stack.enter_async_context(
             httpx2.AsyncClient(headers=dict(headers), timeout=timeout, follow_redirects=False, auth=auth)
@@ -63,6 +65,9 @@ async def open_bridge(
         return OpenBridge(bridge.server(), bridge.answer_raw)
     if config.transport is Transport.A2A:
         assert config.base_url is not None  # guaranteed by ServerConfig validation
+        from mcp_aggregator.bridges.a2a import A2ABridge
+        from mcp_aggregator.bridges.a2a.agent_bearer import AgentBearer
+
         # a2a-sdk speaks httpx (not httpx2); no redirects, as for every upstream.
         http = await stack.enter_async_context(
             httpx.AsyncClient(

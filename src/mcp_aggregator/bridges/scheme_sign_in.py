@@ -21,13 +21,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import httpx2
-from a2a.client import A2ACardResolver
-from a2a.client.errors import A2AClientError
-from google.protobuf.json_format import MessageToDict, ParseError
 from mcp.shared.auth import OAuthMetadata
 from pydantic import ValidationError
 
-from mcp_aggregator.bridges.openapi.document_source import api_base_url, read_document
 from mcp_aggregator.credentials.config import Grant, UpstreamOAuth
 from mcp_aggregator.credentials.records import AuthServer
 from mcp_aggregator.credentials.server_credentials import Discover
@@ -149,6 +145,9 @@ async def _with_metadata(server: AuthServer, http: httpx2.AsyncClient) -> AuthSe
 
 async def _document_schemes(config: ServerConfig, http: httpx2.AsyncClient) -> tuple[Mapping[str, Any], str]:
     """The document's security schemes, and the API's base URL (the resource signed in to)."""
+    # The OpenAPI bridge (jsonschema) loads with the first such server, not at every start.
+    from mcp_aggregator.bridges.openapi.document_source import api_base_url, read_document
+
     assert config.spec is not None
     document = await read_document(config.spec, http, server=config.name)
     base = api_base_url(document, config.spec, config.base_url, server=config.name)
@@ -158,6 +157,11 @@ async def _document_schemes(config: ServerConfig, http: httpx2.AsyncClient) -> t
 
 
 async def _card_schemes(config: ServerConfig) -> Mapping[str, Any]:
+    # a2a-sdk (gRPC, protobuf) loads with the first agent's sign-in, not at every start.
+    from a2a.client import A2ACardResolver
+    from a2a.client.errors import A2AClientError
+    from google.protobuf.json_format import MessageToDict, ParseError
+
     assert config.base_url is not None
     async with httpx.AsyncClient(timeout=config.connect_timeout_secs) as http:
         try:

@@ -12,12 +12,12 @@ on the same connection (held calls' decisions do).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskStatus
@@ -28,8 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from mcp_aggregator.errors import AggregatorError
 from mcp_aggregator.extras import POSTGRES, require_extra
 
-# Without the postgres extra: ChangeFeed says so before asyncpg is used.
-with contextlib.suppress(ImportError):
+if TYPE_CHECKING:
     import asyncpg
 
 logger = logging.getLogger(__name__)
@@ -167,6 +166,10 @@ class ChangeFeed:
                 await self._listen_forever(task_status)
 
     async def _listen_forever(self, task_status: TaskStatus[None]) -> None:
+        # Imported here, not at the top: only a PostgreSQL registry has a change feed, and
+        # asyncpg cost every start ~2.5 MB of RSS; ``__init__`` has checked it is installed.
+        import asyncpg
+
         started = False
         failures = 0
         while True:
@@ -192,6 +195,8 @@ class ChangeFeed:
             logger.warning("registry change feed lost its connection; reconnecting")
 
     async def _hold(self, conn: asyncpg.Connection, task_status: TaskStatus[None] | None) -> None:
+        import asyncpg
+
         """Listen on ``conn`` until it closes; catch up from the tables first."""
         closed = anyio.Event()
 

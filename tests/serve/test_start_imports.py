@@ -1,0 +1,38 @@
+"""A gateway's start loads no package that only an unconfigured feature needs.
+
+Each was measured by ``bench/startup_memory.py`` (RSS a fresh process adds by importing it):
+they load with the feature's first use, never at import. A fresh interpreter is needed, as
+this one has loaded everything already.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import anyio
+
+PROBE = """
+import json, sys
+import mcp_aggregator.cli, mcp_aggregator.serve.runner
+print(json.dumps(sorted(sys.modules)))
+"""
+
+LATER = {
+    "a2a": "an A2A upstream (transport: a2a), with gRPC and protobuf",
+    "grpc": "an A2A upstream, or OTLP export over gRPC",
+    "google.protobuf": "an A2A upstream, or OTLP export",
+    "opentelemetry.sdk": "tracing asked for by the OTEL_* environment",
+    "opentelemetry.exporter": "tracing asked for by the OTEL_* environment",
+    "alembic": "a registry whose schema is behind the newest migration",
+    "mako": "a registry whose schema is behind the newest migration (Alembic's templates)",
+    "asyncpg": "a PostgreSQL registry",
+}
+
+
+async def test_importing_the_gateway_loads_none_of_what_only_a_configured_feature_needs() -> None:
+    done = await anyio.run_process([sys.executable, "-c", PROBE], check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    loaded = set(json.loads(done.stdout))
+    early = {name: why for name, why in LATER.items() if any(m == name or m.startswith(f"{name}.") for m in loaded)}
+    assert early == {}
