@@ -82,6 +82,11 @@ class Run:
     whole_at: float | None = None
     whole_search_ms: list[float] = field(default_factory=list)
     peak_rss_mb: float | None = None
+    banner_cpu_s: float | None = None
+    whole_cpu_s: float | None = None
+    """CPU seconds (user + sys, all threads) the gateway process had used by then."""
+    upstream_cpu_s: float | None = None
+    """CPU seconds the upstream servers (the gateway's child processes) had used once whole."""
 
 
 def free_port() -> int:
@@ -207,6 +212,8 @@ async def _watch(run: Run, pid: int, t0: float, done: anyio.Event, client: httpx
                     print(f"{run.label} {now - t0:.0f}s: {state} last search {last}", file=sys.stderr, flush=True)
                 if whole:
                     run.whole_at = now - t0
+                    run.whole_cpu_s = cpu_secs(pid)
+                    run.upstream_cpu_s = children_cpu_secs(pid)
                     done.set()
                     return
         await anyio.sleep(0.25)
@@ -284,6 +291,7 @@ def _read_log(run: Run, proc: subprocess.Popen[str], t0: float, log: list[str]) 
     for line in proc.stderr:
         if run.banner_at is None and "MCP endpoint" in line:
             run.banner_at = time.monotonic() - t0
+            run.banner_cpu_s = cpu_secs(proc.pid)
         log.append(line)
 
 
@@ -298,6 +306,26 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     # The upstreams lead their own process groups; the gateway stops them, this is the net.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def cpu_secs(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After the command: state is field 3; utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_secs(pid: int) -> float:
+    """CPU seconds of ``pid``'s live child processes (the upstreams), summed."""
+    total = 0.0
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            for child in children.read_text().split():
+                total += cpu_secs(int(child)) or 0.0
+    return total
 
 
 def _p(values: list[float], q: float) -> float | None:
@@ -323,6 +351,9 @@ def summary(run: Run) -> dict[str, Any]:
         "listener_up_s": None if run.banner_at is None else round(run.banner_at, 1),
         "first_healthz_s": None if first is None else round(first, 1),
         "index_whole_s": None if run.whole_at is None else round(run.whole_at, 1),
+        "listener_up_cpu_s": None if run.banner_cpu_s is None else round(run.banner_cpu_s, 1),
+        "index_whole_cpu_s": None if run.whole_cpu_s is None else round(run.whole_cpu_s, 1),
+        "upstreams_cpu_s": None if run.upstream_cpu_s is None else round(run.upstream_cpu_s, 1),
         "peak_rss_mb": None if run.peak_rss_mb is None else round(run.peak_rss_mb),
         "rss_at_whole_mb": round(run.rss[-1][1]) if run.rss else None,
         "search_whole_p50_ms": _p(run.whole_search_ms, 50),
@@ -371,6 +402,8 @@ ROWS = (
     ("REST search during start, p95 / max ms", ("search_start_p95_ms", "search_start_max_ms")),
     ("searches answered partial", "partial_searches"),
     ("index whole, s", "index_whole_s"),
+    ("gateway CPU (user+sys) at listener up / index whole, s", ("listener_up_cpu_s", "index_whole_cpu_s")),
+    ("upstream servers' CPU once whole, s", "upstreams_cpu_s"),
     ("REST search once whole, p50 / p95 ms", ("search_whole_p50_ms", "search_whole_p95_ms")),
     ("peak RSS, MB", "peak_rss_mb"),
     ("RSS once whole, MB", "rss_at_whole_mb"),
@@ -421,15 +454,20 @@ def main() -> None:
         for label, src in plan
     ]
     results = [summary(r) for r in runs]
+    load = os.getloadavg()
     for run in runs:
         print_timeline(run.label, timeline(run))
-    print(f"\n{args.servers} servers x {args.tools} tools over stdio, cpus: {os.cpu_count()}\n")
+    print(
+        f"\n{args.servers} servers x {args.tools} tools over stdio, cpus: {os.cpu_count()}, "
+        f"load average at the end (1, 5, 15 min): {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}\n"
+    )
     print_table(results)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "servers": args.servers,
         "tools": args.tools,
         "cpus": os.cpu_count(),
+        "load_average": load,
         "results": results,
         "timelines": {r.label: timeline(r) for r in runs},
     }
