@@ -319,12 +319,12 @@ def cpu_secs(pid: int) -> float | None:
 
 
 def children_cpu_secs(pid: int) -> float:
-    """CPU seconds of ``pid``'s live child processes (the upstreams), summed."""
+    """CPU seconds of ``pid``'s live descendants (the upstreams, and any sandbox around them)."""
     total = 0.0
     for children in Path(f"/proc/{pid}/task").glob("*/children"):
         with contextlib.suppress(OSError):
             for child in children.read_text().split():
-                total += cpu_secs(int(child)) or 0.0
+                total += (cpu_secs(int(child)) or 0.0) + children_cpu_secs(int(child))
     return total
 
 
