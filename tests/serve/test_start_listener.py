@@ -41,7 +41,9 @@ async def test_healthz_says_starting_while_the_gateway_loads(listening: socket.s
         async with httpx.AsyncClient(base_url=_base(listening)) as http:
             answer = await http.get("/healthz")
         assert listener.state is StartListenerState.ANSWERING
-    assert answer.status_code == 200
+    # Not 200: a load balancer's check must not send clients to a gateway still loading.
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "1"
     assert answer.json() == {"status": "starting", "servers": {}, "tools": 0, "index": "building", "gateway": "loading"}
     assert answer.headers["cache-control"] == "no-store"
     assert listener.answered == 1
@@ -154,7 +156,7 @@ async def test_serve_answers_healthz_before_the_gateway_is_loaded(tmp_path: Path
         async with engine.begin() as conn:
             await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
         await engine.dispose()
-    assert early.status_code == 200
+    assert early.status_code == 503
     assert early.json() == HEALTH_WHILE_LOADING
     assert refused.status_code == 503
     assert served.status_code == 200

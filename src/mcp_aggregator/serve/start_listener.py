@@ -4,8 +4,10 @@ Before the gateway serves, its modules are imported (seconds of CPU: the SDK, St
 SQLAlchemy, onnxruntime), its registry opened and its search model loaded. A health check
 that waited for all of that saw a dead process. So ``serve`` binds the socket first and
 starts this listener, a thread with nothing but the standard library, which says so:
-``/healthz`` answers 200 with ``status: starting`` (the process is alive) and every other
-route 503 with ``Retry-After``. Once the gateway can serve, ``close`` stops the thread and the
+every route answers 503 with ``Retry-After``, ``/healthz`` with ``status: starting`` in its
+body. A 503 rather than the gateway's usual 200: a load balancer's check (HAProxy's
+``expect status 200``) and a script waiting for a 200 keep meaning "the gateway serves",
+while a prober still learns at once that the process is alive and starting. Once the gateway can serve, ``close`` stops the thread and the
 HTTP server takes the same socket over; connections that arrive in between wait in the
 socket's backlog and are answered by the gateway.
 
@@ -35,6 +37,7 @@ HEALTH_WHILE_LOADING: dict[str, object] = {
 }
 """The ``/healthz`` body before the gateway runs: ``gateway: loading`` marks it (the
 gateway's own body has no such key); no server is known, none connects yet."""
+STARTING_ERROR: dict[str, object] = {"error": "starting", "detail": "the gateway is starting; try again in a moment"}
 RETRY_AFTER_SECS = 1
 _READ_TIMEOUT_SECS = 1.0
 """A client that sends its request slower than this is cut off: one thread answers all, and
@@ -163,20 +166,14 @@ def _read_request(conn: socket.socket) -> str | None:
 def answer(target: str) -> bytes:
     """The whole HTTP response to a request for ``target`` while the gateway loads."""
     path = target.split("?", 1)[0]
-    if path == "/healthz":
-        status, body = "200 OK", HEALTH_WHILE_LOADING
-        extra = ""
-    else:
-        status = "503 Service Unavailable"
-        body = {"error": "starting", "detail": "the gateway is starting; try again in a moment"}
-        extra = f"Retry-After: {RETRY_AFTER_SECS}\r\n"
+    body = HEALTH_WHILE_LOADING if path == "/healthz" else STARTING_ERROR
     payload = json.dumps(body).encode()
     head = (
-        f"HTTP/1.1 {status}\r\n"
+        "HTTP/1.1 503 Service Unavailable\r\n"
         "Content-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\n"
         "Cache-Control: no-store\r\n"
-        f"{extra}"
+        f"Retry-After: {RETRY_AFTER_SECS}\r\n"
         "Connection: close\r\n\r\n"
     )
     return head.encode() + payload
