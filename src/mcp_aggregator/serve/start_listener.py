@@ -7,9 +7,10 @@ starts this listener, a thread with nothing but the standard library, which says
 every route answers 503 with ``Retry-After``, ``/healthz`` with ``status: starting`` in its
 body. A 503 rather than the gateway's usual 200: a load balancer's check (HAProxy's
 ``expect status 200``) and a script waiting for a 200 keep meaning "the gateway serves",
-while a prober still learns at once that the process is alive and starting. Once the gateway can serve, ``close`` stops the thread and the
-HTTP server takes the same socket over; connections that arrive in between wait in the
-socket's backlog and are answered by the gateway.
+while a prober still learns at once that the process is alive and starting. Once the
+gateway can serve, ``close`` stops the thread and the HTTP server takes the same socket
+over; connections that arrive in between wait in the socket's backlog and are answered by
+the gateway.
 
 Imports only the standard library, on purpose: the point is to answer before the rest loads.
 """
