@@ -87,6 +87,8 @@ class Run:
     """CPU seconds (user + sys, all threads) the gateway process had used by then."""
     upstream_cpu_s: float | None = None
     """CPU seconds the upstream servers (the gateway's child processes) had used once whole."""
+    embedded_at_limit: int | None = None
+    """Tool texts embedded when ``--limit`` ran out before the index was whole."""
 
 
 def free_port() -> int:
@@ -160,7 +162,9 @@ def _requests(run: Run, t0: float) -> dict[str, Any]:
         r = await client.get(_SEARCH, params={"q": QUERIES[next(counter) % len(QUERIES)]}, headers=auth)
         if r.status_code != 200:
             return f"http {r.status_code}"
-        return "partial" if "X-Search-Incomplete" in r.headers else f"whole:{len(r.json())}"
+        if "X-Search-Incomplete" in r.headers:
+            return f"partial:{r.headers.get('X-Search-Pending', '?')}"
+        return f"whole:{len(r.json())}"
 
     async def admin(client: httpx.AsyncClient) -> str:
         return str((await client.get("/api/v1/aggregator/servers", headers=auth)).status_code)
@@ -256,7 +260,12 @@ async def measure(label: str, src: Path, servers: int, tools: int, poll: float, 
                 with anyio.move_on_after(limit):
                     await done.wait()
                 done.set()
-                if run.whole_at is not None:
+                if run.whole_at is None:
+                    # Not whole within --limit: what was spent so far still says something.
+                    run.whole_cpu_s = cpu_secs(proc.pid)
+                    run.upstream_cpu_s = children_cpu_secs(proc.pid)
+                    run.embedded_at_limit = _embedded(run)
+                else:
                     await _whole_searches(run, watcher, searches)
             run.peak_rss_mb = rss_mb(proc.pid, "VmHWM")
         finally:
@@ -328,6 +337,15 @@ def children_cpu_secs(pid: int) -> float:
     return total
 
 
+def _embedded(run: Run) -> int | None:
+    """Tools with their vectors by the last search answered: the served tools less those the
+    search said were pending (``X-Search-Pending``)."""
+    notes = [s.note for s in run.polls.get("search", []) if s.note.startswith("partial:")]
+    if not run.state or not notes or not notes[-1].removeprefix("partial:").isdigit():
+        return None
+    return max(0, int(run.state[-1][1]["exposed_tools"]) - int(notes[-1].removeprefix("partial:")))
+
+
 def _p(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
 
@@ -353,12 +371,13 @@ def summary(run: Run) -> dict[str, Any]:
         "index_whole_s": None if run.whole_at is None else round(run.whole_at, 1),
         "listener_up_cpu_s": None if run.banner_cpu_s is None else round(run.banner_cpu_s, 1),
         "index_whole_cpu_s": None if run.whole_cpu_s is None else round(run.whole_cpu_s, 1),
+        "embedded_at_limit": run.embedded_at_limit,
         "upstreams_cpu_s": None if run.upstream_cpu_s is None else round(run.upstream_cpu_s, 1),
         "peak_rss_mb": None if run.peak_rss_mb is None else round(run.peak_rss_mb),
         "rss_at_whole_mb": round(run.rss[-1][1]) if run.rss else None,
         "search_whole_p50_ms": _p(run.whole_search_ms, 50),
         "search_whole_p95_ms": _p(run.whole_search_ms, 95),
-        "partial_searches": sum(1 for s in run.polls.get("search", []) if s.note == "partial"),
+        "partial_searches": sum(1 for s in run.polls.get("search", []) if s.note.startswith("partial")),
     }
     for name in ("healthz", "search", "admin", "page", "mcp"):
         values = during(name)
@@ -377,7 +396,7 @@ def timeline(run: Run, step: float = 5.0) -> list[dict[str, Any]]:
             window = [s for s in run.polls.get(name, []) if t <= s.at < t + step]
             values = [s.ms for s in window if s.ms is not None]
             row[f"{name}_max_ms"] = round(max(values), 1) if values else None
-            row[f"{name}_notes"] = sorted({s.note for s in window if s.note})
+            row[f"{name}_notes"] = sorted({s.note.split(":")[0] for s in window if s.note})
         rss = [mb for at, mb in run.rss if t <= at < t + step]
         row["rss_mb"] = round(max(rss)) if rss else None
         states = [st for at, st in run.state if at < t + step]
@@ -402,8 +421,9 @@ ROWS = (
     ("REST search during start, p95 / max ms", ("search_start_p95_ms", "search_start_max_ms")),
     ("searches answered partial", "partial_searches"),
     ("index whole, s", "index_whole_s"),
-    ("gateway CPU (user+sys) at listener up / index whole, s", ("listener_up_cpu_s", "index_whole_cpu_s")),
-    ("upstream servers' CPU once whole, s", "upstreams_cpu_s"),
+    ("gateway CPU (user+sys) at listener up / index whole (or --limit), s", ("listener_up_cpu_s", "index_whole_cpu_s")),
+    ("upstream servers' CPU once whole (or at --limit), s", "upstreams_cpu_s"),
+    ("tools embedded when --limit ran out (None: whole in time)", "embedded_at_limit"),
     ("REST search once whole, p50 / p95 ms", ("search_whole_p50_ms", "search_whole_p95_ms")),
     ("peak RSS, MB", "peak_rss_mb"),
     ("RSS once whole, MB", "rss_at_whole_mb"),
