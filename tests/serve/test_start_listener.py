@@ -20,7 +20,13 @@ from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 from sqlalchemy import text
 
-from mcp_aggregator.serve.start_listener import HEALTH_WHILE_LOADING, StartListener, StartListenerState, bind_socket
+from mcp_aggregator.serve.start_listener import (
+    HEALTH_WHILE_LOADING,
+    StartListener,
+    StartListenerState,
+    bind_socket,
+    read_request,
+)
 from tests.conftest import REPO
 from tests.ports import free_port
 from tests.registry.conftest import PG_URL, Database, _pg_engine_or_skip
@@ -98,6 +104,52 @@ def test_a_half_sent_request_gets_no_answer_and_does_not_stop_the_listener(liste
         answer = httpx.get(f"{_base(listening)}/healthz", timeout=5)
     assert answer.json() == HEALTH_WHILE_LOADING
     assert listener.answered == 1
+
+
+class TricklingConnection:
+    """Sends one byte of a request per ``recv``, each taking ``step`` seconds of a fake clock."""
+
+    def __init__(self, request: bytes, step: float) -> None:
+        self.request = request
+        self.step = step
+        self.now = 0.0
+        self.timeouts: list[float | None] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def settimeout(self, value: float | None, /) -> None:
+        self.timeouts.append(value)
+
+    def recv(self, bufsize: int, /) -> bytes:
+        self.now += self.step
+        chunk, self.request = self.request[:1], self.request[1:]
+        return chunk
+
+
+def test_a_request_trickled_past_the_deadline_is_cut_off() -> None:
+    conn = TricklingConnection(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", step=0.125)
+    assert read_request(conn, deadline=1.0, clock=conn.clock) is None
+    # Each wait is bounded by what is left of the deadline, not a fresh timeout per read.
+    assert conn.timeouts == [1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125]
+
+
+def test_a_request_in_time_gives_its_path_and_its_body_is_read() -> None:
+    request = b"POST /mcp?x=1 HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+    conn = TricklingConnection(request, step=0.001)
+    assert read_request(conn, deadline=1.0, clock=conn.clock) == "/mcp?x=1"
+    assert conn.request == b"", "the body was read, so closing does not reset the connection"
+
+
+def test_a_stalled_client_is_cut_off_and_the_listener_still_stops(listening: socket.socket) -> None:
+    with (
+        StartListener(listening) as listener,
+        socket.create_connection(listening.getsockname()[:2], timeout=10) as stalled,
+    ):
+        stalled.sendall(b"GET /healthz HTT")
+        assert stalled.recv(4096) == b"", "closed by the listener at its deadline"
+    assert listener.state is StartListenerState.CLOSED
+    assert listener.answered == 0
 
 
 async def _lines_until(process: Process, log: list[str], needle: str) -> None:

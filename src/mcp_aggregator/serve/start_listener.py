@@ -23,9 +23,11 @@ import logging
 import selectors
 import socket
 import threading
+import time
+from collections.abc import Callable
 from enum import Enum
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +42,10 @@ HEALTH_WHILE_LOADING: dict[str, object] = {
 gateway's own body has no such key); no server is known, none connects yet."""
 STARTING_ERROR: dict[str, object] = {"error": "starting", "detail": "the gateway is starting; try again in a moment"}
 RETRY_AFTER_SECS = 1
-_READ_TIMEOUT_SECS = 1.0
-"""A client that sends its request slower than this is cut off: one thread answers all, and
-the gateway's own server takes over soon anyway."""
+READ_DEADLINE_SECS = 1.0
+"""A client whose request takes longer than this in all is cut off: one thread answers all,
+and a client trickling its request must not hold it (nor the gateway's start, which waits
+for the thread) any longer."""
 _MAX_HEAD = 16 * 1024
 _MAX_BODY = 1 << 20
 """A request body up to this size is read before the answer, so that closing the
@@ -125,9 +128,8 @@ class StartListener:
             log.debug("start listener: accept failed: %s", exc)
             return
         with conn:
-            conn.settimeout(_READ_TIMEOUT_SECS)
             try:
-                target = _read_request(conn)
+                target = read_request(conn, time.monotonic() + READ_DEADLINE_SECS)
                 if target is not None:
                     conn.sendall(answer(target))
                     self.answered += 1
@@ -136,12 +138,20 @@ class StartListener:
                 log.debug("start listener: a connection failed: %s", exc)
 
 
-def _read_request(conn: socket.socket) -> str | None:
+class Connection(Protocol):
+    def settimeout(self, value: float | None, /) -> None: ...
+
+    def recv(self, bufsize: int, /) -> bytes: ...
+
+
+def read_request(conn: Connection, deadline: float, clock: Callable[[], float] = time.monotonic) -> str | None:
     """The request's path, once its head (and a body of known, bounded length) is read;
-    None when the client sent no complete request head."""
+    None when the client sent no complete request head by ``deadline`` (of ``clock``).
+
+    Raises ``OSError`` (``TimeoutError`` included) when the connection fails."""
     data = b""
     while b"\r\n\r\n" not in data:
-        chunk = conn.recv(4096)
+        chunk = _recv(conn, 4096, deadline, clock)
         if not chunk or len(data) > _MAX_HEAD:
             return None
         data += chunk
@@ -157,11 +167,20 @@ def _read_request(conn: socket.socket) -> str | None:
             length = int(value.strip())
     left = min(length, _MAX_BODY) - len(body)
     while left > 0:
-        chunk = conn.recv(min(left, 65536))
+        chunk = _recv(conn, min(left, 65536), deadline, clock)
         if not chunk:
             break
         left -= len(chunk)
     return parts[1]
+
+
+def _recv(conn: Connection, size: int, deadline: float, clock: Callable[[], float]) -> bytes:
+    """What ``conn`` has, waiting no later than ``deadline``; b"" once it has passed."""
+    left = deadline - clock()
+    if left <= 0:
+        return b""
+    conn.settimeout(left)
+    return conn.recv(size)
 
 
 def answer(target: str) -> bytes:
