@@ -82,6 +82,9 @@ class Run:
     whole_at: float | None = None
     whole_search_ms: list[float] = field(default_factory=list)
     peak_rss_mb: float | None = None
+    pid: int = 0
+    first_healthz_cpu_s: float | None = None
+    """CPU seconds the gateway had used when its first ``/healthz`` answer arrived."""
     banner_cpu_s: float | None = None
     whole_cpu_s: float | None = None
     """CPU seconds (user + sys, all threads) the gateway process had used by then."""
@@ -143,6 +146,8 @@ async def _poll(
         try:
             note = await request(client)
             samples.append(Sample(start - t0, (time.monotonic() - start) * 1000, note))
+            if name == "healthz" and run.first_healthz_cpu_s is None:
+                run.first_healthz_cpu_s = cpu_secs(run.pid)
         except httpx.TimeoutException:
             samples.append(Sample(start - t0, (time.monotonic() - start) * 1000, "timeout"))
         except httpx.TransportError:  # not listening yet, or the connection dropped
@@ -242,6 +247,7 @@ async def measure(label: str, src: Path, servers: int, tools: int, poll: float, 
         log: list[str] = []
         t0 = time.monotonic()
         proc = _start(config, env)
+        run.pid = proc.pid
         reader = threading.Thread(target=_read_log, args=(run, proc, t0, log), daemon=True)
         reader.start()
         try:
@@ -369,6 +375,7 @@ def summary(run: Run) -> dict[str, Any]:
         "listener_up_s": None if run.banner_at is None else round(run.banner_at, 1),
         "first_healthz_s": None if first is None else round(first, 1),
         "index_whole_s": None if run.whole_at is None else round(run.whole_at, 1),
+        "first_healthz_cpu_s": None if run.first_healthz_cpu_s is None else round(run.first_healthz_cpu_s, 2),
         "listener_up_cpu_s": None if run.banner_cpu_s is None else round(run.banner_cpu_s, 1),
         "index_whole_cpu_s": None if run.whole_cpu_s is None else round(run.whole_cpu_s, 1),
         "embedded_at_limit": run.embedded_at_limit,
@@ -414,6 +421,7 @@ def timeline(run: Run, step: float = 5.0) -> list[dict[str, Any]]:
 ROWS = (
     ("listener up (banner), s", "listener_up_s"),
     ("first /healthz answered, s", "first_healthz_s"),
+    ("gateway CPU when the first /healthz answered, s", "first_healthz_cpu_s"),
     ("/healthz during start, p95 / max ms", ("healthz_start_p95_ms", "healthz_start_max_ms")),
     ("admin API during start, p95 / max ms", ("admin_start_p95_ms", "admin_start_max_ms")),
     ("page during start, p95 / max ms", ("page_start_p95_ms", "page_start_max_ms")),
