@@ -82,6 +82,16 @@ class Run:
     whole_at: float | None = None
     whole_search_ms: list[float] = field(default_factory=list)
     peak_rss_mb: float | None = None
+    pid: int = 0
+    first_healthz_cpu_s: float | None = None
+    """CPU seconds the gateway had used when its first ``/healthz`` answer arrived."""
+    banner_cpu_s: float | None = None
+    whole_cpu_s: float | None = None
+    """CPU seconds (user + sys, all threads) the gateway process had used by then."""
+    upstream_cpu_s: float | None = None
+    """CPU seconds the upstream servers (the gateway's child processes) had used once whole."""
+    embedded_at_limit: int | None = None
+    """Tool texts embedded when ``--limit`` ran out before the index was whole."""
 
 
 def free_port() -> int:
@@ -136,6 +146,8 @@ async def _poll(
         try:
             note = await request(client)
             samples.append(Sample(start - t0, (time.monotonic() - start) * 1000, note))
+            if name == "healthz" and run.first_healthz_cpu_s is None:
+                run.first_healthz_cpu_s = cpu_secs(run.pid)
         except httpx.TimeoutException:
             samples.append(Sample(start - t0, (time.monotonic() - start) * 1000, "timeout"))
         except httpx.TransportError:  # not listening yet, or the connection dropped
@@ -155,7 +167,9 @@ def _requests(run: Run, t0: float) -> dict[str, Any]:
         r = await client.get(_SEARCH, params={"q": QUERIES[next(counter) % len(QUERIES)]}, headers=auth)
         if r.status_code != 200:
             return f"http {r.status_code}"
-        return "partial" if "X-Search-Incomplete" in r.headers else f"whole:{len(r.json())}"
+        if "X-Search-Incomplete" in r.headers:
+            return f"partial:{r.headers.get('X-Search-Pending', '?')}"
+        return f"whole:{len(r.json())}"
 
     async def admin(client: httpx.AsyncClient) -> str:
         return str((await client.get("/api/v1/aggregator/servers", headers=auth)).status_code)
@@ -207,6 +221,8 @@ async def _watch(run: Run, pid: int, t0: float, done: anyio.Event, client: httpx
                     print(f"{run.label} {now - t0:.0f}s: {state} last search {last}", file=sys.stderr, flush=True)
                 if whole:
                     run.whole_at = now - t0
+                    run.whole_cpu_s = cpu_secs(pid)
+                    run.upstream_cpu_s = children_cpu_secs(pid)
                     done.set()
                     return
         await anyio.sleep(0.25)
@@ -231,6 +247,7 @@ async def measure(label: str, src: Path, servers: int, tools: int, poll: float, 
         log: list[str] = []
         t0 = time.monotonic()
         proc = _start(config, env)
+        run.pid = proc.pid
         reader = threading.Thread(target=_read_log, args=(run, proc, t0, log), daemon=True)
         reader.start()
         try:
@@ -249,7 +266,12 @@ async def measure(label: str, src: Path, servers: int, tools: int, poll: float, 
                 with anyio.move_on_after(limit):
                     await done.wait()
                 done.set()
-                if run.whole_at is not None:
+                if run.whole_at is None:
+                    # Not whole within --limit: what was spent so far still says something.
+                    run.whole_cpu_s = cpu_secs(proc.pid)
+                    run.upstream_cpu_s = children_cpu_secs(proc.pid)
+                    run.embedded_at_limit = _embedded(run)
+                else:
                     await _whole_searches(run, watcher, searches)
             run.peak_rss_mb = rss_mb(proc.pid, "VmHWM")
         finally:
@@ -284,6 +306,7 @@ def _read_log(run: Run, proc: subprocess.Popen[str], t0: float, log: list[str]) 
     for line in proc.stderr:
         if run.banner_at is None and "MCP endpoint" in line:
             run.banner_at = time.monotonic() - t0
+            run.banner_cpu_s = cpu_secs(proc.pid)
         log.append(line)
 
 
@@ -298,6 +321,35 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     # The upstreams lead their own process groups; the gateway stops them, this is the net.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def cpu_secs(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After the command: state is field 3; utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_secs(pid: int) -> float:
+    """CPU seconds of ``pid``'s live descendants (the upstreams, and any sandbox around them)."""
+    total = 0.0
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            for child in children.read_text().split():
+                total += (cpu_secs(int(child)) or 0.0) + children_cpu_secs(int(child))
+    return total
+
+
+def _embedded(run: Run) -> int | None:
+    """Tools with their vectors by the last search answered: the served tools less those the
+    search said were pending (``X-Search-Pending``)."""
+    notes = [s.note for s in run.polls.get("search", []) if s.note.startswith("partial:")]
+    if not run.state or not notes or not notes[-1].removeprefix("partial:").isdigit():
+        return None
+    return max(0, int(run.state[-1][1]["exposed_tools"]) - int(notes[-1].removeprefix("partial:")))
 
 
 def _p(values: list[float], q: float) -> float | None:
@@ -323,11 +375,16 @@ def summary(run: Run) -> dict[str, Any]:
         "listener_up_s": None if run.banner_at is None else round(run.banner_at, 1),
         "first_healthz_s": None if first is None else round(first, 1),
         "index_whole_s": None if run.whole_at is None else round(run.whole_at, 1),
+        "first_healthz_cpu_s": None if run.first_healthz_cpu_s is None else round(run.first_healthz_cpu_s, 2),
+        "listener_up_cpu_s": None if run.banner_cpu_s is None else round(run.banner_cpu_s, 1),
+        "index_whole_cpu_s": None if run.whole_cpu_s is None else round(run.whole_cpu_s, 1),
+        "embedded_at_limit": run.embedded_at_limit,
+        "upstreams_cpu_s": None if run.upstream_cpu_s is None else round(run.upstream_cpu_s, 1),
         "peak_rss_mb": None if run.peak_rss_mb is None else round(run.peak_rss_mb),
         "rss_at_whole_mb": round(run.rss[-1][1]) if run.rss else None,
         "search_whole_p50_ms": _p(run.whole_search_ms, 50),
         "search_whole_p95_ms": _p(run.whole_search_ms, 95),
-        "partial_searches": sum(1 for s in run.polls.get("search", []) if s.note == "partial"),
+        "partial_searches": sum(1 for s in run.polls.get("search", []) if s.note.startswith("partial")),
     }
     for name in ("healthz", "search", "admin", "page", "mcp"):
         values = during(name)
@@ -346,7 +403,7 @@ def timeline(run: Run, step: float = 5.0) -> list[dict[str, Any]]:
             window = [s for s in run.polls.get(name, []) if t <= s.at < t + step]
             values = [s.ms for s in window if s.ms is not None]
             row[f"{name}_max_ms"] = round(max(values), 1) if values else None
-            row[f"{name}_notes"] = sorted({s.note for s in window if s.note})
+            row[f"{name}_notes"] = sorted({s.note.split(":")[0] for s in window if s.note})
         rss = [mb for at, mb in run.rss if t <= at < t + step]
         row["rss_mb"] = round(max(rss)) if rss else None
         states = [st for at, st in run.state if at < t + step]
@@ -364,6 +421,7 @@ def timeline(run: Run, step: float = 5.0) -> list[dict[str, Any]]:
 ROWS = (
     ("listener up (banner), s", "listener_up_s"),
     ("first /healthz answered, s", "first_healthz_s"),
+    ("gateway CPU when the first /healthz answered, s", "first_healthz_cpu_s"),
     ("/healthz during start, p95 / max ms", ("healthz_start_p95_ms", "healthz_start_max_ms")),
     ("admin API during start, p95 / max ms", ("admin_start_p95_ms", "admin_start_max_ms")),
     ("page during start, p95 / max ms", ("page_start_p95_ms", "page_start_max_ms")),
@@ -371,6 +429,9 @@ ROWS = (
     ("REST search during start, p95 / max ms", ("search_start_p95_ms", "search_start_max_ms")),
     ("searches answered partial", "partial_searches"),
     ("index whole, s", "index_whole_s"),
+    ("gateway CPU (user+sys) at listener up / index whole (or --limit), s", ("listener_up_cpu_s", "index_whole_cpu_s")),
+    ("upstream servers' CPU once whole (or at --limit), s", "upstreams_cpu_s"),
+    ("tools embedded when --limit ran out (None: whole in time)", "embedded_at_limit"),
     ("REST search once whole, p50 / p95 ms", ("search_whole_p50_ms", "search_whole_p95_ms")),
     ("peak RSS, MB", "peak_rss_mb"),
     ("RSS once whole, MB", "rss_at_whole_mb"),
@@ -421,15 +482,20 @@ def main() -> None:
         for label, src in plan
     ]
     results = [summary(r) for r in runs]
+    load = os.getloadavg()
     for run in runs:
         print_timeline(run.label, timeline(run))
-    print(f"\n{args.servers} servers x {args.tools} tools over stdio, cpus: {os.cpu_count()}\n")
+    print(
+        f"\n{args.servers} servers x {args.tools} tools over stdio, cpus: {os.cpu_count()}, "
+        f"load average at the end (1, 5, 15 min): {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}\n"
+    )
     print_table(results)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "servers": args.servers,
         "tools": args.tools,
         "cpus": os.cpu_count(),
+        "load_average": load,
         "results": results,
         "timelines": {r.label: timeline(r) for r in runs},
     }

@@ -70,7 +70,18 @@ def check_startup(result: dict[str, Any]) -> None:
     (run,) = result["results"]
     assert (run["servers"], run["tools"]) == (2, 5)
     assert run["index_whole_s"] is not None and run["first_healthz_s"] is not None
+    assert run["index_whole_cpu_s"] >= run["listener_up_cpu_s"] > 0
+    assert run["embedded_at_limit"] is None, "whole before --limit"
     assert result["timelines"]["this"]
+    assert len(result["load_average"]) == 3
+
+
+def check_embed_cost(result: dict[str, Any]) -> None:
+    rows = {row["way"]: row for row in result["rows"]}
+    assert len(rows) == 5 and all(row["cpu_ms_per_text"] > 0 for row in rows.values()), rows
+    assert rows["packaged, one text per inference (baseline)"]["worst_cosine_to_packaged"] == 1.0
+    # The shipped variant passed the variant check's floor on these texts too.
+    assert all(row["worst_cosine_to_packaged"] > 0.98 for row in rows.values()), rows
 
 
 def check_startup_memory(result: dict[str, Any]) -> None:
@@ -112,6 +123,7 @@ SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
         check_startup,
     ),
     "startup_memory.py": (["--servers", "2", "--tools", "5", "--limit", "200"], "--json", check_startup_memory),
+    "embed_cost_bench.py": (["--texts", "8", "--rounds", "1"], "--json", check_embed_cost),
 }
 """Script -> (its arguments for a small run, the flag naming its JSON output, the check of it)."""
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.bench.bench_scripts import run_and_check
 
-SCRIPTS = ["aggregate_bench.py", "aggregate_quality_bench.py", "startup_bench.py"]
+SCRIPTS = ["aggregate_bench.py", "aggregate_quality_bench.py", "startup_bench.py", "embed_cost_bench.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

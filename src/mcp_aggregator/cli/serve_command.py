@@ -107,10 +107,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the gateway."""
-    from mcp_aggregator.identity import DEFAULT_PROFILE
     from mcp_aggregator.logs.log_format import configure_logging
-    from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
-    from mcp_aggregator.serve.runner import serve_http, serve_stdio
 
     if as_json and transport is TransportChoice.STDIO:
         fail("--json: over --transport stdio, stdout is the MCP stream; there is nothing else to print", EXIT_USAGE)
@@ -134,22 +131,41 @@ def serve(
         return
     try:
         if transport is TransportChoice.STDIO:
-            anyio.run(
-                partial(serve_stdio, settings, profile=profile or DEFAULT_PROFILE), backend_options={"use_uvloop": True}
-            )
+            _serve_stdio(settings, profile)
         else:
-            # A replica of ``--workers`` says one line; the pool announced the whole set.
-            announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport, as_json=as_json)
-            anyio.run(
-                partial(serve_http, settings, announce=announce),
-                backend_options={"use_uvloop": True},
-            )
+            _serve_http(settings, config, transport, as_json=as_json)
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         fail(f"cannot serve on {settings.serve.host}:{settings.serve.port}: {exc.strerror}", EXIT_USAGE)
     except KeyboardInterrupt:
         pass
+
+
+def _serve_stdio(settings: Settings, profile: str | None) -> None:
+    from mcp_aggregator.identity import DEFAULT_PROFILE
+    from mcp_aggregator.serve.runner import serve_stdio
+
+    anyio.run(partial(serve_stdio, settings, profile=profile or DEFAULT_PROFILE), backend_options={"use_uvloop": True})
+
+
+def _serve_http(settings: Settings, config: Path | None, transport: TransportChoice, *, as_json: bool) -> None:
+    """Binds and answers ``/healthz`` first, then loads the gateway and hands it the socket."""
+    from mcp_aggregator.admin.auth import check_bind_allowed
+    from mcp_aggregator.serve.start_listener import StartListener, bind_socket
+
+    check_bind_allowed(settings.serve, named_clients=any(c.match is None for c in settings.clients))
+    sock = bind_socket(settings.serve.host, settings.serve.port)
+    with sock, StartListener(sock) as start_listener:
+        # Imported only now, while the listener answers: these imports alone are seconds of
+        # CPU on a busy machine, and a health check would see a dead process meanwhile.
+        from mcp_aggregator.replicas.worker_pool import REPLICA_ENV
+        from mcp_aggregator.serve.runner import serve_http
+
+        # A replica of ``--workers`` says one line; the pool announced the whole set.
+        announce = None if os.environ.get(REPLICA_ENV) else _announce(config, transport, as_json=as_json)
+        run = partial(serve_http, settings, announce=announce, sock=sock, start_listener=start_listener)
+        anyio.run(run, backend_options={"use_uvloop": True})
 
 
 def _serve_workers(

@@ -29,6 +29,8 @@ from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.profile_gateway import profile_of
 from mcp_aggregator.serve.profile_servers import ProfileServers
 from mcp_aggregator.serve.secret_log_filter import scrubbed_logs
+from mcp_aggregator.serve.start_listener import StartListener
+from mcp_aggregator.serve.start_listener import bind_socket as bind_socket  # where callers find it
 from mcp_aggregator.serve.stdio_face import stdio_streams
 from mcp_aggregator.sessions import SessionBook
 from mcp_aggregator.settings import Settings
@@ -91,8 +93,14 @@ async def serve_http(
     announce: Callable[[Gateway, str, str], None] | None = None,
     out: TextIO = sys.stderr,
     shutdown: anyio.Event | None = None,
+    sock: socket.socket | None = None,
+    start_listener: StartListener | None = None,
 ) -> None:
     """MCP over streamable HTTP at ``/mcp`` (plus ``/healthz``) until interrupted.
+
+    ``sock``: a socket already bound (``bind_socket``) and served meanwhile by
+    ``start_listener``, which is closed once the gateway can answer, before ``announce``;
+    without them the socket is bound here.
 
     ``announce(gateway, mcp_url, sign_in_link)`` is called once listening; the link opens the
     web page signed in with the admin token (``serve.admin_token``, or the one kept in
@@ -106,7 +114,7 @@ async def serve_http(
     check_bind_allowed(serve, named_clients=any(c.match is None for c in settings.clients))
     admin_token = serve.admin_token or admin_token_in(serve.data_dir)
     # Bind before starting so the announced URL is right even for port 0.
-    sock = bind_socket(serve.host, serve.port)
+    sock = sock if sock is not None else bind_socket(serve.host, serve.port)
     gateway = Gateway(settings)
     with sock, scrubbed_logs(gateway.scrub):
         async with gateway:
@@ -139,6 +147,9 @@ async def serve_http(
                 if shutdown is not None:
                     tg.start_soon(_exit_when_set, shutdown, server, stopping)
                 tg.start_soon(_refuse_held_calls_at_exit, server, gateway, stopping)
+                if start_listener is not None:
+                    # From here connections wait in the backlog for uvicorn, a moment away.
+                    await anyio.to_thread.run_sync(start_listener.close)
                 if announce is not None:
                     announce(gateway, url, link)
                 else:
@@ -193,22 +204,3 @@ def replica_home(replica_url: str | None, host: str, port: int) -> str | None:
     if host in ("", "0.0.0.0", "::"):
         return None
     return f"http://{local_name(host)}:{port}"
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket for uvicorn.
-
-    Created with an explicit IPPROTO_TCP: asyncio enables TCP_NODELAY only on sockets whose
-    ``proto`` says TCP, and ``socket.create_server`` leaves it 0. Without it a JSON response
-    (headers and body written separately) waits ~40 ms on the client's delayed ACK.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(1024)
-    except OSError:
-        sock.close()
-        raise
-    return sock
