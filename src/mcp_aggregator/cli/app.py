@@ -25,7 +25,8 @@ class GatewayCommands(LazyGroup):
             _CLI + "local_commands",
             "check_config",
             "Validate a configuration file and summarise it; warn of paths a server is given that\n"
-            "its sandbox would hide, and of granted paths that do not exist.",
+            "its sandbox would hide, of granted paths that do not exist, and of an openapi or a2a\n"
+            "server's operations or skills whose security scheme it gives no secret.",
         ),
         "query": LazyCommand(
             _CLI + "local_commands",
