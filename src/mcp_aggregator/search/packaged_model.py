@@ -26,6 +26,9 @@ class PackagedModel:
     name: PackagedModelName
     path: Path
     sha256: str
+    query_map: Path | None = None
+    """The ``QueryMap`` fitted for this model's vectors, when it ships one."""
+    query_map_sha256: str | None = None
 
 
 def packaged_model(name: PackagedModelName) -> PackagedModel:
