@@ -282,7 +282,7 @@ async def compare_models(names: Sequence[str], size: int, tmp: Path) -> dict[str
         queries: Embedder = embedder if query_map is None else MappedQueries(embedder, query_map, digest)
         print(f"\n=== model {entry}: {describe_embedder(embedder)} ===")
         row: dict[str, Any] = {"embedder": queries.model_id}
-        cache_path = tmp / f"model-{name}.db"
+        cache_path = tmp / f"model-{len(out)}.db"  # a row of its own: cold indexing is measured per row
         row.update(await cold_warm(embedder, live.docs, cache_path))
         for data in (live, dev):
             cache = EmbeddingCache(cache_path)

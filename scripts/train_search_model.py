@@ -202,6 +202,7 @@ def checkpoint_best(args: argparse.Namespace, folder: Path) -> tuple[BertModel, 
         "train_cpu_seconds": round(ckpt["cpu_s"], 1),
         "train_wall_seconds": round(ckpt["wall_s"], 1),
         "frozen_layers": args.freeze_layers,
+        "training_command": ckpt.get("command", ""),
         "history": history,
     }
 
@@ -360,6 +361,10 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    # The data folder is named, not located: where it sat on the training machine says nothing.
+    args.command = "scripts/train_search_model.py " + shlex.join(sys.argv[1:]).replace(
+        str(args.data), f"PATH/TO/{args.data.name}"
+    )
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -391,9 +396,7 @@ def main() -> None:
         "data": json.loads((args.data / "manifest.json").read_text())
         if (args.data / "manifest.json").is_file()
         else {},
-        # The data folder is named, not located: where it sat on the training machine says nothing.
-        "command": "scripts/train_search_model.py "
-        + shlex.join(sys.argv[1:]).replace(str(args.data), f"PATH/TO/{args.data.name}"),
+        "command": args.command,
         "onnx_sha256": sha,
         "figures": figures,
         "variants": variants_check(dest, sha, tmp),

@@ -159,6 +159,7 @@ def train_upper(
                     "history": history,
                     "cpu_s": cpu,
                     "wall_s": wall,
+                    "command": args.command,
                 },
             )
     model.bert.load_state_dict(best[2], strict=False)
