@@ -18,9 +18,6 @@ import numpy as np
 from mcp_aggregator.errors import SearchError
 from mcp_aggregator.search.embedder import Vectors, l2_normalise
 
-QUERY_MAP_FILE = "query_map.npy"
-"""The map's file name beside the model it was fitted for."""
-
 
 class QueryMap:
     """A ``dimension`` x ``dimension`` float32 matrix for row vectors (``q @ matrix``)."""
