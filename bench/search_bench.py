@@ -9,7 +9,8 @@ grouped by server. Latency and the embedding cache are measured on a catalogue o
 ``--variant`` forces what runs the embedding model (``search.onnx_variant``); ``--variant
 all`` measures every path in one run and prints one table of them. ``--models base,tools``
 instead compares the packaged models (``search.onnx_model``) side by side: dense and shipped
-quality on both data sets, cold indexing, and latency at ``--size`` tools.
+quality on both data sets, cold indexing, and latency at ``--size`` tools; ``tools+map`` adds
+the query map the model ships, ``base+map:FILE`` a map from a file.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ import numpy as np
 from mcp_aggregator.search import SearchSettings, ToolDoc, ToolSearch, build_embedder
 from mcp_aggregator.search.embedder import Embedder, Vectors, l2_normalise
 from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, text_digest
-from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder
+from mcp_aggregator.search.onnx_embedder import OnnxMiniLmEmbedder, file_sha256
 from mcp_aggregator.search.onnx_variant import cpu_flags
+from mcp_aggregator.search.packaged_model import packaged_model
+from mcp_aggregator.search.query_map import QueryMap
 from search_engines import FIELDS_GRID, JOINT_GRID
 from search_eval import Task, devset, evaluate, livemcpbench
 from search_quality import dense_ranker, print_report, quality_report
@@ -142,13 +145,18 @@ async def cold_warm(embedder: Embedder, docs: Sequence[ToolDoc], path: Path) -> 
 
 
 async def catalogue_bench(
-    embedder: Embedder, docs: Sequence[ToolDoc], tasks: Sequence[Task], size: int, cache_path: Path
+    embedder: Embedder,
+    docs: Sequence[ToolDoc],
+    tasks: Sequence[Task],
+    size: int,
+    cache_path: Path,
+    query_map: QueryMap | None = None,
 ) -> dict[str, Any]:
     catalogue = replicate(docs, size)
     cache = EmbeddingCache(cache_path)
     seed_perturbed_vectors(embedder, cache, docs, catalogue[len(docs) :])
     cache.close()
-    search = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
+    search = ToolSearch(SearchSettings(cache_path=cache_path), embedder, query_map=query_map)
     start = time.perf_counter()
     embedded = await search.upsert(catalogue)
     index_s = time.perf_counter() - start
@@ -169,6 +177,10 @@ async def catalogue_bench(
         out[f"{name}_p95_ms_cpu"] = round(percentile(search_cpu, 95), 2)
         out[f"{name}_p95_ms_embedding_only"] = round(percentile(embed_laps, 95), 2)
         out[f"{name}_p95_ms_query_vector_cached"] = round(percentile(cached_laps, 95), 2)
+    if query_map is not None:
+        one = embedder.embed([short_queries[0]])
+        laps = timed(lambda _q: query_map.apply(one), short_queries)
+        out["query_map_p95_us"] = round(percentile(laps, 95) * 1000, 1)
     out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
     search.close()
     return out
@@ -232,32 +244,60 @@ async def run_variant(
     return {"embedder": embedder.model_id, "variant": variant_run, "quality": quality, "catalogue": latency}
 
 
+class MappedQueries:
+    """``embedder`` with ``query_map`` applied, for the query side of a dense ranking."""
+
+    def __init__(self, embedder: Embedder, query_map: QueryMap, digest: str) -> None:
+        self._embedder, self._map = embedder, query_map
+        self.model_id = f"{embedder.model_id}+map:{digest[:12]}"
+        self.dimension = embedder.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._map.apply(self._embedder.embed(texts))
+
+
+def model_and_map(entry: str, dimension: int) -> tuple[str, QueryMap | None, str]:
+    """``base``, ``tools``, ``tools+map`` (the map the packaged model ships) or
+    ``base+map:FILE`` (a map not shipped yet): the model's name, the map and its digest."""
+    name, plus, spec = entry.partition("+map")
+    if not plus:
+        return name, None, ""
+    model = packaged_model(name)  # type: ignore[arg-type]
+    path = Path(spec.removeprefix(":")) if spec else model.query_map
+    if path is None:
+        raise SystemExit(f"model {name} ships no query map: name its file, {name}+map:FILE")
+    return name, QueryMap.load(path, expected_sha256=None, dimension=dimension), file_sha256(path)
+
+
 async def compare_models(names: Sequence[str], size: int, tmp: Path) -> dict[str, dict[str, Any]]:
-    """Each packaged model (``search.onnx_model``) measured alike, in this one run: dense
-    retrieval and the shipped engine on both data sets, cold indexing of the 527 tools, and
-    the latency at ``size`` tools."""
+    """Each packaged model (``search.onnx_model``), with or without a query map, measured
+    alike in this one run: dense retrieval and the shipped engine on both data sets, cold
+    indexing of the 527 tools, and the latency at ``size`` tools."""
     live, dev = livemcpbench(), devset()
     out: dict[str, dict[str, Any]] = {}
-    for name in names:
+    for entry in names:
+        name = entry.partition("+map")[0]
         embedder = build_embedder(SearchSettings.model_validate({"onnx_model": name}))
-        print(f"\n=== model {name}: {describe_embedder(embedder)} ===")
-        row: dict[str, Any] = {"embedder": embedder.model_id}
-        cache_path = tmp / f"model-{name}.db"
+        name, query_map, digest = model_and_map(entry, embedder.dimension)
+        queries: Embedder = embedder if query_map is None else MappedQueries(embedder, query_map, digest)
+        print(f"\n=== model {entry}: {describe_embedder(embedder)} ===")
+        row: dict[str, Any] = {"embedder": queries.model_id}
+        cache_path = tmp / f"model-{len(out)}.db"  # a row of its own: cold indexing is measured per row
         row.update(await cold_warm(embedder, live.docs, cache_path))
         for data in (live, dev):
             cache = EmbeddingCache(cache_path)
-            row[f"{data.name} dense"] = evaluate(dense_ranker(data, embedder, embedder, cache), data.tasks)["all"]
+            row[f"{data.name} dense"] = evaluate(dense_ranker(data, embedder, queries, cache), data.tasks)["all"]
             cache.close()
-            search = ToolSearch(SearchSettings(cache_path=cache_path), embedder)
+            search = ToolSearch(SearchSettings(cache_path=cache_path), embedder, query_map=query_map)
             await search.upsert(data.docs)
             row[f"{data.name} shipped"] = evaluate(lambda q, s=search: [h.key for h in s.search(q, 50)], data.tasks)[
                 "all"
             ]
             search.close()
             print(f"  {data.name}: dense {row[f'{data.name} dense']}, shipped {row[f'{data.name} shipped']}")
-        row["catalogue"] = await catalogue_bench(embedder, live.docs, live.tasks, size, cache_path)
+        row["catalogue"] = await catalogue_bench(embedder, live.docs, live.tasks, size, cache_path, query_map)
         print(f"  catalogue of {size}: {row['catalogue']}")
-        out[name] = row
+        out[entry] = row
     return out
 
 
@@ -387,7 +427,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--models",
         default="",
-        help="compare packaged models side by side (e.g. base,tools) instead of the engines",
+        help="compare packaged models side by side (e.g. base,tools,tools+map,base+map:FILE) instead of the engines",
     )
     args = parser.parse_args()
     anyio.run(

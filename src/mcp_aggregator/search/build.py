@@ -11,6 +11,7 @@ from mcp_aggregator.search.embedder import Embedder, NoneEmbedder
 from mcp_aggregator.search.embedding_cache import EmbeddingStore
 from mcp_aggregator.search.openai_embedder import OpenAIEmbedder
 from mcp_aggregator.search.packaged_model import packaged_model
+from mcp_aggregator.search.query_map import QueryMap
 from mcp_aggregator.search.skills import SkillIndex, skills_of
 from mcp_aggregator.search.tool_search import ToolSearch
 from mcp_aggregator.search.vector_index import NumpyVectorIndex, VectorIndex
@@ -73,13 +74,32 @@ def build_vector_index(settings: SearchSettings, dimension: int) -> VectorIndex:
     return NumpyVectorIndex(dimension)
 
 
+def build_query_map(settings: SearchSettings, dimension: int) -> QueryMap | None:
+    """The query map of the packaged model ``settings`` run, when it ships one and
+    ``settings.query_map`` is on. Raises ``SearchError`` for a damaged map file."""
+    if not settings.query_map or settings.embedder != "onnx-minilm" or settings.model_path is not None:
+        return None
+    model = packaged_model(settings.onnx_model)
+    if model.query_map is None:
+        return None
+    return QueryMap.load(model.query_map, expected_sha256=model.query_map_sha256, dimension=dimension)
+
+
 def build_tool_search(
     settings: SearchSettings, embedder: Embedder | None = None, *, cache: EmbeddingStore | None = None
 ) -> ToolSearch:
-    """A ``ToolSearch`` wired as ``settings`` say; ``embedder`` overrides the configured one,
-    ``cache`` the SQLite embedding cache at ``settings.cache_path``."""
+    """A ``ToolSearch`` wired as ``settings`` say; ``embedder`` overrides the configured one
+    (and then no packaged query map applies: it was fitted for the packaged model's
+    vectors), ``cache`` the SQLite embedding cache at ``settings.cache_path``."""
     emb = embedder if embedder is not None else build_embedder(settings)
-    return ToolSearch(settings, emb, vector_index=build_vector_index(settings, emb.dimension), cache=cache)
+    query_map = build_query_map(settings, emb.dimension) if embedder is None else None
+    return ToolSearch(
+        settings,
+        emb,
+        vector_index=build_vector_index(settings, emb.dimension),
+        cache=cache,
+        query_map=query_map,
+    )
 
 
 def build_skill_index(settings: SearchSettings, search: ToolSearch) -> SkillIndex:

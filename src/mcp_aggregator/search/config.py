@@ -59,6 +59,9 @@ class SearchSettings(BaseModel):
     """Which packaged model onnx-minilm runs without ``model_path``: ``tools`` (fine-tuned
     for tool search, see ``search/model/tools-minilm/README.md``) or ``base`` (plain
     all-MiniLM-L6-v2)."""
+    query_map: bool = True
+    """Apply the query map the packaged model ships with, if it has one: a linear map on
+    query vectors only (``search/query_map.py``). Off: queries are embedded as tools are."""
     onnx_variant: Literal["auto", "int8", "uint8", "int7", "packaged"] = "auto"
     """What runs the packaged model (onnx-minilm without ``model_path``): ``auto`` measures
     the int8-compute variants against it at the first start and remembers the choice;

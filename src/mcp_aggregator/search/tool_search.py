@@ -15,6 +15,7 @@ from mcp_aggregator.search.embedding_cache import EmbeddingCache, EmbeddingStore
 from mcp_aggregator.search.hit_order import HEAD, after_best, with_alternatives
 from mcp_aggregator.search.implicit_needs import DEFAULT_NEEDS, NeedMatcher
 from mcp_aggregator.search.lexical_index import LexicalIndex
+from mcp_aggregator.search.query_map import QueryMap
 from mcp_aggregator.search.ranking import (
     Rows,
     Scores,
@@ -56,9 +57,11 @@ class ToolSearch:
         *,
         vector_index: VectorIndex | None = None,
         cache: EmbeddingStore | None = None,
+        query_map: QueryMap | None = None,
     ) -> None:
         self._settings = settings
         self._embedder = embedder
+        self._query_map = query_map
         self._dense = embedder.dimension > 0
         self._vectors: VectorIndex = vector_index or NumpyVectorIndex(embedder.dimension)
         self._lexical = LexicalIndex()
@@ -424,6 +427,8 @@ class ToolSearch:
             if not batch:
                 continue
             embedded = self._embedder.embed(batch)
+            if self._query_map is not None:
+                embedded = self._query_map.apply(embedded)
             with self._query_vectors_lock:
                 for text, vec in zip(batch, embedded, strict=True):
                     found[text] = cache[text] = vec
