@@ -193,8 +193,8 @@ def _windows(text: str) -> Iterator[tuple[int, int, int, int]]:
     """``(start, end, core_start, core_end)``: each run of seven or more digits (the core: gaps
     of up to three other characters, on one line) with up to ``_PHONE_CONTEXT`` characters
     on each side for what libphonenumber reads around a number (a ``+``, an extension, the
-    letter before it), short of the next run: a text's windows never overlap, so none is read
-    twice however close its numbers stand."""
+    letter before it), never into the next or previous run: a run is read once, the
+    characters between two runs at most twice, however close the numbers stand."""
     previous_end = 0
     cores = Utf8Text(text).spans(_DIGIT_RUN)
     core = next(cores, None)
@@ -202,5 +202,5 @@ def _windows(text: str) -> Iterator[tuple[int, int, int, int]]:
         following = next(cores, None)
         limit = following[0] if following is not None else len(text)
         yield max(previous_end, core[0] - _PHONE_CONTEXT), min(limit, core[1] + _PHONE_CONTEXT), core[0], core[1]
-        previous_end = min(limit, core[1] + _PHONE_CONTEXT)
+        previous_end = core[1]
         core = following
