@@ -34,6 +34,7 @@ _EMAIL: Final = linear(
 _CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _CARD_PREFIX: Final = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35")
 _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+_IBAN_START: Final = linear(r"[A-Z]{2}\p{Nd}{2}")
 _IPV4: Final = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)")
 _IPV6: Final = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)"
@@ -41,7 +42,7 @@ _IPV6: Final = re.compile(
 _LONG_GROUP: Final = re.compile(r"[0-9A-Fa-f]{3}")
 _DIGITS: Final = re.compile(r"\d")
 _MANY_DIGITS: Final = re.compile(r"(?:\d[^\d\n]{0,3}){7}")
-_DIGIT_RUN: Final = linear(r"\p{Nd}(?:[^\p{Nd}\n]{0,3}\p{Nd}){6,}")
+_DIGIT_RUN: Final = linear(r"\p{Nd}(?:[^\p{Nd}\p{L}\n]{0,3}\p{Nd}){6,}")
 _PHONE_CONTEXT: Final = 16
 
 
@@ -138,13 +139,19 @@ def _cards(text: str) -> Iterator[Candidate]:
 
 
 def _ibans(text: str) -> Iterator[Candidate]:
+    if _IBAN_START.search(text) is None:
+        return  # ``re`` would try its lookarounds at every character: RE2 rules that out first
     for match in _IBAN.finditer(text):
         yield Finding("IBAN_CODE", *match.span(), "an IBAN with valid check digits"), partial(iban.is_valid, match[0])
 
 
 def _ip_addresses(text: str) -> Iterator[Candidate]:
-    for match in _IPV6.finditer(text):
-        yield Finding("IP_ADDRESS", *match.span(), "an IPv6 address"), partial(_is_ipv6, match[0])
+    # Each pattern is tried at every character by ``re``; a text without its separator has none.
+    if ":" in text:
+        for match in _IPV6.finditer(text):
+            yield Finding("IP_ADDRESS", *match.span(), "an IPv6 address"), partial(_is_ipv6, match[0])
+    if "." not in text:
+        return
     for match in _IPV4.finditer(text):
         yield Finding("IP_ADDRESS", *match.span(), "an IPv4 address"), partial(_is_lone_ipv4, text, *match.span())
 
