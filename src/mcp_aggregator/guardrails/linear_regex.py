@@ -24,11 +24,14 @@ a slice, never ``text`` with ``pos``/``endpos`` in a loop."""
 _UNANCHORED: Final = _re2.RE2.Anchor.UNANCHORED
 
 
-def linear(pattern: str, *, ignore_case: bool = False, dot_all: bool = False) -> LinearPattern:
+def linear(pattern: str, *, ignore_case: bool = False, dot_all: bool = False, memory: int = 8 << 20) -> LinearPattern:
     """``pattern`` compiled by RE2 (Python's syntax, less what needs backtracking).
+    ``memory``: what its automaton may use (RE2's default 8 MiB); a pattern of large Unicode
+    classes that outgrows it falls back to RE2's slower simulation, still linear.
     Raises ``ValueError`` with RE2's reason when it cannot be (lookaround,
     a backreference, a repeat over 1000)."""
     options = re2.Options()
+    options.max_mem = memory
     options.log_errors = False  # the reason is raised, not printed to stderr
     options.case_sensitive = not ignore_case
     options.dot_nl = dot_all
