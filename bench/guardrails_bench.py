@@ -25,6 +25,7 @@ Prints a table and writes ``bench/results/guardrails.json`` (``--json PATH``: el
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -46,10 +47,9 @@ import orjson
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.guardrails import GuardrailRule
 from mcp_aggregator.guardrails.config import GuardPlace
-from mcp_aggregator.guardrails.guard import Guard, guard_for
+from mcp_aggregator.guardrails.guard import Guard, Verdict, guard_for
 from mcp_aggregator.guardrails.guard_stage import GuardStage
 from mcp_aggregator.guardrails.injection_detector import InjectionDetector
-from mcp_aggregator.guardrails.pattern_detector import PatternDetector
 from mcp_aggregator.guardrails.pii_detector import PiiDetector
 from mcp_aggregator.guardrails.secret_detector import SecretDetector
 from mcp_aggregator.identity import ClientIdentity
@@ -266,42 +266,83 @@ def repeated(piece: str, size: int) -> str:
     return (piece * (size // len(piece) + 1))[:size]
 
 
-def once_ms(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return round(1000 * (time.perf_counter() - started), 1)
+def cpu_ms(fn: Callable[[], object], repeats: int = 1) -> dict[str, Any]:
+    """Wall and CPU milliseconds of ``fn``, the least of ``repeats`` runs (the machine is
+    shared: CPU time is the robust figure, and the least run the one least disturbed)."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        started, cpu = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    return {"wall_ms": round(1000 * min(walls), 1), "cpu_ms": round(1000 * min(cpus), 1)}
+
+
+def hostile_inputs() -> list[tuple[str, str, dict[str, Any], str]]:
+    """(name, kind, the rule's other fields, 1 MB of text): for each detector its worst cases
+    (many near-matches, many matches, unterminated constructs) and ordinary text."""
+    mb = 1 << 20
+    ordinary = payload(mb)
+    return [
+        ("ordinary text", "injection", {}, ordinary),
+        ("unclosed comments", "injection", {}, repeated(HOSTILE_COMMENT, mb)),
+        ("'ignore' and whitespace", "injection", {}, "ignore" + " " * mb),
+        ("'<system>' markers", "injection", {}, repeated("<system>", mb)),
+        ("zero-width spaces between letters", "injection", {}, repeated("a\u200b", mb)),
+        ("a run of a's and '!', (a+)+$", "pattern", {"patterns": [r"(a+)+$"]}, "a" * mb + "!"),
+        ("a run of a's, pattern 'a'", "pattern", {"patterns": ["a"]}, "a" * mb),
+        ("ordinary text", "secrets", {}, ordinary),
+        ("key headers without an end", "secrets", {}, repeated("-----BEGIN RSA PRIVATE KEY-----\n", mb)),
+        ("AWS access keys", "secrets", {}, repeated("AKIAIOSFODNN7EXAMPLE ", mb)),
+        ("JWT-shaped tokens that do not decode", "secrets", {}, repeated("eyJhbGciOiJIUzI1NiJ9.eyJ.x ", mb)),
+        ("ordinary text", "pii", {}, ordinary),
+        ("'1 ' repeated", "pii", {}, repeated("1 ", mb)),
+        ("valid phone numbers", "pii", {}, repeated("call +1 650-253-0000 now ", mb)),
+        ("e-mail addresses", "pii", {}, repeated("ann@example.com ", mb)),
+        ("a run of letters and one '@'", "pii", {}, "a" * mb + "@"),
+        ("dotted quads", "pii", {}, repeated("10.1.2.3 ", mb)),
+    ]
 
 
 def hostile() -> dict[str, Any]:
-    """Milliseconds to judge hostile text, per detector and size, with the baseline."""
-    injection, secrets, pii = InjectionDetector(), SecretDetector(), PiiDetector()
-    nested = PatternDetector("nested", [r"(a+)+$"])
+    """Per detector and input, the CPU and wall milliseconds a ``block`` rule and a ``mask``
+    rule take over 1 MB (``Guard.judge``, as a worker thread runs it), and what they decided;
+    the injection rule's former HTML-comment pattern (Python ``re``) is the baseline."""
     rows: dict[str, Any] = {}
     for size in (10_000, 82_000):
         text = repeated(HOSTILE_COMMENT, size)
-        rows[f"unclosed comments, {size // 1000} KB, former pattern (re)"] = once_ms(
-            lambda text=text: list(BACKTRACKING_COMMENT.finditer(text))
+        rows[f"unclosed comments, {size // 1000} KB, former pattern (re)"] = cpu_ms(
+            functools.partial(BACKTRACKING_COMMENT.findall, text)
         )
-        rows[f"unclosed comments, {size // 1000} KB, injection detector"] = once_ms(lambda t=text: injection.find(t))
-    rows["(a+)+$ on 24 a's and '!', Python re"] = once_ms(lambda: re.search(r"(a+)+$", "a" * 24 + "!"))
-    mb = 1 << 20
-    cases: list[tuple[str, Callable[[str], object], str]] = [
-        ("ordinary text, injection detector", injection.find, payload(mb)),
-        ("unclosed comments, injection detector", injection.find, repeated(HOSTILE_COMMENT, mb)),
-        ("'ignore' and whitespace, injection detector", injection.find, "ignore" + " " * mb),
-        ("a run of a's, pattern (a+)+$ (RE2)", nested.find, "a" * mb + "!"),
-        ("ordinary text, secrets detector", secrets.find, payload(mb)),
-        (
-            "key headers without an end, secrets detector",
-            secrets.find,
-            repeated("-----BEGIN RSA PRIVATE KEY-----\n", mb),
-        ),
-        ("ordinary text, pii detector", pii.find, payload(mb)),
-        ("'1 ' repeated, pii detector", pii.find, repeated("1 ", mb)),
-    ]
-    for name, find, text in cases:
-        rows[f"{name}, 1 MB"] = once_ms(lambda find=find, text=text: find(text))
+    rows["(a+)+$ on 24 a's and '!', Python re"] = cpu_ms(lambda: re.search(r"(a+)+$", "a" * 24 + "!"))
+    for name, kind, fields, text in hostile_inputs():
+        for action in ("block", "mask"):
+            rows[f"{kind}, {name}, 1 MB, {action}"] = judged(kind, action, fields, text)
     return rows
+
+
+def judged(kind: str, action: str, fields: dict[str, Any], text: str) -> dict[str, Any]:
+    """What one rule costs over ``text`` as a result (least of 3) and the kinds it found."""
+    guard = Guard([GuardrailRule.model_validate({"name": "r", "kind": kind, "action": action, **fields})])
+    value = {"content": [{"type": "text", "text": text}]}
+    verdicts: list[Verdict] = []
+
+    def judge() -> None:
+        verdicts.append(guard.judge(guard.rules, value, GuardPlace.RESULTS))
+
+    row = cpu_ms(judge, repeats=3)
+    row["found"] = sorted({label for d in verdicts[-1].decisions for label in d.found})
+    return row
+
+
+def print_hostile(rows: dict[str, Any]) -> None:
+    print(f"{'hostile input':70} {'cpu ms':>9} {'wall ms':>9}  found")
+    for name, row in rows.items():
+        print(f"{name:70} {row['cpu_ms']:>9.1f} {row['wall_ms']:>9.1f}  {', '.join(row.get('found', []))}")
+
+
+def machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -313,17 +354,16 @@ def main() -> None:
     n = 100 if args.quick else 2000
     if args.hostile:
         rows = hostile()
-        for name, ms in rows.items():
-            print(f"{name:66} {ms:>10.1f} ms")
-        print(json.dumps({"hostile_ms": rows}))
+        print_hostile(rows)
+        print(json.dumps({"machine": machine(), "hostile": rows}))
         return
     report: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()[0]},
+        "machine": machine(),
         "stage_cost": stage_costs(n),
         "end_to_end": anyio.run(end_to_end, n // 4),
         "false_positives": false_positives(),
         "detection": detection(),
-        "hostile_ms": hostile(),
+        "hostile": hostile(),
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
@@ -355,8 +395,7 @@ def print_table(report: dict[str, Any]) -> None:
         print(f"{'benign results an opt-in ' + rule + ' rule would act on':58} {pct:>14.2f} %")
     det = report["detection"]
     print(f"{'labelled secrets and PII detected':58} {det['detected_pct']:>14.2f} %  >= 95 %  (of {det['texts']})")
-    for name, ms in report["hostile_ms"].items():
-        print(f"{name:66} {ms:>10.1f} ms")
+    print_hostile(report["hostile"])
 
 
 if __name__ == "__main__":

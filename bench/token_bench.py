@@ -383,19 +383,25 @@ def gateway_settings(
     )
 
 
+async def listed_by_client(gateway: Gateway) -> list[dict[str, Any]]:
+    """``tools/list`` as an SDK client receives it from ``gateway``'s MCP server (its
+    background work running), the upstreams stopped after."""
+    gateway_server = GatewayServer(gateway, build_surface(gateway))
+    async with anyio.create_task_group() as tg:
+        await tg.start(gateway_server.run)
+        async with Client(gateway_server.server, cache=None) as client:
+            listed = await client.list_tools()
+        tg.cancel_scope.cancel()
+    for supervisor in list(gateway.supervisors.values()):
+        await supervisor.stop()
+    return tool_list_json(listed.tools)
+
+
 async def served_tools_list(settings: Settings, servers: int) -> list[dict[str, Any]]:
     """``tools/list`` from a gateway once all ``servers`` are exposed, as an SDK client received it."""
     async with Gateway(settings) as gateway:
         await gateway.wait_until(lambda: len(gateway.exposed_servers()) == servers, timeout_secs=CONNECT_TIMEOUT_SECS)
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run_notifier)
-            async with Client(gateway_server.server, cache=None) as client:
-                listed = await client.list_tools()
-            tg.cancel_scope.cancel()
-        for supervisor in list(gateway.supervisors.values()):
-            await supervisor.stop()
-    return tool_list_json(listed.tools)
+        return await listed_by_client(gateway)
 
 
 async def measure_gateway_tools_list(entries: Sequence[ServerEntry]) -> dict[str, Any]:
@@ -445,15 +451,7 @@ async def featured_tools_list(settings: Settings, servers: int, used: Sequence[s
                 for server, tool in calls
             ]
         )
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run)
-            async with Client(gateway_server.server, cache=None) as client:
-                listed = await client.list_tools()
-            tg.cancel_scope.cancel()
-        for supervisor in list(gateway.supervisors.values()):
-            await supervisor.stop()
-    return tool_list_json(listed.tools)
+        return await listed_by_client(gateway)
 
 
 async def measure_featured(entries: Sequence[ServerEntry], passthrough_tokens: int | None) -> dict[str, Any]:

@@ -8,16 +8,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
 import orjson
 import pytest
 
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.fast_call import FastCalls
+from mcp_aggregator.serve.fast_call import FastCalls, _AskingLane
 from tests.conftest import settings_for
 
 OURS = {"name": "mcp-aggregator", "version": "0.1.0"}
 STAMP = types.SERVER_INFO_META_KEY
+DEADLINE = 30
 
 
 @asynccontextmanager
@@ -70,3 +72,26 @@ async def test_an_upstream_error_keeps_its_code_and_gets_the_client_id() -> None
             "id": "c-1",
             "error": {"code": -32602, "message": "bad"},
         }
+
+
+async def test_an_answer_a_task_still_owes_is_cancelled_and_awaited_when_serving_ends() -> None:
+    # A large result judged in a worker thread, or a question asked back, is answered by a
+    # task the upstream reader's callback starts: the server's end must not leave it running.
+    async with fast_calls() as calls:
+        started, ended = anyio.Event(), anyio.Event()
+
+        async def owed_answer() -> None:
+            started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                ended.set()
+
+        lane = _AskingLane()
+        with anyio.fail_after(DEADLINE):
+            async with calls.serving():
+                assert calls._tasks is not None
+                lane.hand_over(calls._tasks, owed_answer())
+                await started.wait()
+        assert ended.is_set() and lane.task is not None and lane.task.cancelled()
+        assert calls._tasks is None  # past its end, such calls take the awaited lane

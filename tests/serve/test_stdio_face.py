@@ -93,7 +93,7 @@ async def stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncI
         stdin, stdout = os.fdopen(to_face_r, "rb", 0), os.fdopen(from_face_w, "wb", 0)
         async with anyio.create_task_group() as tg:
             await tg.start(gateway_server.run)
-            async with pipe_streams(calls, stdin, stdout) as (read_stream, write_stream):
+            async with calls.serving(), pipe_streams(calls, stdin, stdout) as (read_stream, write_stream):
                 tg.start_soon(server.run, read_stream, write_stream, server.create_initialization_options())
                 try:
                     yield Face(gateway, calls, writer, reader)

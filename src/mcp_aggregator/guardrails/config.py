@@ -107,12 +107,17 @@ class GuardrailRule(BaseModel):
     def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for index, pattern in enumerate(value):
             try:
-                linear(pattern)
+                compiled = linear(pattern)
             except ValueError as exc:
                 raise ValueError(
                     f"patterns[{index}] is not a regular expression RE2 takes (no lookaround or"
                     f" backreferences: matching must be linear in the text): {exc}"
                 ) from None
+            if compiled.fullmatch("") is not None:
+                raise ValueError(
+                    f"patterns[{index}] {pattern!r} matches the empty string, so at every character:"
+                    " write what a match must contain (e.g. '+' for '*')"
+                )
         return value
 
     @model_validator(mode="after")

@@ -20,7 +20,7 @@ from typing import Any, Final
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.guardrails.config import GuardAction, GuardKind, GuardPlace, GuardrailRule, effective_rules
 from mcp_aggregator.guardrails.decision import Decision
-from mcp_aggregator.guardrails.finding import Detector, Finding, labels, masked
+from mcp_aggregator.guardrails.finding import UNJUDGED, Detector, Finding, Reading, labels, masked
 from mcp_aggregator.guardrails.injection_detector import InjectionDetector
 from mcp_aggregator.guardrails.json_text import rewritten, strings
 from mcp_aggregator.guardrails.pattern_detector import PatternDetector
@@ -128,6 +128,8 @@ class Guard:
             found: list[Finding] = []
             masking = compiled.rule.action is GuardAction.MASK
             budget = [compiled.rule.max_judged_chars]
+            # A block or flag decision names the kinds found, not where: the first of each will do.
+            reading = Reading(every=masking)
 
             def rewrite(
                 text: str,
@@ -135,8 +137,9 @@ class Guard:
                 found: list[Finding] = found,
                 masking: bool = masking,
                 budget: list[int] = budget,
+                reading: Reading = reading,
             ) -> str | None:
-                hits = _bounded_find(detector, text, budget)
+                hits = _bounded_find(detector, text, budget, reading)
                 found.extend(hits)
                 return masked(text, hits) if hits and masking else None
 
@@ -168,17 +171,17 @@ class Guard:
         return verdict
 
 
-def _bounded_find(detector: Detector, text: str, budget: list[int]) -> list[Finding]:
+def _bounded_find(detector: Detector, text: str, budget: list[int], reading: Reading) -> list[Finding]:
     """``detector``'s findings in as much of ``text`` as ``budget[0]`` characters allow (then
     spent), and an ``unjudged`` finding over the rest: the work on one value is bounded
     whatever its size, and what was not read is not passed as if it had been."""
     left = budget[0]
     if len(text) <= left:
         budget[0] = left - len(text)
-        return detector.find(text)  # each detector's find looks cheaply first
+        return detector.find(text, reading)  # each detector's find looks cheaply first
     budget[0] = 0
-    hits = detector.find(text[:left]) if left else []
-    hits.append(Finding("unjudged", left, len(text), _UNJUDGED))
+    hits = detector.find(text[:left], reading) if left else []
+    hits.append(Finding(UNJUDGED, left, len(text), _UNJUDGED))
     return hits
 
 

@@ -9,7 +9,9 @@ rules without a model (LLM Guard's scanners load transformers), so the patterns 
 
 Every pattern is RE2's (``linear``), and an HTML comment is found by a scan for its ends, so
 the time taken is linear in the text whatever an upstream writes: a megabyte of unclosed
-``<!-- ignore previous instructions`` costs what a megabyte of prose does.
+``<!-- ignore previous instructions`` costs what a megabyte of prose does. The text is
+encoded for RE2 once for every pattern, and a ``block`` or ``flag`` rule takes the first
+match of each (``Reading``): 25,000 matches cost what their reporting costs only when masked.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from mcp_aggregator.guardrails.finding import Finding
-from mcp_aggregator.guardrails.linear_regex import linear
+from mcp_aggregator.guardrails.finding import Finding, Reading
+from mcp_aggregator.guardrails.linear_regex import Utf8Text, linear
 
 _MARKER_REASON: Final = "a marker that sets text apart as instructions for the model"
 _MARKER: Final = linear(
@@ -93,17 +95,17 @@ class InjectionDetector:
     def may_find(self, text: str) -> bool:
         return True
 
-    def find(self, text: str) -> list[Finding]:
-        found = [Finding("hidden_instruction", m.start(), m.end(), _MARKER_REASON) for m in _MARKER.finditer(text)]
-        found.extend(Finding("hidden_instruction", start, end, _MARKER_REASON) for start, end in _comments(text))
-        found.extend(
-            Finding(label, match.start(), match.end(), reason)
-            for label, regex, reason in _RULES
-            for match in regex.finditer(text)
-        )
+    def find(self, text: str, reading: Reading | None = None) -> list[Finding]:
+        reading = Reading() if reading is None else reading
+        encoded, length = Utf8Text(text), len(text)
+        found: list[Finding] = []
+        reading.take(found, encoded.spans(_MARKER), "hidden_instruction", _MARKER_REASON, length)
+        reading.take(found, _comments(text), "hidden_instruction", _MARKER_REASON, length)
+        for label, regex, reason in _RULES:
+            reading.take(found, encoded.spans(regex), label, reason, length)
         if self.blobs:
             label, reason = _BLOB_RULE
-            found.extend(Finding(label, match.start(), match.end(), reason) for match in _BLOB.finditer(text))
+            reading.take(found, encoded.spans(_BLOB), label, reason, length)
         return found
 
 

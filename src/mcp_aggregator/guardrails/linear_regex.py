@@ -9,9 +9,11 @@ injection detector's patterns and the operator's ``pattern`` rules are compiled 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Final
 
 import re2
+from re2 import _re2
 
 LinearPattern = Any
 """A compiled RE2 pattern (``re2._Regexp``: ``finditer``, ``search``, ``pattern``; the
@@ -19,11 +21,17 @@ wrapper ships no type hints). Its wrapper encodes the whole text given at each c
 a slice, never ``text`` with ``pos``/``endpos`` in a loop."""
 
 
-def linear(pattern: str, *, ignore_case: bool = False, dot_all: bool = False) -> LinearPattern:
+_UNANCHORED: Final = _re2.RE2.Anchor.UNANCHORED
+
+
+def linear(pattern: str, *, ignore_case: bool = False, dot_all: bool = False, memory: int = 8 << 20) -> LinearPattern:
     """``pattern`` compiled by RE2 (Python's syntax, less what needs backtracking).
+    ``memory``: what its automaton may use (RE2's default 8 MiB); a pattern of large Unicode
+    classes that outgrows it falls back to RE2's slower simulation, still linear.
     Raises ``ValueError`` with RE2's reason when it cannot be (lookaround,
     a backreference, a repeat over 1000)."""
     options = re2.Options()
+    options.max_mem = memory
     options.log_errors = False  # the reason is raised, not printed to stderr
     options.case_sensitive = not ignore_case
     options.dot_nl = dot_all
@@ -32,3 +40,44 @@ def linear(pattern: str, *, ignore_case: bool = False, dot_all: bool = False) ->
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise ValueError(reason) from None
+
+
+class Utf8Text:
+    """A text encoded once as RE2 reads it (UTF-8), for any number of searches of it: the
+    wrapper's own ``search``/``finditer`` encode the whole text at each call and build a
+    match object per match, which over a megabyte of matches costs more than the matching."""
+
+    __slots__ = ("_ascii", "data", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.data = text.encode()
+        self._ascii = text.isascii()
+
+    def spans(self, pattern: LinearPattern, group: int = 0, resume: int = 0) -> Iterator[tuple[int, int]]:
+        """The spans (in the text's characters) of ``group`` in each match of ``pattern``,
+        left to right, as ``pattern.finditer`` gives them (a match whose group took no part
+        is skipped). The caller stops when it has enough: each match is one call into RE2.
+        ``resume``: the group after which the next search starts (0: the match), so that a
+        group after it stands for a lookahead (RE2 has none): it is read, not consumed."""
+        data, ascii_only = self.data, self._ascii
+        match, end = pattern._regexp.Match, len(data)
+        position = byte_mark = char_mark = 0
+        while True:
+            found = match(_UNANCHORED, data, position, end)
+            whole, span = found[0], found[group]
+            if whole[0] < 0:
+                return
+            if span[0] >= 0:
+                if ascii_only:
+                    yield span
+                else:
+                    # Offsets only grow, so each byte is counted once whatever the number of matches.
+                    start = char_mark + _re2.BytesToCharLen(data, byte_mark, span[0])
+                    char_mark = start + _re2.BytesToCharLen(data, span[0], span[1])
+                    byte_mark = span[1]
+                    yield start, char_mark
+            if position == end:
+                return
+            after = found[resume][1] if found[resume][0] >= 0 else whole[1]
+            position = after if after != position else position + _re2.CharLenToBytes(data, position, 1)

@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
+from functools import partial
 from typing import Final
 
 import phonenumbers
 from stdnum import iban, luhn
 
 from mcp_aggregator.guardrails.config import PiiEntity
-from mcp_aggregator.guardrails.finding import Finding
+from mcp_aggregator.guardrails.finding import UNCHECKED, UNJUDGED, Finding, Reading
+from mcp_aggregator.guardrails.linear_regex import Utf8Text, linear
 
-_EMAIL: Final = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}\b"
+_EMAIL: Final = linear(
+    # Python's ``(?<![\w.+-])...\b`` for RE2, which has no lookbehind: the character before is
+    # matched instead and the search resumes after the address (``spans(resume=1)``); ``\w``
+    # is Python's (letters and digits of every script), not RE2's ASCII one.
+    r"(?:^|[^\p{L}\p{N}_.+-])([A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24})"
+    r"(?:[^\p{L}\p{N}_]|$)"
 )
 _CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _CARD_PREFIX: Final = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35")
 _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+_IBAN_START: Final = linear(r"[A-Z]{2}\p{Nd}{2}")
 _IPV4: Final = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)")
 _IPV6: Final = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)"
@@ -35,6 +42,12 @@ _IPV6: Final = re.compile(
 _LONG_GROUP: Final = re.compile(r"[0-9A-Fa-f]{3}")
 _DIGITS: Final = re.compile(r"\d")
 _MANY_DIGITS: Final = re.compile(r"(?:\d[^\d\n]{0,3}){7}")
+_DIGIT_RUN: Final = linear(
+    # Unicode classes: in RE2's default 8 MiB its automaton gives out on a megabyte of digits.
+    r"\p{Nd}(?:[^\p{Nd}\p{L}\n]{0,3}\p{Nd}){6,}",
+    memory=64 << 20,
+)
+_PHONE_CONTEXT: Final = 16
 
 
 class PiiDetector:
@@ -43,49 +56,124 @@ class PiiDetector:
     def __init__(self, entities: Collection[PiiEntity] = (), region: str = "US") -> None:
         self.entities = frozenset(entities) if entities else frozenset(PiiEntity)
         self.region = region.upper()
+        self._others = self.entities & (_OTHERS | {PiiEntity.EMAIL_ADDRESS})
 
     def may_find(self, text: str) -> bool:
         if PiiEntity.EMAIL_ADDRESS in self.entities and "@" in text:
             return True
         return _DIGITS.search(text) is not None
 
-    def find(self, text: str) -> list[Finding]:
-        entities = self.entities
+    def find(self, text: str, reading: Reading | None = None) -> list[Finding]:
+        reading = Reading() if reading is None else reading
+        entities, length = self.entities, len(text)
         found: list[Finding] = []
         if PiiEntity.EMAIL_ADDRESS in entities and "@" in text:
-            found.extend(Finding("EMAIL_ADDRESS", *m.span(), "an e-mail address") for m in _EMAIL.finditer(text))
+            spans = Utf8Text(text).spans(_EMAIL, 1, resume=1)
+            reading.take(found, spans, "EMAIL_ADDRESS", "an e-mail address", length)
         if _DIGITS.search(text) is None:
             return found
-        if PiiEntity.CREDIT_CARD in entities:
-            for match in _CARD.finditer(text):
-                digits = re.sub(r"\D", "", match.group(0))
-                if 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) and luhn.is_valid(digits):
-                    found.append(Finding("CREDIT_CARD", *match.span(), "a card number with a valid checksum"))
-        if PiiEntity.IBAN_CODE in entities:
-            for match in _IBAN.finditer(text):
-                if iban.is_valid(match.group(0)):
-                    found.append(Finding("IBAN_CODE", *match.span(), "an IBAN with valid check digits"))
-        if PiiEntity.IP_ADDRESS in entities:
-            found.extend(_ip_addresses(text))
+        for entity in (PiiEntity.CREDIT_CARD, PiiEntity.IBAN_CODE, PiiEntity.IP_ADDRESS):
+            if entity in entities:
+                _checked(found, _FINDERS[entity](text), reading, length)
         if PiiEntity.PHONE_NUMBER in entities and _MANY_DIGITS.search(text) is not None:
-            taken = [(f.start, f.end) for f in found]
-            for number in phonenumbers.PhoneNumberMatcher(text, self.region):
-                if not any(start < number.end and number.start < end for start, end in taken):
-                    found.append(Finding("PHONE_NUMBER", number.start, number.end, "a valid phone number"))
+            self._phones(text, reading, found)
         return found
 
+    def _phones(self, text: str, reading: Reading, found: list[Finding]) -> None:
+        """The phone numbers in the windows around runs of digits, each window read by
+        libphonenumber while the reading's parsed characters last, the rest ``unjudged``."""
+        length = len(text)
+        for start, end, core_start, core_end in _windows(text):
+            if not reading.parse(end - start):
+                if not reading.add(found, Finding(UNJUDGED, core_start, core_end, UNCHECKED), length):
+                    return
+                if not reading.every:
+                    return
+                continue
+            for number in phonenumbers.PhoneNumberMatcher(text[start:end], self.region):
+                span = (start + number.start, start + number.end)
+                if self._others and self._taken(text, *span):
+                    continue
+                finding = Finding("PHONE_NUMBER", *span, "a valid phone number")
+                if not reading.add(found, finding, length) or not reading.every:
+                    return
 
-def _ip_addresses(text: str) -> list[Finding]:
-    found = [Finding("IP_ADDRESS", *m.span(), "an IPv6 address") for m in _IPV6.finditer(text) if _is_ipv6(m[0])]
-    for match in _IPV4.finditer(text):
-        try:
-            ipaddress.IPv4Address(match.group(0))
-        except ValueError:
+    def _taken(self, text: str, start: int, end: int) -> bool:
+        """Whether a card number, IBAN or IP address (of the entities looked for) overlaps
+        ``start:end``: looked for in a window around it, wider by more than the longest of
+        them, so a match cut short by the window's edge cannot reach the span."""
+        left = max(0, start - _ENTITY_REACH)
+        window = text[left : end + _ENTITY_REACH]
+        for entity in self._others:
+            for candidate, _check in _FINDERS[entity](window) if entity in _FINDERS else _emails(window):
+                if candidate.start + left < end and start < candidate.end + left and _check():
+                    return True
+        return False
+
+
+Candidate = tuple[Finding, Callable[[], bool]]
+"""A finding as its pattern proposes it, and the check that confirms it."""
+
+
+def _checked(found: list[Finding], candidates: Iterator[Candidate], reading: Reading, length: int) -> None:
+    """The candidates that pass their check, while the reading's checks last (past them,
+    each candidate is ``unjudged``)."""
+    for candidate, check in candidates:
+        if not reading.check():
+            candidate = Finding(UNJUDGED, candidate.start, candidate.end, UNCHECKED)
+        elif not check():
             continue
-        # The dotted tail of an IPv6 address (``::ffff:192.0.2.1``) is part of that finding.
-        if not any(f.start <= match.start() and match.end() <= f.end for f in found):
-            found.append(Finding("IP_ADDRESS", *match.span(), "an IPv4 address"))
-    return found
+        if not reading.add(found, candidate, length) or not reading.every:
+            return
+
+
+def _emails(text: str) -> Iterator[Candidate]:
+    for start, end in Utf8Text(text).spans(_EMAIL, 1, resume=1):
+        yield Finding("EMAIL_ADDRESS", start, end), _yes
+
+
+def _yes() -> bool:
+    return True
+
+
+def _cards(text: str) -> Iterator[Candidate]:
+    for match in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", match.group(0))
+        yield Finding("CREDIT_CARD", *match.span(), "a card number with a valid checksum"), partial(_is_card, digits)
+
+
+def _ibans(text: str) -> Iterator[Candidate]:
+    if _IBAN_START.search(text) is None:
+        return  # ``re`` would try its lookarounds at every character: RE2 rules that out first
+    for match in _IBAN.finditer(text):
+        yield Finding("IBAN_CODE", *match.span(), "an IBAN with valid check digits"), partial(iban.is_valid, match[0])
+
+
+def _ip_addresses(text: str) -> Iterator[Candidate]:
+    # Each pattern is tried at every character by ``re``; a text without its separator has none.
+    if ":" in text:
+        for match in _IPV6.finditer(text):
+            yield Finding("IP_ADDRESS", *match.span(), "an IPv6 address"), partial(_is_ipv6, match[0])
+    if "." not in text:
+        return
+    for match in _IPV4.finditer(text):
+        yield Finding("IP_ADDRESS", *match.span(), "an IPv4 address"), partial(_is_lone_ipv4, text, *match.span())
+
+
+def _is_card(digits: str) -> bool:
+    return 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) is not None and bool(luhn.is_valid(digits))
+
+
+_FINDERS: Final[dict[PiiEntity, Callable[[str], Iterator[Candidate]]]] = {
+    PiiEntity.CREDIT_CARD: _cards,
+    PiiEntity.IBAN_CODE: _ibans,
+    PiiEntity.IP_ADDRESS: _ip_addresses,
+}
+_OTHERS: Final = frozenset(_FINDERS)
+_ENTITY_REACH: Final = 200
+"""More than the longest card number (37 characters), IBAN (64), IPv6 address (50) or
+e-mail address local part (64) the patterns match."""
+_IPV6_REACH: Final = 64
 
 
 def _is_ipv6(candidate: str) -> bool:
@@ -96,3 +184,34 @@ def _is_ipv6(candidate: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _is_lone_ipv4(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is an IPv4 address and not the dotted tail of an IPv6
+    address (``::ffff:192.0.2.1``), which is reported as that address."""
+    try:
+        ipaddress.IPv4Address(text[start:end])
+    except ValueError:
+        return False
+    # Python's ``pos`` lets the lookbehind see what precedes it: no match is cut at the left.
+    return not any(
+        m.start() <= start and end <= m.end() and _is_ipv6(m[0])
+        for m in _IPV6.finditer(text, max(0, start - _IPV6_REACH), end + 2)
+    )
+
+
+def _windows(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """``(start, end, core_start, core_end)``: each run of seven or more digits (the core: gaps
+    of up to three other characters, on one line) with up to ``_PHONE_CONTEXT`` characters
+    on each side for what libphonenumber reads around a number (a ``+``, an extension, the
+    letter before it), never into the next or previous run: a run is read once, the
+    characters between two runs at most twice, however close the numbers stand."""
+    previous_end = 0
+    cores = Utf8Text(text).spans(_DIGIT_RUN)
+    core = next(cores, None)
+    while core is not None:
+        following = next(cores, None)
+        limit = following[0] if following is not None else len(text)
+        yield max(previous_end, core[0] - _PHONE_CONTEXT), min(limit, core[1] + _PHONE_CONTEXT), core[0], core[1]
+        previous_end = core[1]
+        core = following

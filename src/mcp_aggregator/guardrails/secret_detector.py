@@ -6,13 +6,20 @@ Aho-Corasick automaton (``pyahocorasick``), so a text without any costs one scan
 plugins: a private-key block is masked whole (the plugin matches its header line only), and
 an AWS secret access key is also caught after a ``secret``-named key without quotes (how
 JSON and INI results carry it).
+
+The plugins' patterns run on RE2 (``linear``) where it takes them: under Python's engine
+``eyJ`` repeated, or ``//`` on one long line, costs the square of the text (the JWT and npm
+patterns backtrack over a run from each start). The few with a lookahead (GitLab's, ours for
+the keyed AWS secret) stay on ``re``: each starts at a literal and reads at most 1,024
+characters from it. A ``block`` or ``flag`` rule takes each pattern's first finding; a JWT
+is decoded only within the rule's checks (``Reading``), past them it is ``unjudged``.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -32,7 +39,8 @@ from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
-from mcp_aggregator.guardrails.finding import Finding
+from mcp_aggregator.guardrails.finding import UNCHECKED, UNJUDGED, Finding, Reading
+from mcp_aggregator.guardrails.linear_regex import LinearPattern, Utf8Text, linear
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +101,33 @@ _PATTERNS: Final = (
 )
 
 
+def _linear_or_none(regex: re.Pattern[str]) -> LinearPattern | None:
+    """The plugin's pattern compiled by RE2, or None where it needs backtracking (a
+    lookahead): those start at a literal prefix and read a bounded span from it."""
+    try:
+        return linear(
+            regex.pattern, ignore_case=bool(regex.flags & re.IGNORECASE), dot_all=bool(regex.flags & re.DOTALL)
+        )
+    except ValueError:
+        return None
+
+
+def _spans(regex: re.Pattern[str], text: str, group: int) -> Iterator[tuple[int, int]]:
+    for match in regex.finditer(text):
+        span = match.span(group)
+        if span[0] >= 0:
+            yield span
+
+
+_LINEAR: Final = {p.regex: _linear_or_none(p.regex) for p in _PATTERNS}
+
+
 class SecretDetector:
     """See the module docstring."""
 
     def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
         self._patterns = tuple(patterns)
+        self._linear = tuple(_LINEAR[p.regex] if p.regex in _LINEAR else _linear_or_none(p.regex) for p in patterns)
         # One pass finds every hint (Aho-Corasick): a text is read once, whatever its size and
         # however many plugins there are. A case-blind pattern's hints are looked for as
         # written in lower, upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper
@@ -109,27 +139,46 @@ class SecretDetector:
     def may_find(self, text: str) -> bool:
         return bool(self._hints(text))
 
-    def find(self, text: str) -> list[Finding]:
+    def find(self, text: str, reading: Reading | None = None) -> list[Finding]:
         present = self._hints(text)
         if not present:
             return []
+        reading = Reading() if reading is None else reading
         found: list[Finding] = []
         ends = _BlockEnds(text)
-        for pattern in self._patterns:
-            if not any(hint in present for hint in pattern.hints):
-                continue
-            for match in pattern.regex.finditer(text):
-                start, end = match.span(pattern.group)
-                if start < 0 or start == end:
-                    continue
-                if pattern.label == "jwt" and not JwtTokenDetector.is_formally_valid(match.group(0)):
-                    continue
-                if pattern.label == "aws_secret_key" and _HEX_DIGEST.fullmatch(text, start, end):
-                    continue  # a SHA-1 hex digest has the length of a secret key, not its alphabet
-                if pattern.label == "private_key":
-                    start, end = _key_block(text, start, end, ends)
-                found.append(Finding(pattern.label, start, end, f"looks like a {pattern.label.replace('_', ' ')}"))
+        encoded = Utf8Text(text)
+        for pattern, fast in zip(self._patterns, self._linear, strict=True):
+            if any(hint in present for hint in pattern.hints):
+                self._find_one(pattern, fast, encoded, ends, reading, found)
         return found
+
+    @staticmethod
+    def _find_one(
+        pattern: _Pattern,
+        fast: LinearPattern | None,
+        encoded: Utf8Text,
+        ends: _BlockEnds,
+        reading: Reading,
+        found: list[Finding],
+    ) -> None:
+        text, label = encoded.text, pattern.label
+        length, reason = len(text), f"looks like a {label.replace('_', ' ')}"
+        spans = encoded.spans(fast, pattern.group) if fast is not None else _spans(pattern.regex, text, pattern.group)
+        for start, end in spans:
+            if start == end:
+                continue
+            finding = Finding(label, start, end, reason)
+            if label == "jwt":
+                if not reading.check():
+                    finding = Finding(UNJUDGED, start, end, UNCHECKED)
+                elif not JwtTokenDetector.is_formally_valid(text[start:end]):
+                    continue
+            elif label == "aws_secret_key" and _HEX_DIGEST.fullmatch(text, start, end):
+                continue  # a SHA-1 hex digest has the length of a secret key, not its alphabet
+            elif label == "private_key":
+                finding = Finding(label, *_key_block(text, start, end, ends), reason)
+            if not reading.add(found, finding, length) or not reading.every:
+                return
 
     def _hints(self, text: str) -> set[str]:
         """The hints that occur in ``text`` (``://`` only beside an ``@``)."""

@@ -30,7 +30,8 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, get_args
 
@@ -130,13 +131,22 @@ SETTLED: Final = _Settled()
 class _AskingLane:
     """A call on the callback lane that may be answered by a task: the raw call, then, if a
     2026-07-28 upstream asked a handshake-era client's call back, or its large result is
-    judged off the event loop, the task answering for the client."""
+    judged off the event loop, the task answering for the client, one of ``FastCalls``'s
+    tracked tasks (``withdraw`` cancels it)."""
 
     __slots__ = ("call", "task")
 
     def __init__(self) -> None:
         self.call: Withdrawable | None = None
         self.task: asyncio.Task[None] | None = None
+
+    def hand_over(self, tasks: set[asyncio.Task[None]], work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as a task ``tasks`` holds until it ends. Called from the upstream
+        reader's callback, where no task runs: an asyncio task, since anyio's task group
+        needs to be called from one."""
+        task = self.task = asyncio.get_running_loop().create_task(work)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     def withdraw(self) -> None:
         if self.task is not None:
@@ -301,6 +311,25 @@ class FastCalls:
         self._prompt_routes: dict[str, _Route] = {}
         self.forwarded = 0
         """Calls answered by the fast path (the rest went to the full pipeline)."""
+        self._tasks: set[asyncio.Task[None]] | None = None
+        """The tasks answering callback-lane calls a task must finish, while ``serving``."""
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """While entered, a callback-lane call whose answer a task must give (a large result
+        judged in a worker thread, a 2026-07-28 upstream's question) gets one, tracked; on
+        exit those still running are cancelled and awaited: the server is stopping, and no
+        task outlives it. Without it such calls take the awaited lane (``answer_soon``
+        returns None)."""
+        tasks: set[asyncio.Task[None]] = set()
+        self._tasks = tasks
+        try:
+            yield
+        finally:
+            self._tasks = None
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def _route(self, name: str) -> _Route | None:
         catalog = self.gateway.catalog
@@ -569,6 +598,8 @@ class FastCalls:
         asking = (
             _AskingLane() if (plan.handshake_version is not None and connection.modern) or pipeline.screening else None
         )
+        if asking is not None and self._tasks is None:
+            return None  # no task group to hand the answer to (``serving`` is not entered)
         if self._gated:
             try:
                 pipeline.admit(invocation)
@@ -586,8 +617,8 @@ class FastCalls:
                 if isinstance(outcome, bytes) and pipeline.settles_later(invocation, outcome):
                     # A large result is judged in a worker thread, awaited by a task: not here,
                     # where the upstream's reader (every other call on it) would wait too.
-                    assert asking is not None
-                    asking.task = asyncio.get_running_loop().create_task(self._settled_later(plan, outcome, deliver))
+                    assert asking is not None and self._tasks is not None
+                    asking.hand_over(self._tasks, self._settled_later(plan, outcome, deliver))
                     return
                 settled = pipeline.settled(invocation, outcome, plan.started)
                 if isinstance(settled, bytes):
@@ -595,8 +626,8 @@ class FastCalls:
                     if shaped is None:
                         # Only a 2026-07-28 upstream asks back, and only a handshake-era
                         # client's call is shaped to None: the full pipeline answers for it.
-                        assert asking is not None
-                        asking.task = asyncio.get_running_loop().create_task(self._asked_back_to(plan, deliver))
+                        assert asking is not None and self._tasks is not None
+                        asking.hand_over(self._tasks, self._asked_back_to(plan, deliver))
                         return
                     answer = shaped
                 else:
@@ -628,8 +659,6 @@ class FastCalls:
                 answer = shaped if shaped is not None else await self._asked_back(plan)
             else:
                 answer = self._error(plan, settled)
-        except asyncio.CancelledError:
-            return  # withdrawn: the client gave up, or left
         except Exception:
             logger.exception("%s: the upstream's answer could not be relayed", plan.label)
             answer = self.internal_error(plan)
@@ -638,8 +667,6 @@ class FastCalls:
     async def _asked_back_to(self, plan: FastPlan, deliver: Callable[[bytes], None]) -> None:
         try:
             answer = await self._asked_back(plan)
-        except asyncio.CancelledError:
-            return  # withdrawn: the client gave up, or left
         except Exception:
             logger.exception("%s: answering the upstream's question failed", plan.label)
             answer = self.internal_error(plan)

@@ -152,6 +152,8 @@ def build_http_app(
             async with AsyncExitStack() as stack:
                 for manager in managers:
                     await stack.enter_async_context(manager.run())
+                for fast in fast_by_path.values():
+                    await stack.enter_async_context(fast.serving())
                 yield
 
     routes.append(Route("/healthz", endpoint=healthz, methods=["GET"]))

@@ -82,7 +82,7 @@ async def _serve_stdio(gateway_server: GatewayServer) -> None:
         server = gateway_server.server
         view = gateway_server.gateway
         calls = FastCalls(view, server.server_info_stamp, profile_of(view))
-        async with stdio_streams(calls) as (read_stream, write_stream):
+        async with calls.serving(), stdio_streams(calls) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
 
