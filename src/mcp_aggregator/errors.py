@@ -23,6 +23,8 @@ only ``serve/`` turns these into JSON-RPC errors and only ``admin/`` into HTTP c
     │   ├── TaskNotFoundError        a task id no upstream of this gateway gave
     │   └── AmbiguousToolError       several servers expose the name (servers listed)
     ├── InvalidInputError            a request the gateway refuses at the edge (-32602, field named)
+    ├── MissingCredentialError       an openapi/a2a call needs a security scheme's secret that
+    │                                its server's config does not give (the line to add named)
     ├── UpstreamError                talking to an upstream failed
     │   ├── UpstreamConnectError     could not connect / handshake
     │   │   ├── SandboxError       a stdio server's sandbox cannot be set up (a tool it
@@ -235,6 +237,11 @@ class BridgeError(UpstreamConnectError):
     """An ``openapi`` or ``a2a`` server's document or agent card cannot be read or used; the
     message names the setting (``spec``, ``base_url``, ``operations[1]``) or the path in the
     document (``paths./pets.get.requestBody``)."""
+
+
+class MissingCredentialError(AggregatorError):
+    """An ``openapi`` operation or ``a2a`` skill needs a security scheme's secret that its
+    server's config does not give; the message names the scheme and the line to add."""
 
 
 class HiddenPathError(SandboxError):

@@ -12,13 +12,13 @@ import pytest
 from pydantic import ValidationError
 
 from mcp_aggregator.bridges.security_schemes import (
-    MissingCredential,
     Placement,
     Scheme,
     SchemeKind,
     openapi_requirement,
     placement,
 )
+from mcp_aggregator.errors import MissingCredentialError
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import redact_connection_config
 from mcp_aggregator.settings import ServerConfig, secret_values
@@ -80,7 +80,7 @@ def test_a_header_the_headers_setting_sends_satisfies_its_scheme() -> None:
 def test_a_missing_secret_names_the_schemes_and_the_line_to_add() -> None:
     requirement = openapi_requirement([{"hkey": []}, {"tls": []}])
     assert requirement is not None
-    with pytest.raises(MissingCredential) as caught:
+    with pytest.raises(MissingCredentialError) as caught:
         placement(requirement, SCHEMES, {}, server="books", what="operation listBooks")
     assert str(caught.value) == (
         "operation listBooks needs a credential for security scheme 'hkey' (apiKey in header 'X-Key') or "

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from mcp_aggregator.errors import MissingCredentialError
+
 Requirement = tuple[frozenset[str], ...]
 """Alternatives, each a set of scheme names; ``()``: nothing required."""
 
@@ -66,10 +68,6 @@ class Placement:
     cookies: dict[str, str] = field(default_factory=dict)
 
 
-class MissingCredential(ValueError):
-    """No alternative of a requirement has every secret it needs; the message says what to add."""
-
-
 def env_name(server: str, scheme: str) -> str:
     return re.sub(r"[^A-Z0-9]+", "_", f"{server}_{scheme}".upper()).strip("_")
 
@@ -98,7 +96,7 @@ def placement(
     ``sent_headers`` (lowercased) are the configured ``headers``, which satisfy their scheme;
     ``signed_in`` (``auth: oauth``) satisfies every ``oauth2`` and ``openIdConnect`` scheme.
 
-    Raises ``MissingCredential`` naming ``what`` (``operation listBooks``), the schemes, and
+    Raises ``MissingCredentialError`` naming ``what`` (``operation listBooks``), the schemes, and
     the configuration line to add.
     """
     out = Placement()
@@ -119,7 +117,7 @@ def placement(
                 if name in secrets:
                     _place(schemes[name], secrets[name], out)
             return out
-    raise MissingCredential(_missing(requirement, schemes, secrets, server=server, what=what))
+    raise MissingCredentialError(_missing(requirement, schemes, secrets, server=server, what=what))
 
 
 def _missing(

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Set
 from a2a.types import AgentCard, SecurityRequirement, SecurityScheme
 
 from mcp_aggregator.bridges.security_schemes import (
-    MissingCredential,
     Requirement,
     Scheme,
     SchemeKind,
@@ -22,6 +21,7 @@ from mcp_aggregator.bridges.security_schemes import (
     placement,
     unknown_scheme,
 )
+from mcp_aggregator.errors import MissingCredentialError
 
 CARD: str = ""
 """The key of the card's own requirement among ``access``'s (skill tools have names)."""
@@ -64,13 +64,13 @@ def headers_for(
     sent_headers: Set[str],
     signed_in: bool = False,
 ) -> dict[str, str]:
-    """The headers that satisfy ``requirement``; raises ``MissingCredential`` (see ``placement``)."""
+    """The headers that satisfy ``requirement``; raises ``MissingCredentialError`` (see ``placement``)."""
     placed = placement(
         requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers, signed_in=signed_in
     )
     if placed.params:
         names = ", ".join(sorted(placed.params))
-        raise MissingCredential(f"{what}: an apiKey in the query string ({names}) cannot be sent to an A2A agent")
+        raise MissingCredentialError(f"{what}: an apiKey in the query string ({names}) cannot be sent to an A2A agent")
     headers = dict(placed.headers)
     if placed.cookies:
         headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in placed.cookies.items())
@@ -100,6 +100,6 @@ def access(
             out[key] = headers_for(
                 requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers, signed_in=signed_in
             )
-        except MissingCredential as exc:
+        except MissingCredentialError as exc:
             out[key] = str(exc)
     return out

@@ -7,13 +7,13 @@ from typing import Any
 
 from mcp_aggregator.bridges.openapi.operation import Operation
 from mcp_aggregator.bridges.security_schemes import (
-    MissingCredential,
     Placement,
     openapi_requirement,
     openapi_schemes,
     placement,
     unknown_scheme,
 )
+from mcp_aggregator.errors import MissingCredentialError
 
 SCHEMES_AT = "components.securitySchemes"
 
@@ -44,6 +44,6 @@ def operation_access(
             out[op.tool.name] = placement(
                 requirement, schemes, secrets, server=server, what=what, sent_headers=sent_headers, signed_in=signed_in
             )
-        except MissingCredential as exc:
+        except MissingCredentialError as exc:
             out[op.tool.name] = str(exc)
     return out
