@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator
-from typing import Protocol
+from collections.abc import AsyncGenerator, Generator, MutableMapping
+from typing import Protocol, TypeVar
 
 import httpx2
 
@@ -12,6 +12,31 @@ class BearerSource(Protocol):
     async def bearer(self) -> str: ...
 
     async def after_unauthorized(self, rejected: str) -> str: ...
+
+
+class _Request(Protocol):
+    @property
+    def headers(self) -> MutableMapping[str, str]: ...
+
+
+class _Response(Protocol):
+    @property
+    def status_code(self) -> int: ...
+
+
+RequestT = TypeVar("RequestT", bound=_Request)
+
+
+async def bearer_flow(source: BearerSource, request: RequestT) -> AsyncGenerator[RequestT, _Response]:
+    """The auth flow both HTTP clients run (httpx2 for MCP upstreams, httpx for a2a-sdk):
+    the bearer token; after a 401, one refresh and one retry."""
+    token = await source.bearer()
+    request.headers["Authorization"] = f"Bearer {token}"
+    response = yield request
+    if response.status_code == 401:
+        token = await source.after_unauthorized(token)
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
 
 
 class UpstreamBearer(httpx2.Auth):
@@ -33,11 +58,5 @@ class UpstreamBearer(httpx2.Auth):
     def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
         raise RuntimeError("UpstreamBearer works with httpx2.AsyncClient only")
 
-    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        token = await self.source.bearer()
-        request.headers["Authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code == 401:
-            token = await self.source.after_unauthorized(token)
-            request.headers["Authorization"] = f"Bearer {token}"
-            yield request
+    def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        return bearer_flow(self.source, request)

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Generator
 
 import httpx
 
-from mcp_aggregator.credentials.upstream_bearer import BearerSource
+from mcp_aggregator.credentials.upstream_bearer import BearerSource, bearer_flow
 
 
 class AgentBearer(httpx.Auth):
@@ -23,11 +23,5 @@ class AgentBearer(httpx.Auth):
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         raise RuntimeError("AgentBearer works with httpx.AsyncClient only")
 
-    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        token = await self.source.bearer()
-        request.headers["Authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code == 401:
-            token = await self.source.after_unauthorized(token)
-            request.headers["Authorization"] = f"Bearer {token}"
-            yield request
+    def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        return bearer_flow(self.source, request)
