@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from mcp_aggregator.cli import app
 from tests.conftest import REPO, stdio_fixture
