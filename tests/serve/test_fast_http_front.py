@@ -2,9 +2,8 @@
 uvicorn and the SDK endpoint answer, byte order on a connection is kept, and a request whose
 routing headers disagree with its body gets the SDK's refusal, not a fast answer.
 
-The two gateways (fast path on, and off) serve the whole module from a thread's event loop:
-every test opens connections of its own and reads what the fast path forwarded as a
-difference, so sharing them changes no answer, and spares two gateway starts per test."""
+The two gateways (fast path on, and off) serve the whole module (``shared_gateways``): every
+test opens connections of its own, so sharing them changes no answer."""
 
 from __future__ import annotations
 
@@ -15,28 +14,21 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio.from_thread
 import httpx
 import mcp_types as types
 import orjson
 import pytest
 
-from mcp_aggregator.serve.fast_path import FastPath
-from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, echo_call, http_gateway
+from tests.serve.shared_gateways import Gateways, both_paths
+from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, echo_call
 
 DEADLINE = 20
-Gateways = dict[bool, tuple[FastPath, str]]
 
 
 @pytest.fixture(scope="module")
 def gateways() -> Iterator[Gateways]:
-    """``fast_path`` -> (the gateway's fast path, its ``/mcp`` URL)."""
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(http_gateway(fast_path=True)) as fast,
-        portal.wrap_async_context_manager(http_gateway(fast_path=False)) as full,
-    ):
-        yield {True: fast, False: full}
+    with both_paths() as shared:
+        yield shared
 
 
 def request(message: dict[str, Any], headers: dict[str, str] | None = None, *, host: str) -> bytes:
