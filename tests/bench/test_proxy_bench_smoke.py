@@ -4,6 +4,7 @@ No timing is asserted here: speed is the benchmark's business, not the tests'.""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from bench.proxy.idle import IdleRow
 from bench.proxy.large import LargeRow
 from bench.proxy.measure import Row, percentile, resolve_tool, summarize_latencies
 from bench.proxy.options import parse_options
-from bench.proxy.paths import Pair, PathEnv, http_echo, serve_fields_known, unsupported
+from bench.proxy.paths import Pair, PathEnv, Upstream, http_echo, serve_fields_known, unsupported
 from bench.proxy.pyspy import summarize_collapsed
 from bench.proxy.report import (
     compare_to_direct,
@@ -149,15 +150,29 @@ def test_bad_pair_is_refused_naming_the_option(capsys: pytest.CaptureFixture[str
     assert "--only" in capsys.readouterr().err
 
 
-def test_direct_and_gateway_over_http_complete_without_errors(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def serve_fields() -> frozenset[str]:
+    """Read once per module: it is a fresh interpreter importing the gateway's settings."""
+    return serve_fields_known()
+
+
+@pytest.fixture(scope="module")
+def echo_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    """One HTTP echo upstream for the module's real runs: it keeps no state between calls,
+    and each run starts its own paths (gateways, relays) in front of it."""
+    with http_echo(tmp_path_factory.mktemp("echo")) as upstream:
+        yield upstream
+
+
+def test_direct_and_gateway_over_http_complete_without_errors(
+    tmp_path: Path, serve_fields: frozenset[str], echo_upstream: Upstream
+) -> None:
     """Two rounds (the second starts with the gateway): the rows come back in the options'
     order, each with both rounds' ratios."""
     argv = "--only http-http --peers direct,gateway --concurrency 1 --calls 20 --warmup 2 --row-seconds 60 --rounds 2"
     options = parse_options([*argv.split(), "--parts", "main", "--json", str(tmp_path / "proxy.json")])
     with (tmp_path / "stdio.log").open("w") as errlog:
-        env = PathEnv(tmp_path, errlog, serve_fields_known())
-        with http_echo(tmp_path) as upstream:
-            rows = run_main(options, env, upstream, [])
+        rows = run_main(options, PathEnv(tmp_path, errlog, serve_fields), echo_upstream, [])
     assert [(row.peer, row.failure, row.errors, row.calls) for row in rows] == [
         ("direct", None, 0, 20),
         ("gateway", None, 0, 20),
@@ -194,17 +209,23 @@ def test_relay_is_only_a_peer_where_no_transport_changes() -> None:
         parse_options(["--side-peers", "direct,nginx"])
 
 
-def side_rows(tmp_path: Path, argv: str) -> list[SideRow]:
-    """The side part, run for real with these options."""
-    options = parse_options([*argv.split(), "--parts", "side", "--json", str(tmp_path / "proxy.json")])
-    with (tmp_path / "stdio.log").open("w") as errlog:
-        env = PathEnv(tmp_path, errlog, serve_fields_known())
-        with http_echo(tmp_path) as upstream:
-            return run_side(options, env, upstream)
+SideRun = Callable[[str], list[SideRow]]
 
 
-def test_side_by_side_interleaves_real_paths_over_both_transports(tmp_path: Path) -> None:
-    rows = side_rows(tmp_path, "--only http-http,stdio-stdio --side-calls 12 --warmup 2 --stdio-sessions 1")
+@pytest.fixture
+def side_rows(tmp_path: Path, serve_fields: frozenset[str], echo_upstream: Upstream) -> SideRun:
+    """The side part, run for real with the options given."""
+
+    def run(argv: str) -> list[SideRow]:
+        options = parse_options([*argv.split(), "--parts", "side", "--json", str(tmp_path / "proxy.json")])
+        with (tmp_path / "stdio.log").open("w") as errlog:
+            return run_side(options, PathEnv(tmp_path, errlog, serve_fields), echo_upstream)
+
+    return run
+
+
+def test_side_by_side_interleaves_real_paths_over_both_transports(side_rows: SideRun) -> None:
+    rows = side_rows("--only http-http,stdio-stdio --side-calls 12 --warmup 2 --stdio-sessions 1")
     assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
         (pair, peer, None, 0, 12) for pair in ("http-http", "stdio-stdio") for peer in ("direct", "relay", "gateway")
     ]
@@ -215,9 +236,9 @@ def test_side_by_side_interleaves_real_paths_over_both_transports(tmp_path: Path
 
 
 @pytest.mark.parametrize("method", ["prompts/get", "resources/read"])
-def test_side_by_side_times_prompts_and_reads_too(tmp_path: Path, method: str) -> None:
+def test_side_by_side_times_prompts_and_reads_too(side_rows: SideRun, method: str) -> None:
     argv = f"--only http-http --side-peers direct,gateway --side-calls 6 --warmup 1 --side-method {method}"
-    rows = side_rows(tmp_path, argv)
+    rows = side_rows(argv)
     assert [(r.peer, r.method, r.failure, r.errors, r.calls) for r in rows] == [
         (peer, method, None, 0, 6) for peer in ("direct", "gateway")
     ]
@@ -229,17 +250,17 @@ def test_an_unknown_side_method_is_refused_naming_the_option(capsys: pytest.Capt
     assert "--side-method" in capsys.readouterr().err
 
 
-def test_a_profile_with_a_policy_is_a_path_beside_plain_passthrough(tmp_path: Path) -> None:
+def test_a_profile_with_a_policy_is_a_path_beside_plain_passthrough(side_rows: SideRun) -> None:
     argv = "--only http-http,stdio-stdio --side-peers gateway,gateway-profile --side-calls 6 --warmup 1"
-    rows = side_rows(tmp_path, f"{argv} --stdio-sessions 1")
+    rows = side_rows(f"{argv} --stdio-sessions 1")
     assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
         (pair, peer, None, 0, 6) for pair in ("http-http", "stdio-stdio") for peer in ("gateway", "gateway-profile")
     ]
 
 
-def test_the_audit_and_tracing_are_paths_beside_plain_passthrough(tmp_path: Path) -> None:
+def test_the_audit_and_tracing_are_paths_beside_plain_passthrough(side_rows: SideRun) -> None:
     argv = "--only stdio-stdio --side-peers gateway,gateway-audit,gateway-trace --side-calls 6 --warmup 1"
-    rows = side_rows(tmp_path, f"{argv} --stdio-sessions 1")
+    rows = side_rows(f"{argv} --stdio-sessions 1")
     assert [(r.pair, r.peer, r.failure, r.errors, r.calls) for r in rows] == [
         ("stdio-stdio", peer, None, 0, 6) for peer in ("gateway", "gateway-audit", "gateway-trace")
     ]

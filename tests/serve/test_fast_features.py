@@ -6,10 +6,11 @@ and gets that path's answer."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.from_thread
 import httpx
 import mcp_types as types
 import pytest
@@ -20,6 +21,7 @@ from mcp_aggregator import __version__
 from mcp_aggregator.settings import ServerConfig
 from tests.relay.test_mrtr_through_gateway import upstream
 from tests.serve.conformance_runner import fixture_http_config, fixture_http_server, fixture_stdio_config
+from tests.serve.shared_gateways import Gateways, both_paths
 from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, http_gateway
 from tests.serve.test_stdio_face import stdio_face
 
@@ -247,6 +249,18 @@ async def test_an_upstreams_own_minus_32000_error_fails_that_call_and_leaves_the
         assert fast.forwarded == (2 if fast_path else 0)
 
 
+@pytest.fixture(scope="module")
+def ph_gateways() -> Iterator[Gateways]:
+    """The fast and full gateways over one ``param_header_server``, shared by the tests of its
+    tools (``shared_gateways``): each opens sessions of its own."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(fixture_http_server("tests.upstream.param_header_server")) as url,
+        both_paths(ServerConfig(name="ph", transport="http", base_url=url)) as gateways,  # type: ignore[arg-type]
+    ):
+        yield gateways
+
+
 LOCATE_CALLS = [
     ("ph__locate", {"region": "eu-west"}),
     ("ph__plain", {"text": "a"}),
@@ -256,44 +270,42 @@ LOCATE_CALLS = [
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_a_tool_that_mirrors_an_argument_into_a_header_gets_each_calls_value(mode: str) -> None:
+async def test_a_tool_that_mirrors_an_argument_into_a_header_gets_each_calls_value(
+    ph_gateways: Gateways, mode: str
+) -> None:
     """Over HTTP a request's headers are stamped once per tool and reused, but for
     ``Mcp-Param-*``, which mirror each call's arguments (the upstream refuses a call whose
     header disagrees). A 2026-07-28 client's call to such a tool goes the full way, where the
     SDK's endpoint checks the client's own headers; a handshake-era client sends none, and its
     calls take the fast path."""
-    async with fixture_http_server("tests.upstream.param_header_server") as url:
-        config = ServerConfig(name="ph", transport="http", base_url=url)  # type: ignore[arg-type]
-        seen = {}
-        for fast_path in (True, False):
-            async with (
-                http_gateway(upstream=config, fast_path=fast_path) as (fast, gateway_url),
-                Client(gateway_url, mode=mode, cache=None) as client,  # type: ignore[arg-type]
-            ):
-                await client.list_tools()
-                answers = []
-                for name, arguments in LOCATE_CALLS:
-                    result = await client.call_tool(name, arguments)
-                    assert not result.is_error, result
-                    answers.append(result.content[0].text)  # type: ignore[union-attr]
-                seen[fast_path] = answers, fast.forwarded
+    seen = {}
+    for fast_path in (True, False):
+        fast, gateway_url = ph_gateways[fast_path]
+        before = fast.forwarded
+        async with Client(gateway_url, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+            await client.list_tools()
+            answers = []
+            for name, arguments in LOCATE_CALLS:
+                result = await client.call_tool(name, arguments)
+                assert not result.is_error, result
+                answers.append(result.content[0].text)  # type: ignore[union-attr]
+            seen[fast_path] = answers, fast.forwarded - before
     assert seen[True][0] == seen[False][0] == ["in eu-west", "a", "in us-east ✓", "b"]
     assert (seen[True][1], seen[False][1]) == ((2 if mode == "auto" else 4), 0)
 
 
-async def test_a_call_without_the_header_its_tool_mirrors_gets_the_sdks_refusal_on_both_paths() -> None:
+async def test_a_call_without_the_header_its_tool_mirrors_gets_the_sdks_refusal_on_both_paths(
+    ph_gateways: Gateways,
+) -> None:
     body = request(1, "tools/call", {"name": "ph__locate", "arguments": {"region": "eu-west"}})
     headers = {**MODERN_HEADERS, "mcp-name": "ph__locate"}
     seen = {}
-    async with fixture_http_server("tests.upstream.param_header_server") as url:
-        config = ServerConfig(name="ph", transport="http", base_url=url)  # type: ignore[arg-type]
-        for fast_path in (True, False):
-            async with (
-                http_gateway(upstream=config, fast_path=fast_path) as (fast, gateway_url),
-                httpx.AsyncClient() as http,
-            ):
-                response = await http.post(gateway_url, json=body, headers=headers)
-                seen[fast_path] = response.status_code, response.json(), fast.forwarded
+    for fast_path in (True, False):
+        fast, gateway_url = ph_gateways[fast_path]
+        before = fast.forwarded
+        async with httpx.AsyncClient() as http:
+            response = await http.post(gateway_url, json=body, headers=headers)
+            seen[fast_path] = response.status_code, response.json(), fast.forwarded - before
     assert seen[True] == seen[False]
     status, answer, forwarded = seen[True]
     assert (status, forwarded) == (400, 0)
@@ -301,17 +313,19 @@ async def test_a_call_without_the_header_its_tool_mirrors_gets_the_sdks_refusal_
 
 
 @pytest.mark.parametrize("fast_path", [True, False])
-async def test_the_gateway_names_itself_to_its_upstreams_in_either_era(fast_path: bool) -> None:
+async def test_the_gateway_names_itself_to_its_upstreams_in_either_era(ph_gateways: Gateways, fast_path: bool) -> None:
     """Upstreams log who calls them: that is the gateway, by its own name and version, on the
     fast path as on the full pipeline; not the SDK's default client name and not its client's."""
     expected = f"mcp-aggregator {__version__}"
     handshake_era = upstream("garbled", "tests.upstream.garbled_server")
-    async with fixture_http_server("tests.upstream.param_header_server") as url:
-        modern = ServerConfig(name="ph", transport="http", base_url=url)  # type: ignore[arg-type]
-        for config, tool in ((handshake_era, "garbled__whoami"), (modern, "ph__caller")):
-            async with (
-                http_gateway(upstream=config, fast_path=fast_path) as (fast, gateway_url),
-                Client(gateway_url, cache=None) as client,
-            ):
-                result = await client.call_tool(tool, {})
-                assert (result.content[0].text, fast.forwarded) == (expected, int(fast_path))  # type: ignore[union-attr]
+    async with (
+        http_gateway(upstream=handshake_era, fast_path=fast_path) as (fast, gateway_url),
+        Client(gateway_url, cache=None) as client,
+    ):
+        result = await client.call_tool("garbled__whoami", {})
+        assert (result.content[0].text, fast.forwarded) == (expected, int(fast_path))  # type: ignore[union-attr]
+    fast, gateway_url = ph_gateways[fast_path]
+    before = fast.forwarded
+    async with Client(gateway_url, cache=None) as client:
+        result = await client.call_tool("ph__caller", {})
+        assert (result.content[0].text, fast.forwarded - before) == (expected, int(fast_path))  # type: ignore[union-attr]

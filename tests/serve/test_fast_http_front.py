@@ -1,12 +1,15 @@
 """The HTTP fast path's front: requests read straight off the socket answer exactly what
 uvicorn and the SDK endpoint answer, byte order on a connection is kept, and a request whose
-routing headers disagree with its body gets the SDK's refusal, not a fast answer."""
+routing headers disagree with its body gets the SDK's refusal, not a fast answer.
+
+The two gateways (fast path on, and off) serve the whole module (``shared_gateways``): every
+test opens connections of its own, so sharing them changes no answer."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,9 +19,16 @@ import mcp_types as types
 import orjson
 import pytest
 
-from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, echo_call, http_gateway
+from tests.serve.shared_gateways import Gateways, both_paths
+from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, echo_call
 
 DEADLINE = 20
+
+
+@pytest.fixture(scope="module")
+def gateways() -> Iterator[Gateways]:
+    with both_paths() as shared:
+        yield shared
 
 
 def request(message: dict[str, Any], headers: dict[str, str] | None = None, *, host: str) -> bytes:
@@ -76,19 +86,23 @@ def echoed(answer: dict[str, Any]) -> str:
     return text
 
 
-async def test_a_request_sent_a_byte_at_a_time_is_answered() -> None:
-    async with http_gateway(fast_path=True) as (fast, url), connected(url) as (conn, host):
+async def test_a_request_sent_a_byte_at_a_time_is_answered(gateways: Gateways) -> None:
+    fast, url = gateways[True]
+    before = fast.forwarded
+    async with connected(url) as (conn, host):
         raw = request(echo_call(1, "slowly"), host=host)
         for i in range(len(raw)):
             conn.writer.write(raw[i : i + 1])
             await conn.writer.drain()
         answer = await conn.answer()
         assert (answer["id"], echoed(answer)) == (1, "slowly")
-        assert fast.forwarded == 1
+        assert fast.forwarded - before == 1
 
 
-async def test_requests_in_one_write_are_answered_in_order_fast_or_not() -> None:
-    async with http_gateway(fast_path=True) as (fast, url), connected(url) as (conn, host):
+async def test_requests_in_one_write_are_answered_in_order_fast_or_not(gateways: Gateways) -> None:
+    fast, url = gateways[True]
+    before = fast.forwarded
+    async with connected(url) as (conn, host):
         batch = [
             request(echo_call(1, "one"), host=host),
             tools_list(2, host=host),
@@ -106,7 +120,7 @@ async def test_requests_in_one_write_are_answered_in_order_fast_or_not() -> None
             assert echoed(await conn.answer()) == str(ident)
         conn.writer.write(tools_list(7, host=host))
         assert (await conn.answer())["id"] == 7
-        assert fast.forwarded == 5
+        assert fast.forwarded - before == 5
 
 
 @pytest.mark.parametrize(
@@ -114,10 +128,10 @@ async def test_requests_in_one_write_are_answered_in_order_fast_or_not() -> None
     [b"Bad Name: x", b" folded: x", b"X-Junk: a\x01b", b"Content-Length: 3"],
     ids=["space-in-name", "folded-line", "control-byte", "two-lengths"],
 )
-async def test_a_malformed_head_gets_uvicorns_answer_on_either_path(header_line: bytes) -> None:
+async def test_a_malformed_head_gets_uvicorns_answer_on_either_path(gateways: Gateways, header_line: bytes) -> None:
     answers = []
     for fast_path in (True, False):
-        async with http_gateway(fast_path=fast_path) as (_, url), connected(url) as (conn, host):
+        async with connected(gateways[fast_path][1]) as (conn, host):
             raw = request(echo_call(1, "x"), host=host)
             conn.writer.write(raw.replace(b"\r\nContent-Type:", b"\r\n" + header_line + b"\r\nContent-Type:", 1))
             answers.append((await conn.response())[::2])
@@ -125,14 +139,16 @@ async def test_a_malformed_head_gets_uvicorns_answer_on_either_path(header_line:
     assert answers[0][0] == 400
 
 
-async def test_connection_close_is_honoured_on_the_raw_path() -> None:
-    async with http_gateway(fast_path=True) as (fast, url), connected(url) as (conn, host):
+async def test_connection_close_is_honoured_on_the_raw_path(gateways: Gateways) -> None:
+    fast, url = gateways[True]
+    before = fast.forwarded
+    async with connected(url) as (conn, host):
         conn.writer.write(request(echo_call(1, "bye"), {"connection": "close"}, host=host))
         status, headers, _ = await conn.response()
         assert (status, headers[b"connection"]) == (200, b"close")
         async with asyncio.timeout(DEADLINE):
             assert await conn.reader.read() == b""
-        assert fast.forwarded == 1
+        assert fast.forwarded - before == 1
 
 
 def disagreeing(case: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -168,14 +184,16 @@ def disagreeing(case: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         "no-name-header",
     ],
 )
-async def test_routing_headers_that_disagree_with_the_body_get_the_sdks_refusal(case: str) -> None:
+async def test_routing_headers_that_disagree_with_the_body_get_the_sdks_refusal(gateways: Gateways, case: str) -> None:
     message, headers = disagreeing(case)
     answers = []
     for fast_path in (True, False):
-        async with http_gateway(fast_path=fast_path) as (fast, url), httpx.AsyncClient() as http:
+        fast, url = gateways[fast_path]
+        before = fast.forwarded
+        async with httpx.AsyncClient() as http:
             answered = await http.post(url, content=orjson.dumps(message), headers=headers)
             answers.append((answered.status_code, answered.json()))
-            assert fast.forwarded == 0
+            assert fast.forwarded == before
     assert answers[0] == answers[1]
     status, body = answers[0]
     assert "error" in body and "result" not in body, (status, body)
