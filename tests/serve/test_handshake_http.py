@@ -6,7 +6,7 @@ be asked mid-call, headers the transport refuses) gets the SDK's own answer."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,7 +22,6 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.settings import ServerConfig
 from tests.serve.conformance_runner import fixture_stdio_config
-from tests.serve.shared_gateways import Gateways, both_paths
 from tests.serve.test_fast_path import CALLS, alpha_upstream, calls_through, http_gateway
 
 DEADLINE = 30
@@ -190,22 +189,12 @@ async def test_a_terminated_session_gets_the_sdks_not_found() -> None:
         assert fast.forwarded == 0
 
 
-@pytest.fixture(scope="module")
-def gateways() -> Iterator[Gateways]:
-    """Shared by the header cases: each opens a session of its own (``shared_gateways``)."""
-    with both_paths() as shared:
-        yield shared
-
-
-async def refusal(gateways: Gateways, headers: dict[str, str], *, fast_path: bool) -> tuple[int, str, int]:
-    """The refused call's status and body, and what the fast path forwarded for it."""
-    fast, url = gateways[fast_path]
-    before = fast.forwarded
-    async with httpx.AsyncClient() as http:
+async def refusal(headers: dict[str, str], *, fast_path: bool) -> tuple[int, str, int]:
+    async with http_gateway(fast_path=fast_path) as (fast, url), httpx.AsyncClient() as http:
         session = Session(http, url)
         await session.open()
         refused = await session.call(2, "refused", **headers)
-        forwarded = fast.forwarded - before
+        forwarded = fast.forwarded
         assert message(await session.call(3, "fine"))["result"]["content"][0]["text"] == "fine"
         return refused.status_code, refused.text, forwarded
 
@@ -220,11 +209,9 @@ async def refusal(gateways: Gateways, headers: dict[str, str], *, fast_path: boo
     ],
     ids=["no-event-stream-accepted", "not-json", "another-version"],
 )
-async def test_headers_the_transport_checks_get_its_answer(
-    gateways: Gateways, headers: dict[str, str], refused: bool
-) -> None:
-    fast = await refusal(gateways, headers, fast_path=True)
-    full = await refusal(gateways, headers, fast_path=False)
+async def test_headers_the_transport_checks_get_its_answer(headers: dict[str, str], refused: bool) -> None:
+    fast = await refusal(headers, fast_path=True)
+    full = await refusal(headers, fast_path=False)
     assert fast[:2] == full[:2]
     assert (fast[0] >= 400) is refused, fast
     assert fast[2] == 0
