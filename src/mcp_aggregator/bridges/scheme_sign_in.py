@@ -24,6 +24,7 @@ import httpx2
 from mcp.shared.auth import OAuthMetadata
 from pydantic import ValidationError
 
+from mcp_aggregator.bridges.agent_card import read_agent_card
 from mcp_aggregator.credentials.config import Grant, UpstreamOAuth
 from mcp_aggregator.credentials.records import AuthServer
 from mcp_aggregator.credentials.server_credentials import Discover
@@ -157,17 +158,12 @@ async def _document_schemes(config: ServerConfig, http: httpx2.AsyncClient) -> t
 
 
 async def _card_schemes(config: ServerConfig) -> Mapping[str, Any]:
-    # a2a-sdk (gRPC, protobuf) loads with the first agent's sign-in, not at every start.
-    from a2a.client import A2ACardResolver
-    from a2a.client.errors import A2AClientError
-    from google.protobuf.json_format import MessageToDict, ParseError
+    # protobuf loads with the first agent's sign-in, not at every start.
+    from google.protobuf.json_format import MessageToDict
 
     assert config.base_url is not None
     async with httpx.AsyncClient(timeout=config.connect_timeout_secs) as http:
-        try:
-            card = await A2ACardResolver(http, config.base_url).get_agent_card()
-        except (A2AClientError, httpx.HTTPError, ParseError, ValueError) as exc:
-            raise BridgeError(config.name, f"base_url: no usable agent card at {config.base_url} ({exc})") from exc
+        card = await read_agent_card(http, config.base_url, server=config.name)
     schemes = MessageToDict(card).get("securitySchemes")
     return schemes if isinstance(schemes, Mapping) else {}
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import httpx
 import httpx2
-from a2a.client import A2ACardResolver
-from a2a.client.errors import A2AClientError
-from google.protobuf.json_format import ParseError
 
 from mcp_aggregator.bridges.a2a.card_security import access, unknown_in_card
 from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
+from mcp_aggregator.bridges.agent_card import read_agent_card
 from mcp_aggregator.bridges.openapi.document_source import read_document
 from mcp_aggregator.bridges.openapi.operation_reader import read_operations
 from mcp_aggregator.bridges.openapi.operation_security import operation_access, unknown_in_document
@@ -46,10 +44,7 @@ async def _openapi_problems(server: ServerConfig) -> list[str]:
 async def _a2a_problems(server: ServerConfig) -> list[str]:
     assert server.base_url is not None
     async with httpx.AsyncClient(timeout=server.connect_timeout_secs) as http:
-        try:
-            card = await A2ACardResolver(http, server.base_url).get_agent_card()
-        except (A2AClientError, httpx.HTTPError, ParseError, ValueError) as exc:
-            raise BridgeError(server.name, f"base_url: no usable agent card at {server.base_url} ({exc})") from exc
+        card = await read_agent_card(http, server.base_url, server=server.name)
     unknown = unknown_in_card(card, server.security)
     if unknown is not None:
         return [unknown]

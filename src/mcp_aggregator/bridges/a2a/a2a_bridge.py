@@ -17,14 +17,13 @@ from typing import Any
 
 import httpx
 import mcp_types as types
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import ClientConfig, ClientFactory
 from a2a.client.client import Client as A2AClient
 from a2a.client.client import ClientCallContext
 from a2a.client.errors import A2AClientError
 from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import AgentCard, Artifact, Message, Role, SendMessageRequest, StreamResponse, Task
 from a2a.utils.errors import A2AError
-from google.protobuf.json_format import ParseError
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -32,6 +31,7 @@ from mcp_aggregator.bridges.a2a.agent_reply import message_result, task_result
 from mcp_aggregator.bridges.a2a.agent_tasks import Agents, AgentTasks
 from mcp_aggregator.bridges.a2a.card_security import CARD, access, unknown_in_card
 from mcp_aggregator.bridges.a2a.skill_tools import skill_tools
+from mcp_aggregator.bridges.agent_card import read_agent_card
 from mcp_aggregator.bridges.bridge_server import BridgeServer
 from mcp_aggregator.errors import BridgeError
 
@@ -91,11 +91,7 @@ class A2ABridge(BridgeServer):
 
     async def load(self) -> None:
         """Reads the agent card; raises ``BridgeError`` naming ``base_url`` when it cannot."""
-        try:
-            card = await A2ACardResolver(self._http, self._base_url).get_agent_card()
-        except (A2AClientError, httpx.HTTPError, ParseError, ValueError) as exc:
-            raise BridgeError(self.name, f"base_url: no usable agent card at {self._base_url} ({exc})") from exc
-        self._adopt(card)
+        self._adopt(await read_agent_card(self._http, self._base_url, server=self.name))
 
     def _adopt(self, card: AgentCard) -> None:
         try:
