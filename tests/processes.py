@@ -1,4 +1,5 @@
-"""Watching processes a test did not start itself (an upstream its gateway started)."""
+"""Watching processes a test did not start itself (an upstream its gateway started), and
+ending those it did."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 from pathlib import Path
 
 import anyio
+from anyio.abc import Process
 
 
 async def ended(pid: int) -> None:
@@ -32,3 +34,14 @@ def children(pid: int) -> set[int]:
     except OSError:
         return found
     return found
+
+
+async def stop(process: Process, grace: float = 30.0) -> None:
+    """End a process a test started: SIGTERM, ``grace`` seconds to exit (even while the test is
+    being cancelled), then SIGKILL; its pipes are closed."""
+    process.terminate()
+    with anyio.move_on_after(grace, shield=True):
+        await process.wait()
+    if process.returncode is None:
+        process.kill()
+    await process.aclose()

@@ -29,6 +29,7 @@ from mcp_aggregator.serve.start_listener import (
 )
 from tests.conftest import REPO
 from tests.ports import free_port
+from tests.processes import stop
 from tests.registry.conftest import PG_URL, Database, _pg_engine_or_skip
 
 
@@ -198,12 +199,7 @@ async def test_serve_answers_healthz_before_the_gateway_is_loaded(tmp_path: Path
                         await _lines_until(process, log, "MCP endpoint")
                     served = await http.get("/healthz")
             finally:
-                process.terminate()
-                with anyio.move_on_after(30, shield=True):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                await process.aclose()
+                await stop(process)
     finally:
         async with engine.begin() as conn:
             await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))

@@ -18,6 +18,7 @@ from anyio.streams.text import TextReceiveStream
 
 from tests.conftest import REPO
 from tests.ports import free_port
+from tests.processes import stop
 
 SERVERS = 10
 TOOLS = 100
@@ -90,12 +91,7 @@ async def test_healthz_answers_within_its_deadline_throughout_a_start_of_ten_ser
                         assert _consistent(seen[-1]), seen[-1]
             tg.cancel_scope.cancel()
     finally:
-        process.terminate()
-        with anyio.move_on_after(30, shield=True):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-        await process.aclose()
+        await stop(process)
     statuses = [health["status"] for health in seen]
     # Once every server had its first try the gateway never says it is starting again.
     assert statuses[statuses.index("ok") :] == ["ok"] * (len(statuses) - statuses.index("ok"))
