@@ -55,7 +55,7 @@ if ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 
-# bubblewrap, slirp4netns, nftables: the sandbox every stdio upstream runs in (isolation/).
+# bubblewrap, slirp4netns, nftables: the sandbox every stdio upstream runs in (sandbox/).
 # Installed when missing and we may (root with apt, as on CI); without them servers start
 # unsandboxed with a warning in their status, and the sandbox tests skip.
 if ! command -v bwrap >/dev/null || ! command -v slirp4netns >/dev/null || { ! command -v nft >/dev/null && [ ! -x /usr/sbin/nft ]; }; then
