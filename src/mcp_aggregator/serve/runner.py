@@ -123,6 +123,7 @@ async def serve_http(
             admin = Mount("/", app=build_admin_app(gateway, token=admin_token))
             sessions = await SessionBook.open(serve, gateway.registry, env=os.environ, clock=utc_now)
             port = sock.getsockname()[1]
+            gateway.heartbeat.home = replica_home(serve.replica_url, serve.host, port)
             app = build_http_app(
                 gateway_server,
                 profiles=servers.named,
@@ -131,7 +132,7 @@ async def serve_http(
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
                 sessions=sessions,
-                home=replica_home(serve.replica_url, serve.host, port),
+                home=gateway.heartbeat.home,
             )
             # ``log_config=None``: uvicorn's lines go through the gateway's handler (format, scrubbing).
             config = uvicorn_config(app, log_level="warning", lifespan="on", log_config=None)
