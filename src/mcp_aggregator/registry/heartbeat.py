@@ -56,6 +56,8 @@ class Heartbeat:
         self._clock = clock
         self._started_at = clock()
         self._written = False
+        # A beat under way when ``stop`` comes would make the row again after its deletion.
+        self._writing = anyio.Lock()
         self.state = HeartbeatState.NEW
 
     async def __aenter__(self) -> Self:
@@ -73,9 +75,10 @@ class Heartbeat:
 
     async def announce(self) -> None:
         """Write this replica's row now. Raises ``RegistryError``."""
-        if self.state is HeartbeatState.OPEN:
-            await self.book.beat(ReplicaSeen(self.replica, self.home, self._started_at, self._clock()))
-            self._written = True
+        async with self._writing:
+            if self.state is HeartbeatState.OPEN:
+                await self.book.beat(ReplicaSeen(self.replica, self.home, self._started_at, self._clock()))
+                self._written = True
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -100,9 +103,9 @@ class Heartbeat:
         if self.state is not HeartbeatState.OPEN:
             return
         self.state = HeartbeatState.STOPPED
-        if not self._written:
-            return
         try:
-            await self.book.remove(self.replica)
+            async with self._writing:
+                if self._written:
+                    await self.book.remove(self.replica)
         except RegistryError as exc:
             logger.warning("heartbeat: cannot remove replica %s's row: %s", self.replica, exc)

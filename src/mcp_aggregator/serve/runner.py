@@ -175,9 +175,12 @@ class _ClosingServer(uvicorn.Server):
 async def _refuse_held_calls_at_exit(server: uvicorn.Server, gateway: Gateway, stopping: anyio.Event) -> None:
     """Once uvicorn is told to stop (``stopping``: a signal, or ``shutdown``), refuse the calls
     held for a person's approval: their clients are told, and uvicorn, which waits for every
-    request in flight before it stops, is not kept waiting on a decision that will never come."""
+    request in flight before it stops, is not kept waiting on a decision that will never come.
+    Then the replica's heartbeat row goes: after a signal, uvicorn raises it again once it has
+    stopped, which ends the process before the gateway's own stop would remove it."""
     await stopping.wait()
     await gateway.approvals.stop()
+    await gateway.heartbeat.stop()
 
 
 def _tell_on_exit(server: uvicorn.Server, stopping: anyio.Event) -> None:
