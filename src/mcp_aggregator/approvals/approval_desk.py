@@ -137,7 +137,8 @@ class ApprovalDesk:
 
     async def start(self) -> int:
         """Cancel what a previous run left pending (on a shared registry: nothing, the other
-        replicas' calls are alive; theirs expire by their own time). How many were cancelled."""
+        replicas' calls are alive; those of replicas lost are settled by ``sweep``). How many
+        were cancelled."""
         if self.shared:
             return 0
         return await self.store.cancel_pending(None, self._clock(), RESTARTED)

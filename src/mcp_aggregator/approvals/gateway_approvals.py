@@ -44,7 +44,8 @@ class ApprovalEvent(Exception):
 
 class GatewayApprovals:
     """See the module docstring. ``async with`` opens the store; ``start`` cancels what a
-    previous run left pending; ``stop`` refuses the calls held at shutdown."""
+    previous run left pending; ``sweep_after`` settles, with a shared registry's heartbeats,
+    what lost replicas held; ``stop`` refuses the calls held at shutdown."""
 
     def __init__(
         self,
