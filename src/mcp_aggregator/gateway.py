@@ -59,6 +59,7 @@ from mcp_aggregator.registry import (
     check_server_limit,
 )
 from mcp_aggregator.registry.change_feed import ChangeFeed
+from mcp_aggregator.registry.heartbeat import Heartbeat
 from mcp_aggregator.registry.registry_mirror import RegistryMirror
 from mcp_aggregator.relay import NO_CALLER, Caller, CallerBackchannel, CallPipeline, Invocation, Stage, current_caller
 from mcp_aggregator.relay.error_scrubbing import scrub_errors
@@ -219,6 +220,9 @@ class Gateway:
         self.approvals.desk.listeners.append(self._approval_event)
         """Calls held for a person (``approvals:``); after the guardrails, so a person sees and
         approves the arguments as they will go (masked where a rule masks them)."""
+        self.heartbeat = Heartbeat(settings.registry, self.approvals.desk.replica)
+        """This replica's row in a shared registry's ``replicas``, and the settling of the
+        calls held by replicas lost; idle on SQLite."""
         self.result_cache = ResultCacheStage(
             ResultCache(cache_clock, max_bytes=settings.serve.result_cache_bytes), self._cache_config
         )
@@ -275,6 +279,7 @@ class Gateway:
             self._registry = await stack.enter_async_context(Registry(self.settings.registry))
             await stack.enter_async_context(self.credentials.open(self._registry))
             await stack.enter_async_context(self.approvals)
+            await stack.enter_async_context(self.heartbeat)
             if self.audit is not None:
                 await stack.enter_async_context(self.audit)
             if self._search is None:
@@ -297,12 +302,17 @@ class Gateway:
             )
             self.catalogue.pins = await self._open_tool_pins()
             await self.approvals.start(shared=self._registry.shared)
+            if self._registry.shared:
+                await self.heartbeat.announce()  # before any call is held here
+                self.approvals.sweep_after(self.heartbeat)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
             await self._tg.start(self._mirror.run)
             if self.audit is not None:
                 await self.audit.start(self._tg)
             await self._tg.start(self.sandbox.run)
+            if self._registry.shared:
+                await self._tg.start(self.heartbeat.run)
             self._indexer = CatalogIndexer(
                 self.settings.search, self._search, on_classified=self._classified, on_indexed=self._poke
             )
@@ -345,6 +355,7 @@ class Gateway:
             self.change_feed.stop()
         with anyio.move_on_after(_SHUTDOWN_GRACE_SECS, shield=True):
             await self.approvals.stop()
+            await self.heartbeat.stop()
             await self.upstreams.stop_all()
             await self._mirror.flush()
         return await self._stack.__aexit__(exc_type, exc, tb)

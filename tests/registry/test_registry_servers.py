@@ -323,6 +323,7 @@ async def test_postgres_tables_live_in_the_configured_schema(database: Database)
                 "external_servers",
                 "mcp_registry_entries",
                 "mcp_registry_syncs",
+                "replicas",
                 "search_uses",
                 "session_keys",
                 "sessions",

@@ -8,6 +8,12 @@ lost or there is no feed), its timeout
 (``expired``), or its end (the client gave up, or the gateway stops: ``cancelled``). The
 store's compare-and-set decides races, so a call is decided once, and runs at most once.
 
+A replica that dies holding calls cannot end them: with heartbeats on a shared registry
+(``lost_after``), every live replica settles, after its beats (``sweep``), the pending
+calls of a replica not seen for ``lost_after``: ``cancelled`` (``expired`` when past their
+time) with a reason naming the lost replica; the compare-and-set makes one sweeper win, and
+only the winner audits and announces it. A decision on such a call is refused, saying why.
+
 Every change of state is audited (held, approved or denied with by whom and how, expired,
 cancelled, with the digest), counted for metrics and told to the ``listeners`` (the page's
 event stream hangs there).
@@ -36,6 +42,7 @@ from mcp_aggregator.errors import (
     ApprovalRefusedError,
     RegistryError,
 )
+from mcp_aggregator.registry.replica_book import ReplicaSeen
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +57,30 @@ _DB_GRACE_SECS: Final = 5.0
 STOPPING: Final = "the gateway stopped while the call was held; call again"
 RESTARTED: Final = "the gateway restarted while the call was held; call again"
 _UNANSWERED: Final = "the call ended before anyone decided"
+LOST: Final = "the gateway replica holding the call was lost"
 _MAX_REMEMBERED: Final = 10_000
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def lost_reason(replica: str, seen: ReplicaSeen | None, now: datetime) -> str:
+    """Why a call held by a lost replica was settled, naming that replica (and where it was)."""
+    if seen is None:
+        where = f"replica {replica}, no heartbeat on record"
+    else:
+        home = f" at {seen.home}" if seen.home else ""
+        ago = max((now - seen.last_seen).total_seconds(), 0.0)
+        where = f"replica {replica}{home}, last seen {seen.last_seen.isoformat()}, {ago:.0f} s before"
+    return f"{LOST} ({where}); the call never ran"
+
+
+def _already(row: Approval) -> ApprovalDecidedError:
+    """The error for a decision on ``row``, decided already (a cancelled one says why: its
+    replica was lost, or stopped)."""
+    why = f": {row.reason}" if row.status is ApprovalStatus.CANCELLED and row.reason else ""
+    return ApprovalDecidedError(f"held call {row.id} is {row.status.value} already{why}")
 
 
 @dataclass(eq=False)
@@ -88,6 +114,9 @@ class ApprovalDesk:
         self.shared = shared
         """Set at start, when the gateway knows whether its registry is shared."""
         self.poll_secs = poll_secs
+        self.lost_after: timedelta | None = None
+        """Set at start when replicas write heartbeats on a shared registry: how long one goes
+        unseen before its pending calls are settled (``sweep``) and decisions on them refused."""
         self._clock = clock
         self._note = note
         self._held: dict[str, _Held] = {}
@@ -108,7 +137,8 @@ class ApprovalDesk:
 
     async def start(self) -> int:
         """Cancel what a previous run left pending (on a shared registry: nothing, the other
-        replicas' calls are alive; theirs expire by their own time). How many were cancelled."""
+        replicas' calls are alive; those of replicas lost are settled by ``sweep``). How many
+        were cancelled."""
         if self.shared:
             return 0
         return await self.store.cancel_pending(None, self._clock(), RESTARTED)
@@ -249,21 +279,25 @@ class ApprovalDesk:
                 raise ApprovalDecidedError(f"held call {approval_id} is for its client to decide (rule ask: client)")
             if not await self._settle(held, status, by, via, reason):
                 assert held.final is not None
-                raise ApprovalDecidedError(f"held call {approval_id} is {held.final.status.value} already")
+                raise _already(held.final)
             assert held.final is not None
             return held.final
         row = await self.store.get(approval_id)
         if row is None:
             raise ApprovalNotFoundError(approval_id)
         if row.status is not ApprovalStatus.PENDING:
-            raise ApprovalDecidedError(f"held call {approval_id} is {row.status.value} already")
+            raise _already(row)
         if row.ask == "client":
             raise ApprovalDecidedError(f"held call {approval_id} is for its client to decide (rule ask: client)")
+        lost = await self._lost(approval_id)
+        if lost is not None:
+            raise ApprovalDecidedError(f"held call {approval_id} can never run: {lost.reason}")
         if row.expires_at <= self._clock():
             status, by, via, reason = ApprovalStatus.EXPIRED, "", DecidedVia.GATEWAY, None
         decided = row.decided(status, self._clock(), by or None, via, reason)
         if not await self.store.decide(decided):
-            raise ApprovalDecidedError(f"held call {approval_id} was decided already")
+            stored = await self.store.get(approval_id)
+            raise _already(stored) if stored is not None else ApprovalDecidedError(f"held call {approval_id} is gone")
         await self._decided(decided)
         if decided.status is ApprovalStatus.EXPIRED:
             raise ApprovalDecidedError(f"held call {approval_id} expired already")
@@ -301,6 +335,37 @@ class ApprovalDesk:
         if overdue and row.id not in self._held:
             return row.decided(ApprovalStatus.EXPIRED, row.expires_at, None, DecidedVia.GATEWAY, None)
         return row
+
+    async def sweep(self) -> int:
+        """Settle the pending calls of replicas lost (see the module docstring); how many this
+        replica settled (another sweeper may win some). Raises ``RegistryError``."""
+        if self.lost_after is None:
+            return 0
+        found = await self.store.orphaned(self._clock() - self.lost_after, live=self.replica)
+        settled = 0
+        for row, seen in found:
+            settled += await self._settle_lost(row, seen) is not None
+        return settled
+
+    async def _lost(self, approval_id: str) -> Approval | None:
+        """``approval_id`` settled now, if its replica is lost; else None."""
+        if self.lost_after is None:
+            return None
+        found = await self.store.orphaned(self._clock() - self.lost_after, live=self.replica, approval_id=approval_id)
+        for row, seen in found:
+            # None: another sweeper was first; the row then says why.
+            return await self._settle_lost(row, seen) or await self.store.get(approval_id)
+        return None
+
+    async def _settle_lost(self, row: Approval, seen: ReplicaSeen | None) -> Approval | None:
+        """Settle ``row`` of a lost replica; the settled row if this replica's write won."""
+        now = self._clock()
+        status = ApprovalStatus.EXPIRED if row.expires_at <= now else ApprovalStatus.CANCELLED
+        decided = row.decided(status, now, None, DecidedVia.GATEWAY, lost_reason(row.replica, seen, now))
+        if not await self.store.decide(decided):
+            return None
+        await self._decided(decided)
+        return decided
 
     async def stop(self) -> None:
         """Refuse every call held here (its client is told the gateway stopped)."""

@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_aggregator.approvals.approval import Approval, ApprovalStatus, DecidedVia
 from mcp_aggregator.approvals.approval_notice import notify_decided
 from mcp_aggregator.approvals.approval_table import approvals
 from mcp_aggregator.errors import RegistryError
+from mcp_aggregator.registry.replica_book import ReplicaSeen
+from mcp_aggregator.registry.replica_table import replicas
 from mcp_aggregator.registry.table_store import TableStore
 
 _MAX_LISTED = 500
@@ -96,6 +98,41 @@ class ApprovalStore(TableStore):
         except SQLAlchemyError as exc:
             raise RegistryError(f"cannot list the held calls: {exc}") from exc
         return [_approval(row._mapping) for row in rows]
+
+    async def orphaned(
+        self, seen_since: datetime, *, live: str, approval_id: str | None = None
+    ) -> list[tuple[Approval, ReplicaSeen | None]]:
+        """Pending rows whose replica was not seen since ``seen_since`` (or has no row in
+        ``replicas``), each with its replica as last seen; ``live``, this replica, is never
+        among them. At most 500, oldest first. One statement, so a replica that started and
+        held a call meanwhile (its row is written before it holds anything) is never taken
+        for lost."""
+        statement = (
+            select(approvals, replicas.c.home, replicas.c.started_at, replicas.c.last_seen)
+            .select_from(approvals.outerjoin(replicas, replicas.c.id == approvals.c.replica))
+            .where(
+                approvals.c.status == ApprovalStatus.PENDING.value,
+                approvals.c.replica != live,
+                or_(replicas.c.last_seen.is_(None), replicas.c.last_seen < seen_since),
+            )
+            .order_by(approvals.c.created_at)
+            .limit(_MAX_LISTED)
+        )
+        if approval_id is not None:
+            statement = statement.where(approvals.c.id == approval_id)
+        try:
+            async with self.engine.connect() as conn:
+                rows = (await conn.execute(statement)).all()
+        except SQLAlchemyError as exc:
+            raise RegistryError(f"cannot read the held calls of lost replicas: {exc}") from exc
+        found = []
+        for row in rows:
+            fields = row._mapping
+            seen = None
+            if fields["last_seen"] is not None:
+                seen = ReplicaSeen(fields["replica"], fields["home"], fields["started_at"], fields["last_seen"])
+            found.append((_approval(fields), seen))
+        return found
 
     async def cancel_pending(self, replicas: Sequence[str] | None, at: datetime, reason: str) -> int:
         """Cancel the pending rows held by ``replicas`` (None: every replica's); how many."""

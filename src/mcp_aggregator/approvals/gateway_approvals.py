@@ -7,6 +7,7 @@ there are rules, so a gateway without them pays nothing at all.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Final, Self
@@ -21,11 +22,15 @@ from mcp_aggregator.approvals.config import ApprovalRule
 from mcp_aggregator.audit.audit_entry import Outcome
 from mcp_aggregator.audit.audit_trail import AuditTrail
 from mcp_aggregator.catalog import Catalog
+from mcp_aggregator.errors import RegistryError
 from mcp_aggregator.identity.client_identity import ClientIdentity
 from mcp_aggregator.registry import RegistrySettings
 from mcp_aggregator.registry.change_feed import ChangeFeed
+from mcp_aggregator.registry.heartbeat import Heartbeat
 from mcp_aggregator.relay.caller import Caller
 from mcp_aggregator.relay.pipeline import Invocation, Stage
+
+logger = logging.getLogger(__name__)
 
 FALLBACK_POLL_SECS: Final = 5.0
 """With the change feed, how often a replica still reads its held rows (a notice sent while
@@ -39,7 +44,8 @@ class ApprovalEvent(Exception):
 
 class GatewayApprovals:
     """See the module docstring. ``async with`` opens the store; ``start`` cancels what a
-    previous run left pending; ``stop`` refuses the calls held at shutdown."""
+    previous run left pending; ``sweep_after`` settles, with a shared registry's heartbeats,
+    what lost replicas held; ``stop`` refuses the calls held at shutdown."""
 
     def __init__(
         self,
@@ -89,6 +95,21 @@ class GatewayApprovals:
         desk's reading of its held rows becomes a slow fallback for a lost notice."""
         feed.follow(CHANNEL, self._heard)
         self.desk.poll_secs = FALLBACK_POLL_SECS
+
+    def sweep_after(self, heartbeat: Heartbeat) -> None:
+        """Settle, after each of ``heartbeat``'s beats, the calls that replicas lost held; and
+        refuse decisions on them."""
+        self.desk.lost_after = heartbeat.lost_after
+        heartbeat.after_beat.append(self._sweep)
+
+    async def _sweep(self) -> None:
+        try:
+            settled = await self.desk.sweep()
+        except RegistryError as exc:
+            logger.warning("approvals: cannot settle the calls of lost replicas: %s", exc)
+            return
+        if settled:
+            logger.warning("approvals: settled %d held call(s) of lost replicas", settled)
 
     def _heard(self, payload: str | None) -> None:
         if payload is None:

@@ -123,6 +123,7 @@ async def serve_http(
             admin = Mount("/", app=build_admin_app(gateway, token=admin_token))
             sessions = await SessionBook.open(serve, gateway.registry, env=os.environ, clock=utc_now)
             port = sock.getsockname()[1]
+            gateway.heartbeat.home = replica_home(serve.replica_url, serve.host, port)
             app = build_http_app(
                 gateway_server,
                 profiles=servers.named,
@@ -131,7 +132,7 @@ async def serve_http(
                 json_response=serve.http_json_response,
                 stateless=serve.http_stateless,
                 sessions=sessions,
-                home=replica_home(serve.replica_url, serve.host, port),
+                home=gateway.heartbeat.home,
             )
             # ``log_config=None``: uvicorn's lines go through the gateway's handler (format, scrubbing).
             config = uvicorn_config(app, log_level="warning", lifespan="on", log_config=None)
@@ -174,9 +175,12 @@ class _ClosingServer(uvicorn.Server):
 async def _refuse_held_calls_at_exit(server: uvicorn.Server, gateway: Gateway, stopping: anyio.Event) -> None:
     """Once uvicorn is told to stop (``stopping``: a signal, or ``shutdown``), refuse the calls
     held for a person's approval: their clients are told, and uvicorn, which waits for every
-    request in flight before it stops, is not kept waiting on a decision that will never come."""
+    request in flight before it stops, is not kept waiting on a decision that will never come.
+    Then the replica's heartbeat row goes: after a signal, uvicorn raises it again once it has
+    stopped, which ends the process before the gateway's own stop would remove it."""
     await stopping.wait()
     await gateway.approvals.stop()
+    await gateway.heartbeat.stop()
 
 
 def _tell_on_exit(server: uvicorn.Server, stopping: anyio.Event) -> None:
