@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TextIO
 
@@ -116,6 +117,7 @@ async def serve_http(
     # Bind before starting so the announced URL is right even for port 0.
     sock = sock if sock is not None else bind_socket(serve.host, serve.port)
     gateway = Gateway(settings)
+    server: _ClosingServer | None = None
     with sock, scrubbed_logs(gateway.scrub):
         async with gateway:
             servers = ProfileServers(gateway)
@@ -157,6 +159,12 @@ async def serve_http(
                     print(f"mcp-aggregator: MCP endpoint {url}; admin page {link}", file=out, flush=True)
                 await server.serve(sockets=[sock])
                 tg.cancel_scope.cancel()
+    # Only now, with the gateway stopped (upstreams ended, the audit's last batch and the
+    # registry's write-behind written), may the signal that stopped it end the process as
+    # its default would: the exit status still says SIGTERM/SIGINT to whoever started us.
+    if server is not None:
+        for sig in reversed(server.stopped_by):
+            signal.raise_signal(sig)
 
 
 class _ClosingServer(uvicorn.Server):
@@ -166,6 +174,21 @@ class _ClosingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, before_shutdown: Callable[[], None]) -> None:
         super().__init__(config)
         self._before_shutdown = before_shutdown
+        self.stopped_by: list[int] = []
+        """The signals that stopped serving, in order, for the caller to raise again once the
+        gateway has stopped."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # uvicorn raises the signals it caught again as it leaves ``serve()``; with SIGTERM's
+        # default action that ends the process there, before the gateway's own stop runs.
+        # Taking them out of its list first defers that to ``serve_http``'s end.
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                self.stopped_by.extend(self._captured_signals)
+                self._captured_signals.clear()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._before_shutdown()
@@ -176,8 +199,7 @@ async def _refuse_held_calls_at_exit(server: uvicorn.Server, gateway: Gateway, s
     """Once uvicorn is told to stop (``stopping``: a signal, or ``shutdown``), refuse the calls
     held for a person's approval: their clients are told, and uvicorn, which waits for every
     request in flight before it stops, is not kept waiting on a decision that will never come.
-    Then the replica's heartbeat row goes: after a signal, uvicorn raises it again once it has
-    stopped, which ends the process before the gateway's own stop would remove it."""
+    Then the replica's heartbeat row goes, as the replica no longer takes calls."""
     await stopping.wait()
     await gateway.approvals.stop()
     await gateway.heartbeat.stop()
