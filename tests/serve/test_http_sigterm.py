@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import yaml
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
 
 from tests.conftest import REPO, stdio_fixture
 from tests.ports import free_port
+from tests.processes import stop
 
 DEADLINE = 60.0
 
@@ -38,25 +40,25 @@ async def test_sigterm_writes_the_audit_records_still_queued_then_ends_as_sigter
             }
         )
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config)],
-        cwd=REPO, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert process.stderr is not None
+    command = [sys.executable, "-m", "mcp_aggregator", "serve", "--config", str(config)]
+    process = await anyio.open_process(command, cwd=REPO, stdout=None)
     try:
-        for line in process.stderr:  # the banner, once it listens, ends with Claude Desktop's block
-            if line.startswith('    {"mcpServers"'):
-                break
-        async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
-            result = await client.call_tool("alpha__echo", {"text": "kept"})
-        assert not result.is_error, result
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=DEADLINE) == -signal.SIGTERM, process.stderr.read()
+        assert process.stderr is not None
+        lines = BufferedByteReceiveStream(process.stderr)
+        with anyio.fail_after(DEADLINE):
+            # The banner, once it listens, ends with Claude Desktop's block.
+            while not (await lines.receive_until(b"\n", 1 << 16)).startswith(b'    {"mcpServers"'):
+                pass
+            async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
+                result = await client.call_tool("alpha__echo", {"text": "kept"})
+            assert not result.is_error, result
+            process.send_signal(signal.SIGTERM)
+            assert await process.wait() == -signal.SIGTERM
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
+        if process.returncode is None:
+            await stop(process)
+        else:
+            await process.aclose()
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT server, tool, outcome FROM audit_log WHERE method = 'tools/call'").fetchall()
     assert rows == [("alpha", "echo", "ok")]
