@@ -12,7 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from playwright.async_api import Page, Route, async_playwright, expect
+import pytest_asyncio
+from playwright.async_api import Browser, Page, Route, async_playwright, expect
 
 from mcp_aggregator.settings import ServerConfig, Transport
 from tests.approvals.test_approvals_through_gateway import Calls, client_of, reached
@@ -29,8 +30,14 @@ expect.set_options(timeout=WAIT_MS)
 QUICK_RECONNECT = {"health": {"reconnect_backoff_base_secs": 0.2}}
 
 
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share one browser."""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    """One Chromium for the module: its start (and Playwright's driver) cost more CPU than most
+    of these tests; each test still gets a fresh context of its own (cookies, storage)."""
     if BROWSER is None:
         message = f"{CHROMIUM} is missing; run ./scripts/bootstrap.sh as root, or apt-get install chromium"
         if os.environ.get("CI"):
@@ -43,12 +50,20 @@ async def page() -> AsyncIterator[Page]:
                   "--disable-dev-shm-usage", "--no-first-run"],
         )  # fmt: skip
         try:
-            context = await browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-            page = await context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            yield page
+            yield browser
         finally:
             await browser.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    try:
+        page = await context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        yield page
+    finally:
+        await context.close()
 
 
 async def sign_in(page: Page, face: Face) -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.async_api import Page, expect
 
+from tests.admin.test_page_browser import browser as browser
 from tests.admin.test_page_browser import go
 from tests.admin.test_page_browser import page as page
 from tests.admin.test_page_browser import sign_in as open_page
 from tests.credentials.test_sign_in_flow import SETTLE, protected
 from tests.serve.http_face import face_settings, http_face
 from tests.upstream.oauth_servers import USERS, oauth_world
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The browser fixture lives on the module's event loop."""
 
 
 async def test_the_sign_in_button_opens_the_authorization_server_and_the_row_turns_signed_in(

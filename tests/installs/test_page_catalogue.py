@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.async_api import Page, expect
 
-from tests.admin.test_page_browser import go, page, sign_in
+from tests.admin.test_page_browser import browser, go, page, sign_in
 from tests.installs.gateway_with_registry import npm_project
 from tests.installs.local_registry import LocalRegistry, item, memory_version, npm_memory, serving, with_secrets
 from tests.serve.http_face import face_settings, http_face
 
-__all__ = ["page"]
+__all__ = ["browser", "page"]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The browser fixture lives on the module's event loop."""
 
 MEMORY = "io.github.modelcontextprotocol/server-memory"
 
