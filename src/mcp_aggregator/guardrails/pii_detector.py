@@ -24,19 +24,41 @@ from mcp_aggregator.guardrails.config import PiiEntity
 from mcp_aggregator.guardrails.finding import UNCHECKED, UNJUDGED, Finding, Reading
 from mcp_aggregator.guardrails.linear_regex import Utf8Text, linear
 
+_WORD: Final = r"\p{L}\p{N}_"
+"""Python's ``\\w`` (letters and digits of every script, and ``_``) as an RE2 class: RE2's own
+``\\w`` is ASCII."""
+
+# Each pattern below is Python's ``re`` pattern written for RE2, which has no lookaround: a
+# lookbehind becomes the character before, matched (or the start of the text), a lookahead
+# the characters after, matched, in groups around the one read (group 1), and the search
+# resumes after group 1 (``spans(resume=1)``). The spans are ``re``'s, found in one pass
+# of an automaton rather than by ``re`` trying its lookarounds at every character.
 _EMAIL: Final = linear(
-    # Python's ``(?<![\w.+-])...\b`` for RE2, which has no lookbehind: the character before is
-    # matched instead and the search resumes after the address (``spans(resume=1)``); ``\w``
-    # is Python's (letters and digits of every script), not RE2's ASCII one.
-    r"(?:^|[^\p{L}\p{N}_.+-])([A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24})"
-    r"(?:[^\p{L}\p{N}_]|$)"
+    # ``(?<![\w.+-])...\b``
+    rf"(?:^|[^{_WORD}.+-])([A-Za-z0-9._%+-]{{1,64}}@[A-Za-z0-9-]{{1,63}}(?:\.[A-Za-z0-9-]{{1,63}})*\.[A-Za-z]{{2,24}})"
+    rf"(?:[^{_WORD}]|$)"
 )
-_CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_CARD: Final = linear(
+    # ``(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])``
+    r"(?:^|[^\p{Nd}-])((?:\p{Nd}[ -]?){12,18}\p{Nd})(?:[^\p{Nd}-]|$)"
+)
 _CARD_PREFIX: Final = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35")
-_IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
-_IBAN_START: Final = linear(r"[A-Z]{2}\p{Nd}{2}")
-_IPV4: Final = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)")
-_IPV6: Final = re.compile(
+_IBAN: Final = linear(
+    # ``\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b``
+    rf"(?:^|[^{_WORD}])([A-Z]{{2}}\p{{Nd}}{{2}}(?: ?[A-Z0-9]){{11,30}})(?:[^{_WORD}]|$)"
+)
+_IPV4: Final = linear(
+    # ``(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)``
+    r"(?:^|[^\p{Nd}.])((?:\p{Nd}{1,3}\.){3}\p{Nd}{1,3})(?:$|[^.\p{Nd}]|\.(?:$|[^\p{Nd}]))"
+)
+_IPV6: Final = linear(
+    # ``(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)``
+    rf"(?:^|[^{_WORD}:.])((?:[0-9A-Fa-f]{{0,4}}:){{2,7}}(?:(?:\p{{Nd}}{{1,3}}\.){{3}}\p{{Nd}}{{1,3}}|[0-9A-Fa-f]{{0,4}}))"
+    rf"(?:$|[^{_WORD}:.]|\.(?:$|[^{_WORD}]))"
+)
+_IPV6_AROUND: Final = re.compile(
+    # ``_IPV6`` for ``re``, whose ``pos`` lets a lookbehind see what precedes it: the few
+    # characters around one IPv4 address are read with it.
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)"
 )
 _LONG_GROUP: Final = re.compile(r"[0-9A-Fa-f]{3}")
@@ -67,23 +89,27 @@ class PiiDetector:
         reading = Reading() if reading is None else reading
         entities, length = self.entities, len(text)
         found: list[Finding] = []
-        if PiiEntity.EMAIL_ADDRESS in entities and "@" in text:
-            spans = Utf8Text(text).spans(_EMAIL, 1, resume=1)
-            reading.take(found, spans, "EMAIL_ADDRESS", "an e-mail address", length)
-        if _DIGITS.search(text) is None:
+        mailed = PiiEntity.EMAIL_ADDRESS in entities and "@" in text
+        if not mailed and _DIGITS.search(text) is None:
             return found
+        utf8 = Utf8Text(text)  # encoded once for every pattern below
+        if mailed:
+            reading.take(found, utf8.spans(_EMAIL, 1, resume=1), "EMAIL_ADDRESS", "an e-mail address", length)
+            if _DIGITS.search(text) is None:
+                return found
         for entity in (PiiEntity.CREDIT_CARD, PiiEntity.IBAN_CODE, PiiEntity.IP_ADDRESS):
             if entity in entities:
-                _checked(found, _FINDERS[entity](text), reading, length)
+                _checked(found, _FINDERS[entity](utf8), reading, length)
         if PiiEntity.PHONE_NUMBER in entities and _MANY_DIGITS.search(text) is not None:
-            self._phones(text, reading, found)
+            self._phones(utf8, reading, found)
         return found
 
-    def _phones(self, text: str, reading: Reading, found: list[Finding]) -> None:
+    def _phones(self, utf8: Utf8Text, reading: Reading, found: list[Finding]) -> None:
         """The phone numbers in the windows around runs of digits, each window read by
         libphonenumber while the reading's parsed characters last, the rest ``unjudged``."""
+        text = utf8.text
         length = len(text)
-        for start, end, core_start, core_end in _windows(text):
+        for start, end, core_start, core_end in _windows(utf8):
             if not reading.parse(end - start):
                 if not reading.add(found, Finding(UNJUDGED, core_start, core_end, UNCHECKED), length):
                     return
@@ -103,7 +129,7 @@ class PiiDetector:
         ``start:end``: looked for in a window around it, wider by more than the longest of
         them, so a match cut short by the window's edge cannot reach the span."""
         left = max(0, start - _ENTITY_REACH)
-        window = text[left : end + _ENTITY_REACH]
+        window = Utf8Text(text[left : end + _ENTITY_REACH])
         for entity in self._others:
             for candidate, _check in _FINDERS[entity](window) if entity in _FINDERS else _emails(window):
                 if candidate.start + left < end and start < candidate.end + left and _check():
@@ -127,8 +153,8 @@ def _checked(found: list[Finding], candidates: Iterator[Candidate], reading: Rea
             return
 
 
-def _emails(text: str) -> Iterator[Candidate]:
-    for start, end in Utf8Text(text).spans(_EMAIL, 1, resume=1):
+def _emails(utf8: Utf8Text) -> Iterator[Candidate]:
+    for start, end in utf8.spans(_EMAIL, 1, resume=1):
         yield Finding("EMAIL_ADDRESS", start, end), _yes
 
 
@@ -136,35 +162,38 @@ def _yes() -> bool:
     return True
 
 
-def _cards(text: str) -> Iterator[Candidate]:
-    for match in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", match.group(0))
-        yield Finding("CREDIT_CARD", *match.span(), "a card number with a valid checksum"), partial(_is_card, digits)
+def _cards(utf8: Utf8Text) -> Iterator[Candidate]:
+    text = utf8.text
+    for start, end in utf8.spans(_CARD, 1, resume=1):
+        digits = _NOT_DIGIT.sub("", text[start:end])
+        yield Finding("CREDIT_CARD", start, end, "a card number with a valid checksum"), partial(_is_card, digits)
 
 
-def _ibans(text: str) -> Iterator[Candidate]:
-    if _IBAN_START.search(text) is None:
-        return  # ``re`` would try its lookarounds at every character: RE2 rules that out first
-    for match in _IBAN.finditer(text):
-        yield Finding("IBAN_CODE", *match.span(), "an IBAN with valid check digits"), partial(iban.is_valid, match[0])
+def _ibans(utf8: Utf8Text) -> Iterator[Candidate]:
+    text = utf8.text
+    for start, end in utf8.spans(_IBAN, 1, resume=1):
+        candidate = Finding("IBAN_CODE", start, end, "an IBAN with valid check digits")
+        yield candidate, partial(iban.is_valid, text[start:end])
 
 
-def _ip_addresses(text: str) -> Iterator[Candidate]:
-    # Each pattern is tried at every character by ``re``; a text without its separator has none.
+def _ip_addresses(utf8: Utf8Text) -> Iterator[Candidate]:
+    text = utf8.text
+    # A text without a pattern's separator has no match: its scan is spared.
     if ":" in text:
-        for match in _IPV6.finditer(text):
-            yield Finding("IP_ADDRESS", *match.span(), "an IPv6 address"), partial(_is_ipv6, match[0])
+        for start, end in utf8.spans(_IPV6, 1, resume=1):
+            yield Finding("IP_ADDRESS", start, end, "an IPv6 address"), partial(_is_ipv6, text[start:end])
     if "." not in text:
         return
-    for match in _IPV4.finditer(text):
-        yield Finding("IP_ADDRESS", *match.span(), "an IPv4 address"), partial(_is_lone_ipv4, text, *match.span())
+    for start, end in utf8.spans(_IPV4, 1, resume=1):
+        yield Finding("IP_ADDRESS", start, end, "an IPv4 address"), partial(_is_lone_ipv4, text, start, end)
 
 
 def _is_card(digits: str) -> bool:
     return 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) is not None and bool(luhn.is_valid(digits))
 
 
-_FINDERS: Final[dict[PiiEntity, Callable[[str], Iterator[Candidate]]]] = {
+_NOT_DIGIT: Final = re.compile(r"\D")
+_FINDERS: Final[dict[PiiEntity, Callable[[Utf8Text], Iterator[Candidate]]]] = {
     PiiEntity.CREDIT_CARD: _cards,
     PiiEntity.IBAN_CODE: _ibans,
     PiiEntity.IP_ADDRESS: _ip_addresses,
@@ -193,25 +222,24 @@ def _is_lone_ipv4(text: str, start: int, end: int) -> bool:
         ipaddress.IPv4Address(text[start:end])
     except ValueError:
         return False
-    # Python's ``pos`` lets the lookbehind see what precedes it: no match is cut at the left.
     return not any(
         m.start() <= start and end <= m.end() and _is_ipv6(m[0])
-        for m in _IPV6.finditer(text, max(0, start - _IPV6_REACH), end + 2)
+        for m in _IPV6_AROUND.finditer(text, max(0, start - _IPV6_REACH), end + 2)
     )
 
 
-def _windows(text: str) -> Iterator[tuple[int, int, int, int]]:
+def _windows(utf8: Utf8Text) -> Iterator[tuple[int, int, int, int]]:
     """``(start, end, core_start, core_end)``: each run of seven or more digits (the core: gaps
     of up to three other characters, on one line) with up to ``_PHONE_CONTEXT`` characters
     on each side for what libphonenumber reads around a number (a ``+``, an extension, the
     letter before it), never into the next or previous run: a run is read once, the
     characters between two runs at most twice, however close the numbers stand."""
     previous_end = 0
-    cores = Utf8Text(text).spans(_DIGIT_RUN)
+    cores = utf8.spans(_DIGIT_RUN)
     core = next(cores, None)
     while core is not None:
         following = next(cores, None)
-        limit = following[0] if following is not None else len(text)
+        limit = following[0] if following is not None else len(utf8.text)
         yield max(previous_end, core[0] - _PHONE_CONTEXT), min(limit, core[1] + _PHONE_CONTEXT), core[0], core[1]
         previous_end = core[1]
         core = following
