@@ -1,6 +1,6 @@
 """The pii detector's RE2 patterns find exactly the spans its former ``re`` patterns found:
-lookarounds written as the characters around a match, held against ``re`` on texts built
-from the characters each pattern turns on."""
+lookarounds written as the characters around a match (``Framed``), held against ``re`` on
+texts built from the pieces each pattern turns on and the characters around them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from mcp_aggregator.guardrails import pii_detector
-from mcp_aggregator.guardrails.linear_regex import LinearPattern, Utf8Text
+from mcp_aggregator.guardrails.linear_regex import Framed, Utf8Text
 
 # The patterns as Python's ``re`` reads them, lookarounds and all: the reference.
 REFERENCE = {
@@ -20,7 +20,7 @@ REFERENCE = {
     "ipv4": r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)",
     "ipv6": r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)",
 }
-LINEAR: dict[str, LinearPattern] = {
+LINEAR: dict[str, Framed] = {
     "email": pii_detector._EMAIL,
     "card": pii_detector._CARD,
     "iban": pii_detector._IBAN,
@@ -51,7 +51,8 @@ def test_each_linear_pattern_finds_the_spans_its_re_pattern_finds(name: str) -> 
     reference = re.compile(REFERENCE[name])
     for text in _texts(PIECES[name], seed=len(name)):
         expected = [m.span() for m in reference.finditer(text)]
-        assert list(Utf8Text(text).spans(LINEAR[name], 1, resume=1)) == expected, text
+        assert list(Utf8Text(text).framed_spans(LINEAR[name])) == expected, text
+        assert list(Utf8Text(text).spans(LINEAR[name].grouped, 1, resume=1)) == expected, text
 
 
 @pytest.mark.parametrize(
@@ -68,5 +69,5 @@ def test_each_linear_pattern_finds_the_spans_its_re_pattern_finds(name: str) -> 
     ],
 )
 def test_lookarounds_read_the_characters_around_a_match(name: str, text: str, spans: list[tuple[int, int]]) -> None:
-    assert list(Utf8Text(text).spans(LINEAR[name], 1, resume=1)) == spans
+    assert list(Utf8Text(text).framed_spans(LINEAR[name])) == spans
     assert [m.span() for m in re.finditer(REFERENCE[name], text)] == spans

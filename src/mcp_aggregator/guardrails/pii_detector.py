@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Collection, Iterator
-from functools import partial
+from dataclasses import dataclass
 from typing import Final
 
 import phonenumbers
@@ -22,45 +22,53 @@ from stdnum import iban, luhn
 
 from mcp_aggregator.guardrails.config import PiiEntity
 from mcp_aggregator.guardrails.finding import UNCHECKED, UNJUDGED, Finding, Reading
-from mcp_aggregator.guardrails.linear_regex import Utf8Text, linear
+from mcp_aggregator.guardrails.linear_regex import Framed, Utf8Text, linear
 
 _WORD: Final = r"\p{L}\p{N}_"
 """Python's ``\\w`` (letters and digits of every script, and ``_``) as an RE2 class: RE2's own
 ``\\w`` is ASCII."""
 
-# Each pattern below is Python's ``re`` pattern written for RE2, which has no lookaround: a
-# lookbehind becomes the character before, matched (or the start of the text), a lookahead
-# the characters after, matched, in groups around the one read (group 1), and the search
-# resumes after group 1 (``spans(resume=1)``). The spans are ``re``'s, found in one pass
-# of an automaton rather than by ``re`` trying its lookarounds at every character.
-_EMAIL: Final = linear(
-    # ``(?<![\w.+-])...\b``
-    rf"(?:^|[^{_WORD}.+-])([A-Za-z0-9._%+-]{{1,64}}@[A-Za-z0-9-]{{1,63}}(?:\.[A-Za-z0-9-]{{1,63}})*\.[A-Za-z]{{2,24}})"
-    rf"(?:[^{_WORD}]|$)"
+# Each pattern below is Python's ``re`` pattern (in its comment) written for RE2, which has
+# no lookaround: the lookbehind is the character before, matched (or the text's start), the
+# lookahead the characters after, and the search resumes after the core (``Framed``). The
+# spans are ``re``'s, found in one pass of an automaton, not by ``re`` trying its
+# lookarounds at every character.
+_EMAIL: Final = Framed.of(
+    # ``(?<![\w.+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}\b``
+    rf"[^{_WORD}.+-]",
+    r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}",
+    rf"(?:[^{_WORD}]|$)",
 )
-_CARD: Final = linear(
+_CARD: Final = Framed.of(
     # ``(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])``
-    r"(?:^|[^\p{Nd}-])((?:\p{Nd}[ -]?){12,18}\p{Nd})(?:[^\p{Nd}-]|$)"
+    r"[^\p{Nd}-]",
+    r"(?:\p{Nd}[ -]?){12,18}\p{Nd}",
+    r"(?:[^\p{Nd}-]|$)",
 )
-_CARD_PREFIX: Final = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35")
-_IBAN: Final = linear(
+_IBAN: Final = Framed.of(
     # ``\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b``
-    rf"(?:^|[^{_WORD}])([A-Z]{{2}}\p{{Nd}}{{2}}(?: ?[A-Z0-9]){{11,30}})(?:[^{_WORD}]|$)"
+    rf"[^{_WORD}]",
+    r"[A-Z]{2}\p{Nd}{2}(?: ?[A-Z0-9]){11,30}",
+    rf"(?:[^{_WORD}]|$)",
 )
-_IPV4: Final = linear(
+_IPV4: Final = Framed.of(
     # ``(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)``
-    r"(?:^|[^\p{Nd}.])((?:\p{Nd}{1,3}\.){3}\p{Nd}{1,3})(?:$|[^.\p{Nd}]|\.(?:$|[^\p{Nd}]))"
+    r"[^\p{Nd}.]",
+    r"(?:\p{Nd}{1,3}\.){3}\p{Nd}{1,3}",
+    r"(?:$|[^.\p{Nd}]|\.(?:$|[^\p{Nd}]))",
+    dotted=True,
 )
-_IPV6: Final = linear(
-    # ``(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)``
-    rf"(?:^|[^{_WORD}:.])((?:[0-9A-Fa-f]{{0,4}}:){{2,7}}(?:(?:\p{{Nd}}{{1,3}}\.){{3}}\p{{Nd}}{{1,3}}|[0-9A-Fa-f]{{0,4}}))"
-    rf"(?:$|[^{_WORD}:.]|\.(?:$|[^{_WORD}]))"
+_IPV6_RE: Final = r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)"
+_IPV6: Final = Framed.of(
+    rf"[^{_WORD}:.]",
+    r"(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\p{Nd}{1,3}\.){3}\p{Nd}{1,3}|[0-9A-Fa-f]{0,4})",
+    rf"(?:$|[^{_WORD}:.]|\.(?:$|[^{_WORD}]))",
+    dotted=True,
 )
-_IPV6_AROUND: Final = re.compile(
-    # ``_IPV6`` for ``re``, whose ``pos`` lets a lookbehind see what precedes it: the few
-    # characters around one IPv4 address are read with it.
-    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\w)"
-)
+_IPV6_AROUND: Final = re.compile(_IPV6_RE)
+"""``_IPV6`` for ``re``, whose ``pos`` lets a lookbehind see what precedes it: the few
+characters around one IPv4 address are read with it."""
+_CARD_PREFIX: Final = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35")
 _LONG_GROUP: Final = re.compile(r"[0-9A-Fa-f]{3}")
 _DIGITS: Final = re.compile(r"\d")
 _MANY_DIGITS: Final = re.compile(r"(?:\d[^\d\n]{0,3}){7}")
@@ -94,12 +102,13 @@ class PiiDetector:
             return found
         utf8 = Utf8Text(text)  # encoded once for every pattern below
         if mailed:
-            reading.take(found, utf8.spans(_EMAIL, 1, resume=1), "EMAIL_ADDRESS", "an e-mail address", length)
+            spans = utf8.framed_spans(_EMAIL)
+            reading.take(found, spans, "EMAIL_ADDRESS", "an e-mail address", length)
             if _DIGITS.search(text) is None:
                 return found
         for entity in (PiiEntity.CREDIT_CARD, PiiEntity.IBAN_CODE, PiiEntity.IP_ADDRESS):
             if entity in entities:
-                _checked(found, _FINDERS[entity](utf8), reading, length)
+                _checked(found, _FINDERS[entity](utf8), reading, text)
         if PiiEntity.PHONE_NUMBER in entities and _MANY_DIGITS.search(text) is not None:
             self._phones(utf8, reading, found)
         return found
@@ -130,82 +139,55 @@ class PiiDetector:
         them, so a match cut short by the window's edge cannot reach the span."""
         left = max(0, start - _ENTITY_REACH)
         window = Utf8Text(text[left : end + _ENTITY_REACH])
+        start, end = start - left, end - left
         for entity in self._others:
-            for candidate, _check in _FINDERS[entity](window) if entity in _FINDERS else _emails(window):
-                if candidate.start + left < end and start < candidate.end + left and _check():
+            candidates = _FINDERS[entity](window) if entity in _FINDERS else _emails(window)
+            for other_start, other_end, kind in candidates:
+                if other_start < end and start < other_end and kind.check(window.text, other_start, other_end):
                     return True
         return False
 
 
-Candidate = tuple[Finding, Callable[[], bool]]
-"""A finding as its pattern proposes it, and the check that confirms it."""
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """What a pattern proposes: its label, the reason given, and the check that confirms a
+    candidate (``check(text, start, end)``)."""
+
+    label: str
+    reason: str
+    check: Callable[[str, int, int], bool]
 
 
-def _checked(found: list[Finding], candidates: Iterator[Candidate], reading: Reading, length: int) -> None:
+Candidate = tuple[int, int, _Kind]
+"""Where a pattern proposes an entity, and which."""
+
+
+def _checked(found: list[Finding], candidates: Iterator[Candidate], reading: Reading, text: str) -> None:
     """The candidates that pass their check, while the reading's checks last (past them,
     each candidate is ``unjudged``)."""
-    for candidate, check in candidates:
+    length = len(text)
+    for start, end, kind in candidates:
         if not reading.check():
-            candidate = Finding(UNJUDGED, candidate.start, candidate.end, UNCHECKED)
-        elif not check():
+            finding = Finding(UNJUDGED, start, end, UNCHECKED)
+        elif kind.check(text, start, end):
+            finding = Finding(kind.label, start, end, kind.reason)
+        else:
             continue
-        if not reading.add(found, candidate, length) or not reading.every:
+        if not reading.add(found, finding, length) or not reading.every:
             return
 
 
-def _emails(utf8: Utf8Text) -> Iterator[Candidate]:
-    for start, end in utf8.spans(_EMAIL, 1, resume=1):
-        yield Finding("EMAIL_ADDRESS", start, end), _yes
-
-
-def _yes() -> bool:
-    return True
-
-
-def _cards(utf8: Utf8Text) -> Iterator[Candidate]:
-    text = utf8.text
-    for start, end in utf8.spans(_CARD, 1, resume=1):
-        digits = _NOT_DIGIT.sub("", text[start:end])
-        yield Finding("CREDIT_CARD", start, end, "a card number with a valid checksum"), partial(_is_card, digits)
-
-
-def _ibans(utf8: Utf8Text) -> Iterator[Candidate]:
-    text = utf8.text
-    for start, end in utf8.spans(_IBAN, 1, resume=1):
-        candidate = Finding("IBAN_CODE", start, end, "an IBAN with valid check digits")
-        yield candidate, partial(iban.is_valid, text[start:end])
-
-
-def _ip_addresses(utf8: Utf8Text) -> Iterator[Candidate]:
-    text = utf8.text
-    # A text without a pattern's separator has no match: its scan is spared.
-    if ":" in text:
-        for start, end in utf8.spans(_IPV6, 1, resume=1):
-            yield Finding("IP_ADDRESS", start, end, "an IPv6 address"), partial(_is_ipv6, text[start:end])
-    if "." not in text:
-        return
-    for start, end in utf8.spans(_IPV4, 1, resume=1):
-        yield Finding("IP_ADDRESS", start, end, "an IPv4 address"), partial(_is_lone_ipv4, text, start, end)
-
-
-def _is_card(digits: str) -> bool:
+def _is_card(text: str, start: int, end: int) -> bool:
+    digits = text[start:end].replace(" ", "").replace("-", "")  # a candidate's only other characters
     return 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) is not None and bool(luhn.is_valid(digits))
 
 
-_NOT_DIGIT: Final = re.compile(r"\D")
-_FINDERS: Final[dict[PiiEntity, Callable[[Utf8Text], Iterator[Candidate]]]] = {
-    PiiEntity.CREDIT_CARD: _cards,
-    PiiEntity.IBAN_CODE: _ibans,
-    PiiEntity.IP_ADDRESS: _ip_addresses,
-}
-_OTHERS: Final = frozenset(_FINDERS)
-_ENTITY_REACH: Final = 200
-"""More than the longest card number (37 characters), IBAN (64), IPv6 address (50) or
-e-mail address local part (64) the patterns match."""
-_IPV6_REACH: Final = 64
+def _is_iban(text: str, start: int, end: int) -> bool:
+    return bool(iban.is_valid(text[start:end]))
 
 
-def _is_ipv6(candidate: str) -> bool:
+def _is_ipv6(text: str, start: int, end: int) -> bool:
+    candidate = text[start:end]
     if _DIGITS.search(candidate) is None or _LONG_GROUP.search(candidate) is None:
         return False
     try:
@@ -223,9 +205,57 @@ def _is_lone_ipv4(text: str, start: int, end: int) -> bool:
     except ValueError:
         return False
     return not any(
-        m.start() <= start and end <= m.end() and _is_ipv6(m[0])
+        m.start() <= start and end <= m.end() and _is_ipv6(text, *m.span())
         for m in _IPV6_AROUND.finditer(text, max(0, start - _IPV6_REACH), end + 2)
     )
+
+
+def _yes(text: str, start: int, end: int) -> bool:
+    return True
+
+
+_EMAIL_KIND: Final = _Kind("EMAIL_ADDRESS", "an e-mail address", _yes)
+_CARD_KIND: Final = _Kind("CREDIT_CARD", "a card number with a valid checksum", _is_card)
+_IBAN_KIND: Final = _Kind("IBAN_CODE", "an IBAN with valid check digits", _is_iban)
+_IPV6_KIND: Final = _Kind("IP_ADDRESS", "an IPv6 address", _is_ipv6)
+_IPV4_KIND: Final = _Kind("IP_ADDRESS", "an IPv4 address", _is_lone_ipv4)
+
+
+def _emails(utf8: Utf8Text) -> Iterator[Candidate]:
+    for start, end in utf8.framed_spans(_EMAIL):
+        yield start, end, _EMAIL_KIND
+
+
+def _cards(utf8: Utf8Text) -> Iterator[Candidate]:
+    for start, end in utf8.framed_spans(_CARD):
+        yield start, end, _CARD_KIND
+
+
+def _ibans(utf8: Utf8Text) -> Iterator[Candidate]:
+    for start, end in utf8.framed_spans(_IBAN):
+        yield start, end, _IBAN_KIND
+
+
+def _ip_addresses(utf8: Utf8Text) -> Iterator[Candidate]:
+    # A text without a pattern's separator has no match: its scan is spared.
+    if ":" in utf8.text:
+        for start, end in utf8.framed_spans(_IPV6):
+            yield start, end, _IPV6_KIND
+    if "." in utf8.text:
+        for start, end in utf8.framed_spans(_IPV4):
+            yield start, end, _IPV4_KIND
+
+
+_FINDERS: Final[dict[PiiEntity, Callable[[Utf8Text], Iterator[Candidate]]]] = {
+    PiiEntity.CREDIT_CARD: _cards,
+    PiiEntity.IBAN_CODE: _ibans,
+    PiiEntity.IP_ADDRESS: _ip_addresses,
+}
+_OTHERS: Final = frozenset(_FINDERS)
+_ENTITY_REACH: Final = 200
+"""More than the longest card number (37 characters), IBAN (64), IPv6 address (50) or
+e-mail address local part (64) the patterns match."""
+_IPV6_REACH: Final = 64
 
 
 def _windows(utf8: Utf8Text) -> Iterator[tuple[int, int, int, int]]:
