@@ -1,8 +1,9 @@
 """``SecretDetector``: credentials in text, by the plugins of ``detect-secrets``.
 
 The patterns are the plugins' own (``denylist``); each plugin runs only where one of its
-literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), all found in one pass by an
-Aho-Corasick automaton (``pyahocorasick``), so a text without any costs one scan. Beyond the
+literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), all found in one pass by
+RE2's set automaton (``re2.Set``: which hints occur, not where, so a megabyte of one hint
+costs what a megabyte without it does), so a text without any costs one scan. Beyond the
 plugins: a private-key block is masked whole (the plugin matches its header line only), and
 an AWS secret access key is also caught after a ``secret``-named key without quotes (how
 JSON and INI results carry it).
@@ -21,9 +22,9 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-import ahocorasick
+import re2
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -128,25 +129,27 @@ class SecretDetector:
     def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
         self._patterns = tuple(patterns)
         self._linear = tuple(_LINEAR[p.regex] if p.regex in _LINEAR else _linear_or_none(p.regex) for p in patterns)
-        # One pass finds every hint (Aho-Corasick): a text is read once, whatever its size and
-        # however many plugins there are. A case-blind pattern's hints are looked for as
-        # written in lower, upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper
-        # than a lower-cased copy of every text, and how keys are written in practice.
-        self._automaton = _automaton(word for p in patterns for hint in p.hints for word in _cased(hint, p))
+        # One pass finds every hint: a text is read once, whatever its size and however many
+        # plugins there are. A case-blind pattern's hints are looked for as written in lower,
+        # upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper than a lower-cased
+        # copy of every text, and how keys are written in practice.
+        self._hint_set, self._hint_of = _hint_set(
+            word for p in patterns for hint in p.hints for word in _cased(hint, p)
+        )
         self._needs = {hint: p.also for p in patterns if p.also for hint in p.hints}
         """Hints that count only beside a second literal (``://`` with ``@``)."""
 
     def may_find(self, text: str) -> bool:
-        return bool(self._hints(text))
+        return bool(self._hints(text, text.encode()))
 
     def find(self, text: str, reading: Reading | None = None) -> list[Finding]:
-        present = self._hints(text)
+        encoded = Utf8Text(text)
+        present = self._hints(text, encoded.data)
         if not present:
             return []
         reading = Reading() if reading is None else reading
         found: list[Finding] = []
         ends = _BlockEnds(text)
-        encoded = Utf8Text(text)
         for pattern, fast in zip(self._patterns, self._linear, strict=True):
             if any(hint in present for hint in pattern.hints):
                 self._find_one(pattern, fast, encoded, ends, reading, found)
@@ -180,9 +183,9 @@ class SecretDetector:
             if not reading.add(found, finding, length) or not reading.every:
                 return
 
-    def _hints(self, text: str) -> set[str]:
-        """The hints that occur in ``text`` (``://`` only beside an ``@``)."""
-        present = {hint for _, hint in self._automaton.iter(text)}
+    def _hints(self, text: str, data: bytes) -> set[str]:
+        """The hints that occur in ``text`` (``data``: it in UTF-8; ``://`` only beside an ``@``)."""
+        present = {self._hint_of[i] for i in self._hint_set.Match(data) or ()}
         for hint, also in self._needs.items():
             if hint in present and also not in text:
                 present.discard(hint)
@@ -196,12 +199,18 @@ def _cased(hint: str, pattern: _Pattern) -> Iterable[tuple[str, str]]:
     return [(variant, hint) for variant in {hint.lower(), hint.upper(), hint.title()}]
 
 
-def _automaton(words: Iterable[tuple[str, str]]) -> ahocorasick.Automaton:
-    automaton = ahocorasick.Automaton()
+def _hint_set(words: Iterable[tuple[str, str]]) -> tuple[Any, tuple[str, ...]]:
+    """An RE2 set of the literal ``words`` (``re2.Set``: its ``Match`` gives the indices of those
+    that occur) and the hint each index stands for."""
+    options = re2.Options()
+    options.log_errors = False
+    literals = re2.Set.SearchSet(options)
+    hints: list[str] = []
     for word, hint in words:
-        automaton.add_word(word, hint)
-    automaton.make_automaton()
-    return automaton
+        literals.Add(re2.escape(word))
+        hints.append(hint)
+    literals.Compile()
+    return literals, tuple(hints)
 
 
 class _BlockEnds:
