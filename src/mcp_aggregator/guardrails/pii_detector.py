@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import string
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 import phonenumbers
@@ -71,7 +73,6 @@ characters around one IPv4 address are read with it."""
 _CARD_PREFIX: Final = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35")
 _LONG_GROUP: Final = re.compile(r"[0-9A-Fa-f]{3}")
 _DIGITS: Final = re.compile(r"\d")
-_MANY_DIGITS: Final = re.compile(r"(?:\d[^\d\n]{0,3}){7}")
 _DIGIT_RUN: Final = linear(
     # Unicode classes: in RE2's default 8 MiB its automaton gives out on a megabyte of digits.
     r"\p{Nd}(?:[^\p{Nd}\p{L}\n]{0,3}\p{Nd}){6,}",
@@ -109,7 +110,7 @@ class PiiDetector:
         for entity in (PiiEntity.CREDIT_CARD, PiiEntity.IBAN_CODE, PiiEntity.IP_ADDRESS):
             if entity in entities:
                 _checked(found, _FINDERS[entity](utf8), reading, text)
-        if PiiEntity.PHONE_NUMBER in entities and _MANY_DIGITS.search(text) is not None:
+        if PiiEntity.PHONE_NUMBER in entities:
             self._phones(utf8, reading, found)
         return found
 
@@ -183,11 +184,36 @@ def _is_card(text: str, start: int, end: int) -> bool:
 
 
 def _is_iban(text: str, start: int, end: int) -> bool:
-    return bool(iban.is_valid(text[start:end]))
+    number = text[start:end].replace(" ", "")  # a candidate's only separator
+    return _iban_checksum(number) and _valid_iban(number)
+
+
+_BASE36: Final = {ord(letter): str(value) for value, letter in enumerate(string.ascii_uppercase, 10)}
+
+
+def _iban_checksum(number: str) -> bool:
+    """ISO 7064 mod 97-10 over ``number`` (a candidate: capitals, digits), as ``stdnum``
+    checks it first, in one ``int``: ``stdnum`` reads it a character at a time (some 15 µs)."""
+    try:
+        return int((number[4:] + number[:4]).translate(_BASE36)) % 97 == 1
+    except ValueError:
+        return False
+
+
+@lru_cache(maxsize=1024)
+def _valid_iban(number: str) -> bool:
+    """``stdnum``'s whole check (the country's format, its own rules): some 30 µs, and the
+    same account often recurs in a result."""
+    return bool(iban.is_valid(number))
 
 
 def _is_ipv6(text: str, start: int, end: int) -> bool:
-    candidate = text[start:end]
+    return _valid_ipv6(text[start:end])
+
+
+@lru_cache(maxsize=1024)
+def _valid_ipv6(candidate: str) -> bool:
+    # ``ipaddress`` parses in pure Python (some 15 µs), and an address often recurs in a result.
     if _DIGITS.search(candidate) is None or _LONG_GROUP.search(candidate) is None:
         return False
     try:
@@ -197,13 +223,22 @@ def _is_ipv6(text: str, start: int, end: int) -> bool:
     return True
 
 
+@lru_cache(maxsize=1024)
+def _valid_ipv4(candidate: str) -> bool:
+    try:
+        ipaddress.IPv4Address(candidate)
+    except ValueError:
+        return False
+    return True
+
+
 def _is_lone_ipv4(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` is an IPv4 address and not the dotted tail of an IPv6
     address (``::ffff:192.0.2.1``), which is reported as that address."""
-    try:
-        ipaddress.IPv4Address(text[start:end])
-    except ValueError:
+    if not _valid_ipv4(text[start:end]):
         return False
+    if ":" not in text[max(0, start - _IPV6_REACH) : start]:
+        return True  # an IPv6 address holding it has a colon before it
     return not any(
         m.start() <= start and end <= m.end() and _is_ipv6(text, *m.span())
         for m in _IPV6_AROUND.finditer(text, max(0, start - _IPV6_REACH), end + 2)
