@@ -305,6 +305,9 @@ def hostile_inputs() -> list[tuple[str, str, dict[str, Any], str]]:
         ("e-mail addresses", "pii", {}, repeated("ann@example.com ", mb)),
         ("a run of letters and one '@'", "pii", {}, "a" * mb + "@"),
         ("dotted quads", "pii", {}, repeated("10.1.2.3 ", mb)),
+        ("IPv4 addresses inside IPv6 ones", "pii", {}, repeated("::ffff:1.2.3.4 ", mb)),
+        ("IBAN-shaped, wrong check digits", "pii", {}, repeated("DE00AAAAAAAAAAAAAAAAAA ", mb)),
+        ("IBANs written in groups of digits", "pii", {}, repeated("DE89 3704 0044 0532 0130 00 ", mb)),
     ]
 
 
