@@ -4,6 +4,7 @@ texts built from the pieces each pattern turns on and the characters around them
 
 from __future__ import annotations
 
+import ipaddress
 import random
 import re
 
@@ -102,3 +103,17 @@ def test_an_iban_candidate_is_judged_as_stdnum_judges_it() -> None:
         agreed += pii_detector._is_iban(number, 0, len(number)) == expected
     assert agreed == CASES
     assert valid > 500
+
+
+def test_an_ipv4_candidate_is_judged_as_ipaddress_judges_it() -> None:
+    rng = random.Random(9)
+    octets = ["0", "00", "01", "1", "9", "10", "99", "100", "199", "255", "256", "300", "999", "\u0663", "1\u0663"]
+    for _ in range(CASES):
+        candidate = ".".join(rng.choice(octets) for _ in range(4))
+        try:
+            ipaddress.IPv4Address(candidate)
+        except ValueError:
+            expected = False
+        else:
+            expected = True
+        assert pii_detector._valid_ipv4(candidate) == expected, candidate

@@ -17,10 +17,11 @@ import string
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 import phonenumbers
 from stdnum import iban, luhn
+from stdnum.exceptions import ValidationError
 
 from mcp_aggregator.guardrails.config import PiiEntity
 from mcp_aggregator.guardrails.finding import UNCHECKED, UNJUDGED, Finding, Reading
@@ -200,11 +201,28 @@ def _iban_checksum(number: str) -> bool:
         return False
 
 
-@lru_cache(maxsize=1024)
 def _valid_iban(number: str) -> bool:
-    """``stdnum``'s whole check (the country's format, its own rules): some 30 µs, and the
-    same account often recurs in a result."""
-    return bool(iban.is_valid(number))
+    """``stdnum``'s ``iban.validate`` past its checksum, the country's part looked up once
+    per country: its registry lookup and format pattern cost some 25 µs a number."""
+    bban, module = _iban_country(number[:2])
+    if bban is None or not bban.match(number[4:]):
+        return False
+    if module is not None:
+        try:
+            module.validate(number)
+        except ValidationError:
+            return False
+    return True
+
+
+@lru_cache(maxsize=1024)  # candidates start with two capitals: 676 countries at most
+def _iban_country(country: str) -> tuple[re.Pattern[str] | None, Any]:
+    """The format of ``country``'s account numbers (None: no such country) and its own
+    module's ``validate``, from ``stdnum``'s registry (one entry per country code)."""
+    found = iban._ibandb.info(country)[0][1]
+    if not found:
+        return None, None
+    return iban._struct_to_re(found.get("bban", "")), iban._get_cc_module(country)
 
 
 def _is_ipv6(text: str, start: int, end: int) -> bool:
@@ -223,13 +241,12 @@ def _valid_ipv6(candidate: str) -> bool:
     return True
 
 
-@lru_cache(maxsize=1024)
 def _valid_ipv4(candidate: str) -> bool:
-    try:
-        ipaddress.IPv4Address(candidate)
-    except ValueError:
-        return False
-    return True
+    """``ipaddress.IPv4Address``'s verdict on a candidate (four groups of one to three
+    digits): ASCII digits, no leading zero, at most 255; it parses in some 5 µs, this in 1."""
+    return candidate.isascii() and all(
+        int(octet) <= 255 and (len(octet) == 1 or octet[0] != "0") for octet in candidate.split(".")
+    )
 
 
 def _is_lone_ipv4(text: str, start: int, end: int) -> bool:
