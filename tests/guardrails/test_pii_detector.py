@@ -107,9 +107,10 @@ def test_an_iban_candidate_is_judged_as_stdnum_judges_it() -> None:
 
 def test_an_ipv4_candidate_is_judged_as_ipaddress_judges_it() -> None:
     rng = random.Random(9)
-    octets = ["0", "00", "01", "1", "9", "10", "99", "100", "199", "255", "256", "300", "999", "\u0663", "1\u0663"]
+    octets = ["0", "00", "01", "1", "9", "10", "99", "100", "199", "255", "256", "300", "999", "0255", "", "g"]
+    octets += ["\u0663", "1\u0663", "\u00b2"]  # an Arabic-Indic digit, a superscript two: not ASCII digits
     for _ in range(CASES):
-        candidate = ".".join(rng.choice(octets) for _ in range(4))
+        candidate = ".".join(rng.choice(octets) for _ in range(rng.choice((3, 4, 4, 4, 5))))
         try:
             ipaddress.IPv4Address(candidate)
         except ValueError:
@@ -117,3 +118,25 @@ def test_an_ipv4_candidate_is_judged_as_ipaddress_judges_it() -> None:
         else:
             expected = True
         assert pii_detector._valid_ipv4(candidate) == expected, candidate
+
+
+def test_an_ipv6_candidate_is_judged_as_ipaddress_judges_it() -> None:
+    rng = random.Random(13)
+    groups = ["", "", "0", "1", "db8", "fe80", "ffff", "12345", "abcd", "FFFF", "g"]
+    tails = ["", "", "1.2.3.4", "192.0.2.1", "01.2.3.4", "256.1.1.1", "\u0663.1.1.1"]
+    candidates = []
+    for _ in range(CASES * 3):
+        parts = [rng.choice(groups) for _ in range(rng.randint(3, 10))]
+        candidates.append(":".join(parts) + rng.choice(tails))
+    candidates += [c[s:e] for c in _texts(PIECES["ipv6"], 99) for s, e in Utf8Text(c).framed_spans(LINEAR["ipv6"])]
+    valid = 0
+    for candidate in candidates:
+        try:
+            ipaddress.IPv6Address(candidate)
+        except ValueError:
+            expected = False
+        else:
+            expected = True
+        valid += expected
+        assert pii_detector._parses_as_ipv6(candidate) == expected, candidate
+    assert valid > 300
