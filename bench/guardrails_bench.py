@@ -29,6 +29,7 @@ import functools
 import json
 import os
 import platform
+import random
 import re
 import statistics
 import sys
@@ -123,8 +124,8 @@ def stage_costs(n: int) -> dict[str, Any]:
         raw = orjson.dumps({"jsonrpc": "2.0", "id": "agw:1", "result": wire})
         rounds = n if len(text) < 10_000 else max(n // 10, 50)
         out[name] = {
-            "full_pipeline_model": percentiles(timed(lambda m=model: stage.screen(invocation, m), rounds)),
-            "fast_path_raw": percentiles(timed(lambda r=raw: stage.screen(invocation, r), rounds)),
+            "full_pipeline_model": percentiles(timed(functools.partial(stage.screen, invocation, model), rounds)),
+            "fast_path_raw": percentiles(timed(functools.partial(stage.screen, invocation, raw), rounds)),
         }
     return out
 
@@ -172,7 +173,7 @@ async def pipeline_only(guarded: Gateway, bare: Gateway, n: int) -> dict[str, An
                 start = time.perf_counter()
                 await gateway.pipeline.through(invocation, send)
                 samples[key].append(time.perf_counter() - start)
-            row = {key: percentiles(values) for key, values in samples.items()}
+            row: dict[str, Any] = {key: percentiles(values) for key, values in samples.items()}
             row["added_p50_us"] = round(row["default_rules"]["p50_us"] - row["no_guardrails"]["p50_us"], 2)
             out[f"{name} {form}"] = row
     return out
@@ -200,7 +201,7 @@ async def end_to_end(n: int) -> dict[str, Any]:
                     start = time.perf_counter()
                     await which[1].pipeline.call_tool_result("bench__echo", {"text": text})
                     samples[which[0]].append(time.perf_counter() - start)
-                row = {key: percentiles(values[5:]) for key, values in samples.items()}
+                row: dict[str, Any] = {key: percentiles(values[5:]) for key, values in samples.items()}
                 row["added_p50_us"] = round(row["default_rules"]["p50_us"] - row["no_guardrails"]["p50_us"], 2)
                 out[name] = row
     return out
@@ -266,6 +267,25 @@ def repeated(piece: str, size: int) -> str:
     return (piece * (size // len(piece) + 1))[:size]
 
 
+def distinct(piece: Callable[[random.Random], str], size: int) -> str:
+    """``size`` characters of pieces each drawn anew (the same every run): no verdict a
+    detector keeps per string serves twice."""
+    rng, pieces, length = random.Random(1), [], 0
+    while length < size:
+        pieces.append(piece(rng))
+        length += len(pieces[-1])
+    return "".join(pieces)[:size]
+
+
+def _ipv6_tail(rng: random.Random) -> str:
+    return "::ffff:" + ".".join(str(rng.randrange(256)) for _ in range(4)) + " "
+
+
+def _iban(rng: random.Random) -> str:
+    account = "".join(rng.choice("0123456789") for _ in range(18))
+    return f"DE{98 - int(account + '131400') % 97:02d}{account} "
+
+
 def cpu_ms(fn: Callable[[], object], repeats: int = 1) -> dict[str, Any]:
     """Wall and CPU milliseconds of ``fn``, the least of ``repeats`` runs (the machine is
     shared: CPU time is the robust figure, and the least run the one least disturbed)."""
@@ -291,16 +311,25 @@ def hostile_inputs() -> list[tuple[str, str, dict[str, Any], str]]:
         ("zero-width spaces between letters", "injection", {}, repeated("a\u200b", mb)),
         ("a run of a's and '!', (a+)+$", "pattern", {"patterns": [r"(a+)+$"]}, "a" * mb + "!"),
         ("a run of a's, pattern 'a'", "pattern", {"patterns": ["a"]}, "a" * mb),
+        ("ordinary text", "pattern", {"patterns": [r"\d{3}-\d{2}-\d{4}", r"(?i)internal[ _-]only"]}, ordinary),
         ("ordinary text", "secrets", {}, ordinary),
         ("key headers without an end", "secrets", {}, repeated("-----BEGIN RSA PRIVATE KEY-----\n", mb)),
         ("AWS access keys", "secrets", {}, repeated("AKIAIOSFODNN7EXAMPLE ", mb)),
         ("JWT-shaped tokens that do not decode", "secrets", {}, repeated("eyJhbGciOiJIUzI1NiJ9.eyJ.x ", mb)),
+        ("'secret' repeated (a key's name, no key)", "secrets", {}, repeated("secret", mb)),
+        ("'GR1348941' repeated (a GitLab prefix)", "secrets", {}, repeated("GR1348941", mb)),
         ("ordinary text", "pii", {}, ordinary),
         ("'1 ' repeated", "pii", {}, repeated("1 ", mb)),
         ("valid phone numbers", "pii", {}, repeated("call +1 650-253-0000 now ", mb)),
+        ("runs of seven digits that are not phone numbers", "pii", {}, repeated("1234567 x ", mb)),
         ("e-mail addresses", "pii", {}, repeated("ann@example.com ", mb)),
         ("a run of letters and one '@'", "pii", {}, "a" * mb + "@"),
         ("dotted quads", "pii", {}, repeated("10.1.2.3 ", mb)),
+        ("IPv4 addresses inside IPv6 ones", "pii", {}, repeated("::ffff:1.2.3.4 ", mb)),
+        ("distinct IPv4 addresses inside IPv6 ones", "pii", {}, distinct(_ipv6_tail, mb)),
+        ("IBAN-shaped, wrong check digits", "pii", {}, repeated("DE00AAAAAAAAAAAAAAAAAA ", mb)),
+        ("distinct valid IBANs", "pii", {}, distinct(_iban, mb)),
+        ("IBANs written in groups of digits", "pii", {}, repeated("DE89 3704 0044 0532 0130 00 ", mb)),
     ]
 
 

@@ -3,9 +3,11 @@ the very spans the wrapper's ``finditer`` gives, in characters, whatever the tex
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from mcp_aggregator.guardrails.linear_regex import Utf8Text, linear
+from mcp_aggregator.guardrails.linear_regex import Framed, Utf8Text, linear
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,22 @@ def test_resuming_after_a_group_reads_what_follows_it_again() -> None:
     text = "é ann@x bob@y"
     assert [text[s:e] for s, e in Utf8Text(text).spans(regex, 1, resume=1)] == ["ann@x", "bob@y"]
     assert [text[s:e] for s, e in Utf8Text(text).spans(regex, 1)] == ["ann@x"]
+
+
+@pytest.mark.parametrize(
+    ("framed", "reference"),
+    [
+        (Framed.of(r"[^\d]", r"\d+", r"(?:[^\d]|$)"), r"(?<!\d)\d+(?!\d)"),
+        (Framed.of(r"[^\d.]", r"\d+", r"(?:$|[^.\d]|\.(?:$|[^\d]))", dotted=True), r"(?<![\d.])\d+(?!\.?\d)"),
+    ],
+)
+@pytest.mark.parametrize(
+    "text",
+    ["12", "12 34", "é12é", "x12.", "12.x", "1.2", "12..", "\U0001f60012\u200b34\U0001f600", ".12.é", "é"],
+)
+def test_a_framed_core_is_read_without_its_frame_whatever_stands_around_it(
+    framed: Framed, reference: str, text: str
+) -> None:
+    expected = [m.span() for m in re.finditer(reference, text)]
+    assert list(Utf8Text(text).framed_spans(framed)) == expected
+    assert list(Utf8Text(text).spans(framed.grouped, 1, resume=1)) == expected

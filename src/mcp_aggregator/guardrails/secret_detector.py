@@ -1,18 +1,20 @@
 """``SecretDetector``: credentials in text, by the plugins of ``detect-secrets``.
 
 The patterns are the plugins' own (``denylist``); each plugin runs only where one of its
-literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), all found in one pass by an
-Aho-Corasick automaton (``pyahocorasick``), so a text without any costs one scan. Beyond the
+literal hints occurs (``AKIA``, ``ghp_``, ``PRIVATE KEY``...), all found in one pass by
+RE2's set automaton (``re2.Set``: which hints occur, not where, so a megabyte of one hint
+costs what a megabyte without it does), so a text without any costs one scan. Beyond the
 plugins: a private-key block is masked whole (the plugin matches its header line only), and
 an AWS secret access key is also caught after a ``secret``-named key without quotes (how
 JSON and INI results carry it).
 
 The plugins' patterns run on RE2 (``linear``) where it takes them: under Python's engine
 ``eyJ`` repeated, or ``//`` on one long line, costs the square of the text (the JWT and npm
-patterns backtrack over a run from each start). The few with a lookahead (GitLab's, ours for
-the keyed AWS secret) stay on ``re``: each starts at a literal and reads at most 1,024
-characters from it. A ``block`` or ``flag`` rule takes each pattern's first finding; a JWT
-is decoded only within the rule's checks (``Reading``), past them it is ``unjudged``.
+patterns backtrack over a run from each start), and so does ours for the keyed AWS secret,
+its lookahead written as the character after. GitLab's, with a lookahead, stay on ``re``:
+each starts at a literal and reads at most 1,024 characters from it. A ``block`` or ``flag``
+rule takes each pattern's first finding; a JWT is decoded only within the rule's checks
+(``Reading``), past them it is ``unjudged``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-import ahocorasick
+import re2
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -69,6 +71,18 @@ def _plugin(plugin: type[RegexBasedDetector], index: int) -> re.Pattern[str]:
 _AWS_SECRET_KEYED: Final = re.compile(
     r"secret[\w-]{0,20}[\"']?\s*[:=]\s*[\"']?([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])", re.IGNORECASE
 )
+_SPACE: Final = r"[\t\n\x0b\f\r\x1c-\x1f \x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+"""Python's ``\\s`` as an RE2 class (RE2's own is ASCII)."""
+_KEY: Final = r"0-9a-zA-Z/+\x{130}\x{131}\x{17f}\x{212a}"
+"""What ``[0-9a-zA-Z/+]`` matches under ``re.IGNORECASE`` (U+0130, U+0131, U+017F and U+212A fold into it)."""
+_AWS_SECRET_KEYED_LINEAR: Final = linear(
+    # ``_AWS_SECRET_KEYED`` for RE2: its lookahead matched as the character after the key (or
+    # the end), which no match starts with (``s`` is a key character); its case-blindness
+    # spelt out, since RE2's folding differs from Python's on a few letters. Under ``re``
+    # each ``secret`` costs a backtrack over the 20 characters after it: 1 MB of ``secret``
+    # took 135 ms.
+    rf"(?i:secret)[\p{{L}}\p{{N}}_-]{{0,20}}[\"']?{_SPACE}*[:=]{_SPACE}*[\"']?([{_KEY}]{{40}})(?:[^{_KEY}]|$)"
+)
 _HEX_DIGEST: Final = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 _KEY_BLOCK_END: Final = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_BLOCK_START: Final = re.compile(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
@@ -101,15 +115,25 @@ _PATTERNS: Final = (
 )
 
 
-def _linear_or_none(regex: re.Pattern[str]) -> LinearPattern | None:
-    """The plugin's pattern compiled by RE2, or None where it needs backtracking (a
-    lookahead): those start at a literal prefix and read a bounded span from it."""
+_WORD_END: Final = r"(?!\w)"
+
+
+def _linear_or_none(pattern: _Pattern) -> tuple[LinearPattern, int] | None:
+    """The pattern compiled by RE2 and the group that is its secret there, or None where it
+    needs backtracking (a lookahead): those start at a literal prefix and read a bounded
+    span from it. A trailing ``(?!\\w)`` (GitLab's tokens) is matched as the character
+    after, or the end; it is never where a token starts (each starts with a word character),
+    so the search may resume after it."""
+    regex, source, group = pattern.regex, pattern.regex.pattern, pattern.group
+    if regex is _AWS_SECRET_KEYED:
+        return _AWS_SECRET_KEYED_LINEAR, group
+    if source.endswith(_WORD_END) and group == 0:
+        source, group = rf"({source.removesuffix(_WORD_END)})(?:[^\p{{L}}\p{{N}}_]|$)", 1
     try:
-        return linear(
-            regex.pattern, ignore_case=bool(regex.flags & re.IGNORECASE), dot_all=bool(regex.flags & re.DOTALL)
-        )
+        fast = linear(source, ignore_case=bool(regex.flags & re.IGNORECASE), dot_all=bool(regex.flags & re.DOTALL))
     except ValueError:
         return None
+    return fast, group
 
 
 def _spans(regex: re.Pattern[str], text: str, group: int) -> Iterator[tuple[int, int]]:
@@ -119,7 +143,7 @@ def _spans(regex: re.Pattern[str], text: str, group: int) -> Iterator[tuple[int,
             yield span
 
 
-_LINEAR: Final = {p.regex: _linear_or_none(p.regex) for p in _PATTERNS}
+_LINEAR: Final = {p: _linear_or_none(p) for p in _PATTERNS}
 
 
 class SecretDetector:
@@ -127,26 +151,28 @@ class SecretDetector:
 
     def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
         self._patterns = tuple(patterns)
-        self._linear = tuple(_LINEAR[p.regex] if p.regex in _LINEAR else _linear_or_none(p.regex) for p in patterns)
-        # One pass finds every hint (Aho-Corasick): a text is read once, whatever its size and
-        # however many plugins there are. A case-blind pattern's hints are looked for as
-        # written in lower, upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper
-        # than a lower-cased copy of every text, and how keys are written in practice.
-        self._automaton = _automaton(word for p in patterns for hint in p.hints for word in _cased(hint, p))
+        self._linear = tuple(_LINEAR[p] if p in _LINEAR else _linear_or_none(p) for p in patterns)
+        # One pass finds every hint: a text is read once, whatever its size and however many
+        # plugins there are. A case-blind pattern's hints are looked for as written in lower,
+        # upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper than a lower-cased
+        # copy of every text, and how keys are written in practice.
+        self._hint_set, self._hint_of = _hint_set(
+            word for p in patterns for hint in p.hints for word in _cased(hint, p)
+        )
         self._needs = {hint: p.also for p in patterns if p.also for hint in p.hints}
         """Hints that count only beside a second literal (``://`` with ``@``)."""
 
     def may_find(self, text: str) -> bool:
-        return bool(self._hints(text))
+        return bool(self._hints(text, text.encode()))
 
     def find(self, text: str, reading: Reading | None = None) -> list[Finding]:
-        present = self._hints(text)
+        encoded = Utf8Text(text)
+        present = self._hints(text, encoded.data)
         if not present:
             return []
         reading = Reading() if reading is None else reading
         found: list[Finding] = []
         ends = _BlockEnds(text)
-        encoded = Utf8Text(text)
         for pattern, fast in zip(self._patterns, self._linear, strict=True):
             if any(hint in present for hint in pattern.hints):
                 self._find_one(pattern, fast, encoded, ends, reading, found)
@@ -155,7 +181,7 @@ class SecretDetector:
     @staticmethod
     def _find_one(
         pattern: _Pattern,
-        fast: LinearPattern | None,
+        fast: tuple[LinearPattern, int] | None,
         encoded: Utf8Text,
         ends: _BlockEnds,
         reading: Reading,
@@ -163,26 +189,29 @@ class SecretDetector:
     ) -> None:
         text, label = encoded.text, pattern.label
         length, reason = len(text), f"looks like a {label.replace('_', ' ')}"
-        spans = encoded.spans(fast, pattern.group) if fast is not None else _spans(pattern.regex, text, pattern.group)
+        spans = encoded.spans(*fast) if fast is not None else _spans(pattern.regex, text, pattern.group)
         for start, end in spans:
             if start == end:
                 continue
-            finding = Finding(label, start, end, reason)
             if label == "jwt":
                 if not reading.check():
                     finding = Finding(UNJUDGED, start, end, UNCHECKED)
-                elif not JwtTokenDetector.is_formally_valid(text[start:end]):
+                elif JwtTokenDetector.is_formally_valid(text[start:end]):
+                    finding = Finding(label, start, end, reason)
+                else:
                     continue
             elif label == "aws_secret_key" and _HEX_DIGEST.fullmatch(text, start, end):
                 continue  # a SHA-1 hex digest has the length of a secret key, not its alphabet
             elif label == "private_key":
                 finding = Finding(label, *_key_block(text, start, end, ends), reason)
+            else:
+                finding = Finding(label, start, end, reason)
             if not reading.add(found, finding, length) or not reading.every:
                 return
 
-    def _hints(self, text: str) -> set[str]:
-        """The hints that occur in ``text`` (``://`` only beside an ``@``)."""
-        present = {hint for _, hint in self._automaton.iter(text)}
+    def _hints(self, text: str, data: bytes) -> set[str]:
+        """The hints that occur in ``text`` (``data``: it in UTF-8; ``://`` only beside an ``@``)."""
+        present = {self._hint_of[i] for i in self._hint_set.Match(data) or ()}
         for hint, also in self._needs.items():
             if hint in present and also not in text:
                 present.discard(hint)
@@ -196,12 +225,18 @@ def _cased(hint: str, pattern: _Pattern) -> Iterable[tuple[str, str]]:
     return [(variant, hint) for variant in {hint.lower(), hint.upper(), hint.title()}]
 
 
-def _automaton(words: Iterable[tuple[str, str]]) -> ahocorasick.Automaton:
-    automaton = ahocorasick.Automaton()
+def _hint_set(words: Iterable[tuple[str, str]]) -> tuple[Any, tuple[str, ...]]:
+    """An RE2 set of the literal ``words`` (``re2.Set``: its ``Match`` gives the indices of those
+    that occur) and the hint each index stands for."""
+    options = re2.Options()
+    options.log_errors = False
+    literals = re2.Set.SearchSet(options)
+    hints: list[str] = []
     for word, hint in words:
-        automaton.add_word(word, hint)
-    automaton.make_automaton()
-    return automaton
+        literals.Add(re2.escape(word))
+        hints.append(hint)
+    literals.Compile()
+    return literals, tuple(hints)
 
 
 class _BlockEnds:
