@@ -9,7 +9,7 @@ started, polls every ``--poll`` seconds (each route on its own, so a slow answer
 hide the next): ``/healthz``, ``/readyz``, a REST tool search, the admin API (``/servers``,
 one server's detail, ``/state``), the web page, ``/mcp`` (an ``initialize``, a ``tools/list``
 and the session deleted again, each timed on its own) and a call of one tool of a server
-already connected (through its facade, on a session opened once). It samples the gateway's RSS
+already connected (through the ``tools`` facade's ``execute``, on a session opened once). It samples the gateway's RSS
 and reads ``/state`` once a second. Each route's maximum during start is the figure the
 1 s goal is held against. Latencies "during start" are of the requests sent between
 the listener coming up (the banner) and the index being whole. The index is *whole* when
@@ -250,9 +250,11 @@ def _requests(run: Run, t0: float) -> dict[str, Any]:
             await client.post("/mcp", json=_rpc("notifications/initialized", {}, None), headers=headers)
         headers = {**mcp_headers, "mcp-session-id": call_session[0], "mcp-protocol-version": "2025-06-18"}
         tool = tool_list(known["name"], run.tools)[0].name
-        arguments = {"cmd": tool, "params": {"query": "bench"}}
+        # Through the core ``tools`` facade: a catalogue this large has no per-server facades.
+        execute = {"name": f"{known['name']}.{tool}", "arguments": {"query": "bench"}}
+        arguments = {"cmd": "execute", "params": execute}
         r = await client.post(
-            "/mcp", json=_rpc("tools/call", {"name": known["name"], "arguments": arguments}), headers=headers
+            "/mcp", json=_rpc("tools/call", {"name": "tools", "arguments": arguments}), headers=headers
         )
         return str(r.status_code) if r.status_code != 200 or tool in r.text else f"unexpected: {r.text[:80]}"
 

@@ -612,14 +612,15 @@ class Gateway:
 
     def list_wait_secs(self) -> float:
         """How long a listing (``tools/list``, a search) gives servers still making their first
-        connection: ``serve.list_wait_secs``, or nothing while connections wait their turn.
+        connection: ``serve.list_wait_secs``, or nothing in a start of more servers than
+        connect at once (``UpstreamSet.crowded``), to its last connection.
 
-        In a start of more servers than connect at once the whole list is a minute away, and
-        an answer that waited for it would be as late: it answers at once from what is served,
-        and clients hear ``list_changed`` as servers come. A call to a tool not known yet still
+        There the whole list is a minute away, and an answer that waited for it would be as
+        late: it answers at once from what is served, and clients hear ``list_changed`` as
+        servers come. A call to a tool not known yet still
         waits for its server (``serve.list_wait_secs``): that wait is for the server asked for.
         """
-        return 0.0 if self.upstreams.queued_connects else self.settings.serve.list_wait_secs
+        return 0.0 if self.upstreams.crowded or self.upstreams.queued_connects else self.settings.serve.list_wait_secs
 
     async def most_called(self, profile: str, limit: int) -> list[str]:
         """The canonical names ``profile`` called successfully most often, from the audit
