@@ -621,6 +621,18 @@ class Gateway:
         """Wait (up to ``timeout_secs``) until every server's first connection attempt resolved."""
         await self.upstreams.wait_settled(timeout_secs)
 
+    def list_wait_secs(self) -> float:
+        """How long a listing (``tools/list``, a search) gives servers still making their first
+        connection: ``serve.list_wait_secs``, or nothing in a start of more servers than
+        connect at once (``UpstreamSet.crowded``), to its last connection.
+
+        There the whole list is a minute away, and an answer that waited for it would be as
+        late: it answers at once from what is served, and clients hear ``list_changed`` as
+        servers come. A call to a tool not known yet still
+        waits for its server (``serve.list_wait_secs``): that wait is for the server asked for.
+        """
+        return 0.0 if self.upstreams.crowded or self.upstreams.queued_connects else self.settings.serve.list_wait_secs
+
     async def most_called(self, profile: str, limit: int) -> list[str]:
         """The canonical names ``profile`` called successfully most often, from the audit
         trail (none with ``audit.enabled: false``), most called first.
@@ -642,6 +654,11 @@ class Gateway:
             "tools": self.catalogue.served_tools(),
             "index": "whole" if self._indexer is not None and self._indexer.ready() else "building",
         }
+
+    def discovered_tool_count(self, name: str) -> int | None:
+        """The tools of ``name`` accepted from its listing (what the registry is given write-behind)."""
+        tools = self.catalogue.known_tools.get(name)
+        return None if tools is None else len(tools)
 
     def exposed_servers(self) -> list[str]:
         """CONNECTED and DEGRADED servers whose tools were accepted, sorted."""
@@ -863,8 +880,8 @@ class Gateway:
         answers at once from what is indexed. Either way the results say what they lack
         (``SearchResults.pending``, ``SearchResults.connecting``).
         """
-        wait = self.settings.serve.list_wait_secs
-        if self.upstreams.queued_connects or self.indexer.backlog_secs() > _SHORT_INDEX_WAIT_SECS:
+        wait = self.list_wait_secs()
+        if self.indexer.backlog_secs() > _SHORT_INDEX_WAIT_SECS:
             wait = 0.0
         if wait:
             with anyio.move_on_after(wait):

@@ -72,6 +72,11 @@ def check_startup(result: dict[str, Any]) -> None:
     assert run["index_whole_s"] is not None and run["first_healthz_s"] is not None
     assert run["index_whole_cpu_s"] >= run["listener_up_cpu_s"] > 0
     assert run["embedded_at_limit"] is None, "whole before --limit"
+    # Every route is reported (a start this small may be whole before some were asked), and
+    # the call on a connected server, when made, got its tool's answer.
+    for route in ("healthz", "readyz", "admin", "detail", "state", "mcp", "tools_list", "mcp_delete", "call"):
+        assert f"{route}_start_max_ms" in run and route in run["slowest_during_start"], route
+    assert all(note == "200" for _at, _ms, note in run["slowest_during_start"]["call"])
     assert result["timelines"]["this"]
     assert len(result["load_average"]) == 3
 

@@ -43,17 +43,19 @@ def _base(sock: socket.socket) -> str:
     return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-async def test_healthz_says_starting_while_the_gateway_loads(listening: socket.socket) -> None:
+async def test_healthz_and_readyz_say_starting_while_the_gateway_loads(listening: socket.socket) -> None:
     with StartListener(listening) as listener:
         async with httpx.AsyncClient(base_url=_base(listening)) as http:
-            answer = await http.get("/healthz")
+            answers = [await http.get("/healthz"), await http.get("/readyz")]
         assert listener.state is StartListenerState.ANSWERING
-    # Not 200: a load balancer's check must not send clients to a gateway still loading.
-    assert answer.status_code == 503
-    assert answer.headers["retry-after"] == "1"
-    assert answer.json() == {"status": "starting", "servers": {}, "tools": 0, "index": "building", "gateway": "loading"}
-    assert answer.headers["cache-control"] == "no-store"
-    assert listener.answered == 1
+    for answer in answers:
+        # Not 200: a load balancer's check must not send clients to a gateway still loading.
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"] == "1"
+        body = {"status": "starting", "servers": {}, "tools": 0, "index": "building", "gateway": "loading"}
+        assert answer.json() == body
+        assert answer.headers["cache-control"] == "no-store"
+    assert listener.answered == 2
 
 
 async def test_other_routes_are_told_to_retry_once_the_gateway_is_up(listening: socket.socket) -> None:

@@ -1,4 +1,4 @@
-"""``/healthz`` answers throughout a start: ten stdio upstreams of a hundred tools each start,
+"""``/healthz`` (and ``/readyz``) answer throughout a start: ten stdio upstreams of a hundred tools each start,
 list and are indexed (the real embedding model) while the health check is asked again and again. No timing is measured
 here beyond a generous deadline per answer (CI shares two cores); ``bench/startup_bench.py``
 measures the start at the seed's scale."""
@@ -89,6 +89,10 @@ async def test_healthz_answers_within_its_deadline_throughout_a_start_of_ten_ser
                         assert answer.status_code == 200
                         seen.append(answer.json())
                         assert _consistent(seen[-1]), seen[-1]
+                        with anyio.fail_after(DEADLINE_SECS):
+                            ready = await http.get("/readyz")
+                        # Ready exactly when every server had its first try (the same body).
+                        assert ready.status_code == (200 if ready.json()["status"] == "ok" else 503), ready.text
             tg.cancel_scope.cancel()
     finally:
         await stop(process)

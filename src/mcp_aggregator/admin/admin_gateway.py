@@ -107,6 +107,11 @@ class AdminGateway(Protocol):
     async def flush(self) -> None:
         """Wait until the write-behind of live status has reached the registry."""
 
+    def discovered_tool_count(self, name: str) -> int | None:
+        """How many tools server ``name`` serves as this process discovered them (the registry
+        is given them write-behind); None when it has not discovered them."""
+        ...
+
     async def register_server(self, config: ServerConfig, *, auto_connect: bool) -> ServerRecord: ...
 
     async def remove_server_by_id(self, server_id: str) -> None: ...

@@ -85,23 +85,27 @@ def server_public(
     *,
     scrub: Scrub = str,
     auth_status: AuthStatus = AuthStatus.NOT_REQUIRED,
+    tool_count: int | None = None,
 ) -> ServerPublic:
-    """The record, with status and error taken from the supervisor when this process runs one
-    (the registry receives them write-behind, so they can trail by a moment).
+    """The record, with what this process knows live taken from its supervisor (status, error,
+    failures, last health check) and ``tool_count`` (the tools it discovered; None: the
+    record's). The registry receives them write-behind and can trail by a moment, by a minute
+    in a start of thousands of tools: an answer never waits for those writes.
 
     Error texts can quote upstream output or URLs: ``scrub`` hides the servers' secrets.
     """
     error = supervisor.error_message if supervisor else record.error_message
+    checked = supervisor.last_health_check if supervisor else None
     return ServerPublic(
         id=record.id,
         name=record.name,
         status=supervisor.status if supervisor else record.status,
         transport_type=record.transport_type,
-        tool_count=record.tool_count,
+        tool_count=record.tool_count if tool_count is None else tool_count,
         registered_at=record.registered_at,
-        last_health_check=record.last_health_check,
+        last_health_check=checked or record.last_health_check,
         consecutive_failures=supervisor.consecutive_failures if supervisor else record.consecutive_failures,
-        response_time_ms=record.response_time_ms,
+        response_time_ms=supervisor.response_time_ms if supervisor and checked else record.response_time_ms,
         error_message=scrub(error) if error else None,
         auth_status=auth_status,
         tools=None if tools is None else [tool_public(tool) for tool in tools],
@@ -123,15 +127,16 @@ def server_detail(
     *,
     scrub: Scrub = str,
     auth_status: AuthStatus = AuthStatus.NOT_REQUIRED,
+    tool_count: int | None = None,
 ) -> ServerDetail:
-    public = server_public(record, supervisor, scrub=scrub, auth_status=auth_status)
+    public = server_public(record, supervisor, scrub=scrub, auth_status=auth_status, tool_count=tool_count)
     connection = supervisor.connection if supervisor else None
     last_error = (supervisor.last_error if supervisor else None) or record.last_error
     return ServerDetail(
         **public.model_dump(),
         description=record.description,
         health_check_url=redact_url(record.health_check_url) if record.health_check_url else None,
-        connected_at=record.connected_at,
+        connected_at=(supervisor.connected_at if supervisor else None) or record.connected_at,
         last_error=scrub(last_error) if last_error else None,
         connection_config=redact_connection_config(record.connection_config),
         source=record.source.value,
@@ -179,8 +184,10 @@ class ServerSample:
 
 
 async def collect_samples(gateway: AdminGateway) -> list[ServerSample]:
-    """Every registered server, with the live figures of this process's supervisor if any."""
-    await gateway.flush()
+    """Every registered server, with the live figures of this process's supervisor if any.
+
+    Read without waiting for the registry's write-behind: the figures it would bring are
+    taken live (see ``server_public``)."""
     samples = []
     for record in await gateway.registry.list_servers():
         supervisor = gateway.supervisors.get(record.name)

@@ -59,8 +59,11 @@ async def list_servers(
     status_filter: Annotated[ServerStatus | None, Query(alias="status")] = None,
     include_tools: bool = False,
 ) -> list[ServerPublic]:
-    """Every registered server, by name; ``status`` filters on the live status."""
-    await gateway.flush()
+    """Every registered server, by name; ``status`` filters on the live status.
+
+    Never waits for the registry's write-behind (a start of thousands of tools queues a
+    minute of it): what it would bring is taken live, and ``include_tools`` lists the tools
+    stored so far."""
     records = await gateway.registry.list_servers()
     tools: dict[str, list[ToolRecord]] = defaultdict(list)
     if include_tools:
@@ -73,6 +76,7 @@ async def list_servers(
             tools[r.id] if include_tools else None,
             scrub=gateway.scrub,
             auth_status=await gateway.credentials.status(r.id),
+            tool_count=gateway.discovered_tool_count(r.name),
         )
         for r in records
     ]
@@ -81,10 +85,16 @@ async def list_servers(
 
 @router.get("/{server_id}", responses=NOT_FOUND)
 async def get_server(gateway: GatewayDep, server_id: str) -> ServerDetail:
-    await gateway.flush()
+    """As one entry of the list, with more; never waits for the write-behind either."""
     record = await gateway.registry.get_server(server_id)
     auth_status = await gateway.credentials.status(record.id)
-    return server_detail(record, gateway.supervisors.get(record.name), scrub=gateway.scrub, auth_status=auth_status)
+    return server_detail(
+        record,
+        gateway.supervisors.get(record.name),
+        scrub=gateway.scrub,
+        auth_status=auth_status,
+        tool_count=gateway.discovered_tool_count(record.name),
+    )
 
 
 @router.delete("/{server_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fastapi import APIRouter
 
@@ -33,7 +34,7 @@ def aggregator_state(
         total_tools=tools.total,
         exposed_tools=exposed_tools,
         classified_tools=tools.classified,
-        unclassified_tools=tools.total - tools.classified,
+        unclassified_tools=max(0, tools.total - tools.classified),
         last_sync=tools.last_sync,
         indexing=None if indexing is None else IndexingPublic(embedded=indexing[0], total=indexing[1]),
     )
@@ -45,9 +46,19 @@ router = APIRouter(prefix="/api/v1/aggregator", tags=["state"])
 @router.get("/state")
 async def get_state(gateway: GatewayDep) -> StatePublic:
     """``connected_servers`` counts CONNECTED only; DEGRADED and CONNECTING are separate,
-    so the five counts add up to ``total_servers``."""
-    statuses = [sample.status for sample in await collect_samples(gateway)]
-    tools = await gateway.registry.tool_tally()
+    so the five counts add up to ``total_servers``.
+
+    ``total_tools`` adds up the servers' tool counts as the server list shows them (live where
+    this process discovered them); ``classified_tools`` and ``last_sync`` are the registry's,
+    which receives tools and classifications write-behind: in a large start they trail."""
+    samples = await collect_samples(gateway)
+    statuses = [sample.status for sample in samples]
+    tally = await gateway.registry.tool_tally()
+    total = 0
+    for sample in samples:
+        live = gateway.discovered_tool_count(sample.record.name)
+        total += sample.record.tool_count if live is None else live
+    tools = replace(tally, total=total)
     exposed = sum(
         len(sup.connection.tools)
         for sup in gateway.supervisors.values()

@@ -49,23 +49,33 @@ class ParamSchema:
 
     ``lenient`` is for schemas we do not own (upstream tools): an invalid schema then
     disables validation instead of raising, because refusing every call to a tool whose
-    author wrote ``"minimum": true`` helps nobody; the upstream still validates.
+    author wrote ``"minimum": true`` helps nobody; the upstream still validates. A lenient
+    schema is checked and compiled at its first validation, not here: checking costs about
+    2 ms a schema, and a catalogue of 10,000 tools made the facades rebuild block the event
+    loop for seconds at every change, for tools most of which are never called that way.
     """
 
-    __slots__ = ("_validator", "schema")
+    __slots__ = ("_compiled", "_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any], *, lenient: bool = False) -> None:
         self.schema = schema
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._validator: Validator | None = None
+        self._compiled = False
+        if not lenient:
+            self._compile(lenient=False)
+
+    def _compile(self, *, lenient: bool) -> Validator | None:
+        self._compiled = True
+        cls = validator_for(self.schema, default=jsonschema.Draft202012Validator)
         try:
-            cls.check_schema(dict(schema))
+            cls.check_schema(dict(self.schema))
         except SchemaError:
             if not lenient:
                 raise
             logger.info("param schema is invalid; calls go unvalidated")
-            self._validator: Validator | None = None
-        else:
-            self._validator = cls(dict(schema))
+            return None
+        self._validator = cls(dict(self.schema))
+        return self._validator
 
     @classmethod
     def of(cls, schema: Mapping[str, Any], *, lenient: bool = False) -> ParamSchema:
@@ -87,10 +97,11 @@ class ParamSchema:
 
     def issues(self, instance: Any, prefix: str = "params") -> list[ParamIssue]:
         """Every failure, sorted by field so the first one is deterministic."""
-        if self._validator is None:
+        validator = self._validator if self._compiled else self._compile(lenient=True)
+        if validator is None:
             return []
         try:
-            errors = list(self._validator.iter_errors(instance))
+            errors = list(validator.iter_errors(instance))
         except Unresolvable:
             # A $ref to somewhere we will not fetch: leave validation to the upstream.
             return []

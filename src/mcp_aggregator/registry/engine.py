@@ -51,6 +51,33 @@ def target_schema(url: str, pg_schema: str) -> str | None:
     return None if is_sqlite(url) else pg_schema
 
 
+def has_file(url: str) -> bool:
+    """Whether ``url`` names an SQLite database file (not a memory one) another engine can open."""
+    parsed = make_url(url)
+    database = parsed.database
+    return (
+        parsed.get_backend_name() == "sqlite"
+        and database not in (None, "", ":memory:")
+        and not str(database).startswith("file:")
+    )
+
+
+def create_reader(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
+    """An engine for reads beside ``create_engine``'s writer on the same SQLite file.
+
+    Its transactions begin deferred: in WAL mode a reader sees the last commit and never waits
+    for the writer, so an answer made of reads does not queue behind a write (the writer's
+    one connection holds a transaction of a thousand tools while a start stores them).
+    """
+    schema = target_schema(url, pg_schema)
+    engine = create_async_engine(
+        url, execution_options={"schema_translate_map": {SCHEMA: schema}}, pool_size=2, max_overflow=2
+    )
+    event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+    event.listen(engine.sync_engine, "begin", _sqlite_on_read_begin)
+    return engine
+
+
 def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     """An async engine whose ``mcp`` schema is translated to the target schema.
 
@@ -92,6 +119,10 @@ def _sqlite_on_connect(dbapi_connection: Any, connection_record: object) -> None
 
 def _sqlite_on_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _sqlite_on_read_begin(connection: Connection) -> None:
+    connection.exec_driver_sql("BEGIN")
 
 
 async def migrate_engine(engine: AsyncEngine, pg_schema: str = SCHEMA) -> None:

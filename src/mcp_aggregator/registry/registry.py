@@ -19,7 +19,7 @@ from mcp_aggregator.errors import RegistryError, ServerExistsError, ServerNotFou
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, transition
 from mcp_aggregator.registry.change_feed import ChangeKind, notify_change
 from mcp_aggregator.registry.config import RegistrySettings
-from mcp_aggregator.registry.engine import create_engine, is_sqlite, migrate_engine
+from mcp_aggregator.registry.engine import create_engine, create_reader, has_file, is_sqlite, migrate_engine
 from mcp_aggregator.registry.limits import Limits, check_server_limit
 from mcp_aggregator.registry.records import (
     ServerRecord,
@@ -71,6 +71,9 @@ class Registry:
         self._state = RegistryState.UNOPENED
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker[AsyncSession] | None = None
+        self._reader: AsyncEngine | None = None
+        self._reads: async_sessionmaker[AsyncSession] | None = None
+        """Reads on an SQLite file, beside the writer (``create_reader``); None: the writer's."""
 
     @property
     def limits(self) -> Limits:
@@ -101,6 +104,9 @@ class Registry:
             raise
         self._engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        if has_file(self._settings.database_url):
+            self._reader = create_reader(self._settings.database_url, self._settings.pg_schema)
+            self._reads = async_sessionmaker(self._reader, expire_on_commit=False)
         self._state = RegistryState.OPEN
         return self
 
@@ -108,10 +114,11 @@ class Registry:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._state = RegistryState.CLOSED
-        if self._engine is not None:
-            await self._engine.dispose()
-        self._engine = None
-        self._sessions = None
+        for engine in (self._reader, self._engine):
+            if engine is not None:
+                await engine.dispose()
+        self._engine = self._reader = None
+        self._sessions = self._reads = None
 
     @asynccontextmanager
     async def _transaction(self, *, structural: bool = False) -> AsyncIterator[AsyncSession]:
@@ -129,6 +136,17 @@ class Registry:
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """One transaction, for a part that keeps its own table here (``credentials/``)."""
         async with self._transaction() as session:
+            yield session
+
+    @asynccontextmanager
+    async def read_transaction(self) -> AsyncIterator[AsyncSession]:
+        """A transaction that only reads: it sees the last commit and never queues behind a
+        write in progress (on PostgreSQL any pooled connection does that; on an SQLite file a
+        reader beside the one writer). Write nothing in it."""
+        reads = self._reads or self._sessions
+        if reads is None:
+            raise RuntimeError(f"the Registry is {self._state.value}, not open")
+        async with reads.begin() as session:
             yield session
 
     # servers
@@ -207,12 +225,12 @@ class Registry:
 
     async def get_server(self, server_id: str) -> ServerRecord:
         """Raises: ServerNotFoundError."""
-        async with self._transaction() as session:
+        async with self.read_transaction() as session:
             return (await _server_row(session, server_id)).to_record()
 
     async def get_server_by_name(self, name: str) -> ServerRecord:
         """Raises: ServerNotFoundError."""
-        async with self._transaction() as session:
+        async with self.read_transaction() as session:
             row = await session.scalar(select(ExternalServerRow).where(ExternalServerRow.name == name))
             if row is None:
                 raise ServerNotFoundError(name)
@@ -223,7 +241,7 @@ class Registry:
         query = select(ExternalServerRow).order_by(ExternalServerRow.name)
         if status is not None:
             query = query.where(ExternalServerRow.status == status.value)
-        async with self._transaction() as session:
+        async with self.read_transaction() as session:
             return [row.to_record() for row in (await session.scalars(query)).all()]
 
     async def delete_server(self, server_id: str) -> None:
@@ -364,7 +382,7 @@ class Registry:
         query = select(ToolRow).order_by(ToolRow.name)
         if server_id is not None:
             query = query.where(ToolRow.source_server_id == server_id)
-        async with self._transaction() as session:
+        async with self.read_transaction() as session:
             return [row.to_record() for row in (await session.scalars(query)).all()]
 
     async def tool_tally(self) -> ToolTally:
@@ -375,7 +393,7 @@ class Registry:
             func.coalesce(func.sum(case((ToolRow.is_classified, 1), else_=0)), 0),
             func.max(ToolRow.updated_at),
         )
-        async with self._transaction() as session:
+        async with self.read_transaction() as session:
             total, classified, last = (await session.execute(query)).one()
         return ToolTally(int(total), int(classified), last)
 
@@ -416,7 +434,7 @@ class Registry:
         query = select(ToolPinRow).order_by(ToolPinRow.server_id, ToolPinRow.tool_name)
         if server_id is not None:
             query = query.where(ToolPinRow.server_id == server_id)
-        async with self._transaction() as session:
+        async with self.read_transaction() as session:
             return [row.to_record() for row in (await session.scalars(query)).all()]
 
     async def save_tool_pins(self, server_id: str, pins: Sequence[ToolPinRecord]) -> None:

@@ -1,4 +1,5 @@
-"""The HTTP face of the gateway: MCP at ``/mcp``, liveness at ``/healthz``, admin routes mounted.
+"""The HTTP face of the gateway: MCP at ``/mcp``, liveness at ``/healthz``, readiness at
+``/readyz``, admin routes mounted.
 
 Every request passes, in this order, before any handler runs:
 
@@ -146,6 +147,12 @@ def build_http_app(
         # 200 while starting too: the process is alive and answers; the body says how far it is.
         return JSONResponse(gateway_server.gateway.health())
 
+    async def readyz(_request: Request) -> JSONResponse:
+        # 503 until every server's first connection attempt resolved: a balancer that checks
+        # readiness sends clients only to a gateway whose catalogue is as whole as it gets.
+        health = gateway_server.gateway.health()
+        return JSONResponse(health, status_code=200 if health["status"] == "ok" else 503)
+
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         with quiet_hangups():
@@ -157,6 +164,7 @@ def build_http_app(
                 yield
 
     routes.append(Route("/healthz", endpoint=healthz, methods=["GET"]))
+    routes.append(Route("/readyz", endpoint=readyz, methods=["GET"]))
     oauth = serve.oauth
     if oauth is not None:
         metadata = protected_resource_endpoint(oauth.issuer, oauth.required_scopes)

@@ -375,8 +375,9 @@ class GatewayServer:
     ) -> types.ListToolsResult:
         self._remember(ctx)
         # A client usually lists tools once at start: give upstreams that are still
-        # connecting a bounded chance to appear, instead of answering with a partial list.
-        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        # connecting a bounded chance to appear, instead of answering with a partial list
+        # (none in a large start, where the whole list is a minute away: see list_wait_secs).
+        await self.gateway.wait_settled(self.gateway.list_wait_secs())
         result = types.ListToolsResult(tools=self.listing.visible(self.surface.list_tools(), self.identity(ctx)))
         return self._with_cache_hint(ctx, result)
 
@@ -469,14 +470,14 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         self._remember(ctx)
-        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        await self.gateway.wait_settled(self.gateway.list_wait_secs())
         return self._with_cache_hint(ctx, types.ListResourcesResult(resources=list(self.gateway.features.resources)))
 
     async def _list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         self._remember(ctx)
-        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        await self.gateway.wait_settled(self.gateway.list_wait_secs())
         templates = types.ListResourceTemplatesResult(resource_templates=list(self.gateway.features.templates))
         return self._with_cache_hint(ctx, templates)
 
@@ -534,7 +535,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         self._remember(ctx)
-        await self.gateway.wait_settled(self.gateway.settings.serve.list_wait_secs)
+        await self.gateway.wait_settled(self.gateway.list_wait_secs())
         return self._with_cache_hint(ctx, types.ListPromptsResult(prompts=list(self.gateway.features.prompts)))
 
     async def _get_prompt(

@@ -259,6 +259,9 @@ class ProfileGateway:
     async def wait_settled(self, timeout_secs: float) -> None:
         await self.base.wait_settled(timeout_secs)
 
+    def list_wait_secs(self) -> float:
+        return self.base.list_wait_secs()
+
     async def most_called(self, profile: str, limit: int) -> list[str]:
         return await self.base.most_called(profile, limit)
 

@@ -77,6 +77,11 @@ class ServeGateway(Protocol):
 
     async def wait_settled(self, timeout_secs: float) -> None: ...
 
+    def list_wait_secs(self) -> float:
+        """How long a listing waits for servers still making their first connection (see
+        ``Gateway.list_wait_secs``)."""
+        ...
+
     def health(self) -> dict[str, Any]:
         """The ``/healthz`` body (see ``Gateway.health``)."""
         ...

@@ -186,7 +186,7 @@ def _recv(conn: Connection, size: int, deadline: float, clock: Callable[[], floa
 def answer(target: str) -> bytes:
     """The whole HTTP response to a request for ``target`` while the gateway loads."""
     path = target.split("?", 1)[0]
-    body = HEALTH_WHILE_LOADING if path == "/healthz" else STARTING_ERROR
+    body = HEALTH_WHILE_LOADING if path in ("/healthz", "/readyz") else STARTING_ERROR
     payload = json.dumps(body).encode()
     head = (
         "HTTP/1.1 503 Service Unavailable\r\n"

@@ -65,7 +65,7 @@ class SessionLedger:
         self._clock = clock
 
     async def keys(self) -> list[SealingKey]:
-        async with self._registry.transaction() as session:
+        async with self._registry.read_transaction() as session:
             rows = (await session.scalars(select(SessionKeyRow))).all()
         return [SealingKey(row.key_id, base64.urlsafe_b64decode(row.secret), row.created_at) for row in rows]
 
@@ -81,7 +81,7 @@ class SessionLedger:
             await session.execute(query)
 
     async def state(self, session_id: str) -> SessionState:
-        async with self._registry.transaction() as session:
+        async with self._registry.read_transaction() as session:
             row = await session.get(SessionRow, session_digest(session_id))
         if row is None:
             return SessionState()

@@ -19,7 +19,7 @@ import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -97,6 +97,7 @@ class ServerSupervisor:
         auth: UpstreamBearer | None = None,
         connect_limit: anyio.CapacityLimiter | None = None,
         sandbox: SandboxSite | None = None,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.config = config
         self._connect_limit = connect_limit if connect_limit is not None else anyio.CapacityLimiter(math.inf)
@@ -129,6 +130,9 @@ class ServerSupervisor:
         self.calls = 0
         self.call_errors = 0
         self.last_health_check: datetime | None = None
+        self.connected_at: datetime | None = None
+        """When its current (or last) session was made: the registry's copy trails by the write-behind."""
+        self._wall_clock = wall_clock
         self.response_time_ms: float | None = None
         self.last_error: str | None = None
         self._env = env
@@ -145,7 +149,9 @@ class ServerSupervisor:
         self._finished = anyio.Event()
 
     def _move(self, event: ServerEvent, error: str | None = None, *, persist: bool = True) -> None:
-        self.status = transition(self.status, event)
+        previous, self.status = self.status, transition(self.status, event)
+        if previous is ServerStatus.CONNECTING and self.status is ServerStatus.CONNECTED:
+            self.connected_at = self._wall_clock()
         if self.status is not self.history[-1]:
             self.history.append(self.status)
         self.error_message = error

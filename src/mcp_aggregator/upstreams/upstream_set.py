@@ -84,6 +84,7 @@ class UpstreamSet:
         self._on_change = on_change
         self._on_activity = on_activity
         self._settled: dict[str, anyio.Event] = {}
+        self._crowded = False
         self._tg: TaskGroup | None = None
 
     def bind(self, tg: TaskGroup) -> None:
@@ -115,6 +116,7 @@ class UpstreamSet:
         await self._tg.start(supervisor.run)
         if connect:
             supervisor.request_connect()
+            self._crowded = self._crowded or self.unsettled > self._connect_limit.total_tokens
         else:
             self._settled[config.name].set()
         return supervisor
@@ -124,6 +126,7 @@ class UpstreamSet:
             return
         if sup.status in (ServerStatus.CONNECTED, ServerStatus.ERROR):
             self._settled[sup.name].set()
+            self._crowded = self._crowded and not self.settled()
         self._on_change(sup, event, persist)
 
     async def remove(self, name: str, *, drain_timeout: float) -> None:
@@ -255,6 +258,13 @@ class UpstreamSet:
     def unsettled(self) -> int:
         """Servers whose first connection attempt has not resolved yet."""
         return sum(1 for event in self._settled.values() if not event.is_set())
+
+    @property
+    def crowded(self) -> bool:
+        """Whether the first connections being made began as more than are made at once (a
+        large start, or many servers registered together), until every one of them resolved:
+        the tail of such a start is as far from whole for a client as its queue was."""
+        return self._crowded
 
     @property
     def queued_connects(self) -> int:
