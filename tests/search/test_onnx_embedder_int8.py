@@ -146,7 +146,7 @@ def test_auto_where_the_variants_are_accepted_runs_one_of_them_and_remembers(tmp
         threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=-1.0, min_variant_speedup=0.0
     )
     assert embedder.variant in ("int8", "uint8")
-    assert embedder.model_id == DERIVED_MODEL_IDS[embedder.variant]  # type: ignore[index]
+    assert embedder.model_id == DERIVED_MODEL_IDS[embedder.variant]
     assert embedder.model_path.parent == tmp_path
     again = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=REJECT_ALL)
     assert again.variant == embedder.variant
