@@ -27,8 +27,29 @@ def rss_mb() -> float:
     return 0.0
 
 
+def mappings_mb() -> list[tuple[str, float]]:
+    """RSS by what is mapped, largest first: ``[heap]``, anonymous memory, and each file,
+    the shared libraries of one installed package counted together."""
+    groups: dict[str, int] = {}
+    name = "[anon]"
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                parts = line.split(None, 5)
+                name = parts[5].strip() if len(parts) > 5 else "[anon]"
+                if "site-packages/" in name:
+                    name = "site-packages/" + name.split("site-packages/", 1)[1].split("/", 1)[0]
+                elif name.startswith("/"):
+                    name = name.rsplit("/", 1)[1]
+            elif line.startswith("Rss:"):
+                groups[name] = groups.get(name, 0) + int(line.split()[1])
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1])
+    return [(k, round(v / 1024, 1)) for k, v in ranked if v >= 512]
+
+
 def _snapshot(label: str, out: Path) -> None:
     entry: dict[str, object] = {"label": label, "rss_mb": round(rss_mb(), 1), "at": time.monotonic()}
+    entry["mappings"] = mappings_mb()
     if tracemalloc.is_tracing():
         snap = tracemalloc.take_snapshot()
         stats = snap.statistics("filename")

@@ -159,6 +159,11 @@ def print_table(results: list[tuple[str, dict[str, Any]]]) -> None:
         print(f"| {phase} | " + " | ".join(cells) + " |")
     for label, run in results:
         whole = run["phases"].get("whole", {})
+        if "mappings" in whole:
+            print(f"\n{label}: RSS by mapping once whole, MB (at the imports -> once whole)")
+            at_imports = dict(run["phases"]["imports"].get("mappings", []))
+            for name, mb in whole["mappings"][:20]:
+                print(f"  {at_imports.get(name, 0.0):7.1f} -> {mb:7.1f}  {name}")
         if "files" in whole:
             print(f"\n{label}: largest Python heap files once whole (MB)")
             for name, mb in whole["files"][:25]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
+import sys
+from pathlib import Path
 
-from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached
+import numpy as np
+import pytest
+
+from mcp_aggregator.search.embedding_cache import EmbeddingCache, embed_cached, text_digest
 from tests.search.conftest import FakeEmbedder
 
 
@@ -19,4 +23,22 @@ def test_each_distinct_text_is_embedded_once_in_batches_of_similar_length() -> N
     again, embedded_again = embed_cached(embedder, cache, texts[::-1], batch_size=2)
     assert embedded_again == 0
     assert np.array_equal(again, vectors[::-1])
+    cache.close()
+
+
+def _mapped(path: Path) -> bool:
+    return any(line.endswith(f" {path}") for line in Path("/proc/self/maps").read_text().splitlines())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/maps")
+def test_a_whole_catalogue_read_leaves_no_page_of_the_cache_file_mapped(tmp_path: Path) -> None:
+    path = tmp_path / "embeddings.db"
+    cache = EmbeddingCache(path)
+    rng = np.random.default_rng(0)
+    items = [(text_digest(f"text {i}"), rng.standard_normal(8).astype(np.float32)) for i in range(3000)]
+    cache.put_many("model", items)
+    found = cache.get_many("model", [digest for digest, _ in items], 8)
+    assert len(found) == len(items)
+    assert np.array_equal(found[items[7][0]], items[7][1])
+    assert not _mapped(path)
     cache.close()

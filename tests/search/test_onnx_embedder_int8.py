@@ -93,19 +93,35 @@ def test_a_second_start_reuses_the_cached_file(int8: OnnxMiniLmEmbedder, cache_d
     np.testing.assert_array_equal(again.embed(TEXTS), int8.embed(TEXTS))
 
 
-def test_a_corrupt_cached_file_is_derived_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("damaged", ["graph", "weights"])
+def test_a_corrupt_cached_file_is_derived_again(damaged: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     first = OnnxMiniLmEmbedder(threads=1, variant="int8", derived_cache_dirs=[tmp_path])
     expected = first.embed(TEXTS)
     # Only ever damage a file of this test's own directory.
     assert first.model_path.parent == tmp_path
-    with first.model_path.open("r+b") as fh:
+    weights = onnx_quantize.weights_file(first.model_path)
+    sizes = first.model_path.stat().st_size, weights.stat().st_size
+    with (first.model_path if damaged == "graph" else weights).open("r+b") as fh:
         fh.truncate(1000)
     second = OnnxMiniLmEmbedder(threads=1, variant="int8", derived_cache_dirs=[tmp_path])
     assert second.model_id == DERIVED_MODEL_IDS["int8"]
-    assert second.model_path.stat().st_size > 1_000_000
+    assert (second.model_path.stat().st_size, weights.stat().st_size) == sizes
+    assert weights.stat().st_size > 20_000_000
     np.testing.assert_array_equal(second.embed(TEXTS), expected)
+
+
+def test_a_derived_variant_keeps_its_weights_in_a_file_of_their_own_beside_the_graph(
+    int8: OnnxMiniLmEmbedder, cache_dir: Path
+) -> None:
+    # onnxruntime maps such a file rather than copying it: pages no text touches stay unread.
+    weights = onnx_quantize.weights_file(int8.model_path)
+    assert weights.parent == cache_dir
+    assert weights.stat().st_size > 20_000_000 > 1_000_000 > int8.model_path.stat().st_size
+    meta = json.loads(int8.model_path.with_suffix(".json").read_text())
+    assert meta["weights_sha256"] == file_sha256(weights)
+    assert not [p for p in cache_dir.iterdir() if p.name.startswith(".")]  # no work folder left
 
 
 def test_auto_where_every_variant_is_rejected_runs_the_packaged_model_and_remembers(tmp_path: Path) -> None:
@@ -130,7 +146,7 @@ def test_auto_where_the_variants_are_accepted_runs_one_of_them_and_remembers(tmp
         threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=-1.0, min_variant_speedup=0.0
     )
     assert embedder.variant in ("int8", "uint8")
-    assert embedder.model_id == DERIVED_MODEL_IDS[embedder.variant]  # type: ignore[index]
+    assert embedder.model_id == DERIVED_MODEL_IDS[embedder.variant]
     assert embedder.model_path.parent == tmp_path
     again = OnnxMiniLmEmbedder(threads=1, derived_cache_dirs=[tmp_path], min_variant_cosine=REJECT_ALL)
     assert again.variant == embedder.variant

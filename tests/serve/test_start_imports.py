@@ -27,6 +27,9 @@ LATER = {
     "alembic": "a registry whose schema is behind the newest migration",
     "mako": "a registry whose schema is behind the newest migration (Alembic's templates)",
     "asyncpg": "a PostgreSQL registry",
+    "pydantic_monty": "code mode's first script",
+    "limits": "serve.rate_limit",
+    "jwt": "serve.oauth (JWT clients)",
 }
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_aggregator.code_mode.code_sandbox import CodeSandbox, ToolCall
+from mcp_aggregator.code_mode.code_sandbox import CodeSandbox
 from mcp_aggregator.code_mode.config import DEFAULT_MODULES
+from mcp_aggregator.code_mode.script_outcome import ToolCall
 from mcp_aggregator.code_mode.script_values import dumps, tool_error_text, tool_value
 from mcp_aggregator.errors import AggregatorError, PolicyError, RoutingError
 from mcp_aggregator.relay import Caller, CallPipeline

@@ -1,14 +1,15 @@
-"""What a script came to, as the model reads it back; and the sandbox's errors made readable."""
+"""What a script came to, as the model reads it back, and what a script may call."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from pydantic_monty import MontyCrashedError, MontyError, MontyRuntimeError, MontySyntaxError
-
-from mcp_aggregator.code_mode.config import CodeLimits
+CALL_TOOL: Final = "call_tool"
+ToolCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
+"""``(name, arguments) -> value`` for the script; raises a builtin exception the script may catch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,35 +54,3 @@ def unawaited(value: Any) -> bool:
     """Whether a script's value is (or lists) a ``call_tool(...)`` it forgot to await."""
     items = value if isinstance(value, list | tuple) else [value]
     return any(isinstance(item, str) and _UNAWAITED.fullmatch(item) for item in items)
-
-
-def describe(exc: MontyError, limits: CodeLimits) -> tuple[str, int | None]:
-    """``(message, line)`` for an error the sandbox raised, naming the limit that stopped
-    the script when one did. The line is the innermost frame of the script's traceback."""
-    if isinstance(exc, MontyCrashedError):
-        return f"the sandbox worker stopped ({exc}); it has been replaced, run the script again", None
-    line = None
-    if isinstance(exc, MontySyntaxError | MontyRuntimeError):
-        frames = exc.traceback()
-        if frames:
-            line = frames[-1].line
-        message = exc.display("type-msg")
-    else:
-        message = str(exc)
-    return message + _limit_hint(message, limits), line
-
-
-def _limit_hint(message: str, limits: CodeLimits) -> str:
-    if message.startswith("TimeoutError: feed time limit"):
-        return f" (code_mode.limits.cpu_secs = {limits.cpu_secs:g})"
-    if message.startswith("MemoryError: memory limit exceeded"):
-        if message.endswith(f"> {limits.output_bytes} bytes"):
-            return f" (printed output over code_mode.limits.output_bytes = {limits.output_bytes})"
-        return f" (code_mode.limits.memory_bytes = {limits.memory_bytes})"
-    if message.startswith("RecursionError"):
-        return f" (code_mode.limits.recursion_depth = {limits.recursion_depth})"
-    if message.startswith("TypeError: 'coroutine' object"):
-        return " (call_tool must be awaited: `await call_tool(name, {...})`)"
-    if message.startswith("RuntimeError: suspension limit"):
-        return f" (too many calls and waits; code_mode.limits.tool_calls = {limits.tool_calls})"
-    return ""

@@ -18,8 +18,11 @@ scale (onnxruntime's ``reduce_range``: the fast u8s8 kernels, whose pair sums ca
 saturate at 7 bits, for one bit of weight precision).
 
 The rewrite is deterministic, needs no network, and its result is cached under a name that
-carries the source sha256 and the variant tag; a sidecar records the file's own sha256 so a
-truncated or edited file is derived again instead of loaded.
+carries the source sha256 and the variant tag; a sidecar records the files' own sha256 so a
+truncated or edited file is derived again instead of loaded. The weights are written to a
+file of their own beside the graph (ONNX external data, ``<name>.data``): onnxruntime maps
+such a file instead of copying it into its heap, so the pages of the word-embedding table
+that no text's tokens touch are never read (11 MB less RSS for a start over a few servers).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -43,9 +47,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WeightEncoding = Literal["int8", "uint8", "int7"]
-WEIGHT_ENCODINGS: dict[WeightEncoding, str] = {"int8": "dqmm-v2", "uint8": "dqmm-u8-v2", "int7": "dqmm-r7-v2"}
+WEIGHT_ENCODINGS: dict[WeightEncoding, str] = {"int8": "dqmm-v3", "uint8": "dqmm-u8-v3", "int7": "dqmm-r7-v3"}
 """Weight encoding -> variant tag; a tag changes whenever its rewrite changes, so an old
-cached file is never reused."""
+cached file is never reused (v3: the weights in a file of their own)."""
 VECTOR_IDS: dict[WeightEncoding, str] = {"int8": "dqmm-v1", "uint8": "dqmm-u8-v1", "int7": "dqmm-r7-v1"}
 """Weight encoding -> the embedding cache's tag of its vectors. It changes only when a
 rewrite changes the vectors: v2 (tables gathered before they are dequantised) computes the
@@ -97,7 +101,8 @@ def quantize_matmuls(
     keep_float_down_projections: int = KEEP_FLOAT_DOWN_PROJECTIONS,
 ) -> int:
     """Writes ``source`` with its int8-stored MatMul weights run as DynamicQuantizeMatMul,
-    the weights encoded as ``weights`` says.
+    the weights encoded as ``weights`` says, to ``dest`` and its weights to
+    ``weights_file(dest)`` (which ``dest`` names, so the two stay side by side).
 
     Returns how many MatMuls were rewritten. Raises ``DerivationError`` when the ``onnx``
     package is missing or the graph has no such MatMul.
@@ -211,8 +216,13 @@ def quantize_matmuls(
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     props = {"mcp_aggregator.variant": WEIGHT_ENCODINGS[weights], "mcp_aggregator.source_sha256": _sha256(source)}
     helper.set_model_props(model, props)
-    onnx.save(model, str(dest))
+    onnx.save(model, str(dest), save_as_external_data=True, location=weights_file(dest).name, size_threshold=1024)
     return len(replaced)
+
+
+def weights_file(model: Path) -> Path:
+    """Where the derived graph ``model`` keeps its weights."""
+    return model.with_suffix(".data")
 
 
 def dequantize_after_gather(graph: onnx.GraphProto) -> int:
@@ -293,7 +303,12 @@ def derived_model(
             continue
         model, sidecar = directory / f"{stem}.onnx", directory / f"{stem}.json"
         meta = _read_sidecar(sidecar, source_sha256, tag)
-        if meta.get("sha256") and _matches(model, str(meta["sha256"])):
+        if (
+            meta.get("sha256")
+            and meta.get("weights_sha256")
+            and _matches(model, str(meta["sha256"]))
+            and _matches(weights_file(model), str(meta["weights_sha256"]))
+        ):
             return model
         try:
             _derive_into(source, source_sha256, weights, model, sidecar, check)
@@ -371,16 +386,18 @@ def _derive_into(
     check: Callable[[Path], None],
 ) -> None:
     model.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".tmp", dir=model.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    # Derived under the final names (the graph names its weights file) in a folder of its
+    # own, then moved beside the cache's files: weights first, so a graph is never published
+    # before the weights it reads.
+    work = Path(tempfile.mkdtemp(prefix=f".{model.name}.", suffix=".tmp", dir=model.parent))
     try:
+        tmp = work / model.name
         rewritten = quantize_matmuls(source, tmp, weights=weights)
         check(tmp)
-        digest = _sha256(tmp)
+        fields: dict[str, object] = {"sha256": _sha256(tmp), "weights_sha256": _sha256(weights_file(tmp))}
+        os.replace(weights_file(tmp), weights_file(model))
         os.replace(tmp, model)
-        _write_sidecar(sidecar, {"sha256": digest}, source_sha256, WEIGHT_ENCODINGS[weights])
+        _write_sidecar(sidecar, fields, source_sha256, WEIGHT_ENCODINGS[weights])
         log.info("derived %s embedding model %s (%d MatMuls on int8 kernels)", weights, model, rewritten)
     finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        shutil.rmtree(work, ignore_errors=True)

@@ -39,10 +39,8 @@ from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.serve.field_values import FieldValues
 from mcp_aggregator.serve.handshake_http import HandshakeSessions, quiet_hangups
 from mcp_aggregator.serve.host_guard import HostOriginGuard, HostPolicy
-from mcp_aggregator.serve.jwt_verifier import JwtVerifier
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.profile_gateway import profile_of
-from mcp_aggregator.serve.rate_limit import RateLimit
 from mcp_aggregator.serve.request_ids import RequestIds
 from mcp_aggregator.sessions import SealedSessionManager, SessionBook
 from mcp_aggregator.sessions.sdk_session_manager import SdkSessionManager
@@ -71,6 +69,10 @@ def security_middleware(serve: ServeSettings, *, host: str | None = None) -> lis
 
     middleware = [Middleware(RequestIds), Middleware(FieldValues), Middleware(HostOriginGuard, policy=policy)]
     if serve.rate_limit is not None:
+        # Imported when configured, like the JWT verifier below: `limits` (with wrapt) and
+        # PyJWT cost every start ~3 MB that only these settings use.
+        from mcp_aggregator.serve.rate_limit import RateLimit
+
         middleware.append(Middleware(RateLimit, settings=serve.rate_limit))
     middleware.append(Middleware(BodyLimit, limit_for=limit_for))
     return middleware
@@ -105,6 +107,11 @@ def build_http_app(
     if clients is None:
         clients = ClientBook(settings.clients, serve.mcp_tokens, env=os.environ)
     endpoints = {DEFAULT_PROFILE: gateway_server, **(profiles or {})}
+    verifier = None
+    if serve.oauth is not None:
+        from mcp_aggregator.serve.jwt_verifier import JwtVerifier  # PyJWT: see security_middleware
+
+        verifier = JwtVerifier(serve.oauth)
     managers = []
     routes: list[BaseRoute] = []
     fast_by_path: dict[str, FastCalls] = {}
@@ -137,7 +144,7 @@ def build_http_app(
         endpoint = McpClientAuth(
             FastPath(StreamableHTTPASGIApp(manager), fast, handshakes),
             book=clients,
-            verifier=JwtVerifier(serve.oauth) if serve.oauth is not None else None,
+            verifier=verifier,
             required_scopes=serve.oauth.required_scopes if serve.oauth is not None else (),
             profile=name,
         )
