@@ -113,6 +113,7 @@ async def conformance() -> AsyncIterator[Gateways]:
         held(settled(conformance_upstream(), fast_path=True)) as fast,
         held(settled(conformance_upstream(), fast_path=False)) as full,
     ):
+        assert fast.connection("conformance").modern and full.connection("conformance").modern, "sharing needs it"
         yield {True: fast, False: full}
 
 
