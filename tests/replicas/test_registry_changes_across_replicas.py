@@ -1,40 +1,19 @@
-"""Two real gateway processes on one PostgreSQL: a change made through one reaches the other.
-
-The tests that leave both replicas running share one pair (a replica's start costs a gateway
-process and its upstreams, several seconds of CPU); each registers servers of its own names and
-asserts only of those. A test that kills a replica or starts another has a cluster of its own.
-"""
+"""Two real gateway processes on one PostgreSQL: a change made through one reaches the other."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
-import pytest_asyncio
 from mcp import Client
 
 from tests.conftest import REPO
-from tests.held import held
-from tests.replicas.cluster import (
-    SERVERS,
-    Replica,
-    admin,
-    call_text,
-    drop_schema,
-    fixture_upstream,
-    fresh_schema,
-    poll,
-    replicas,
-    tool_names,
-)
+from tests.replicas.cluster import SERVERS, admin, call_text, fixture_upstream, poll, replicas, tool_names
 
-pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
-"""The module's tests share one event loop, so that they can share a pair of replicas."""
+pytestmark = pytest.mark.postgres
 
 DEADLINE = 20.0
 """Generous for a loaded 2-core machine; the propagation time itself is measured in bench/."""
@@ -57,23 +36,10 @@ async def _status_on(http: httpx.AsyncClient, server_id: str, status: str) -> bo
     return True if response.status_code == 200 and response.json()["status"] == status else None
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[list[Replica]]:
-    """Replicas ``a`` and ``b`` on a schema of the module's own, dropped afterwards."""
-    schema = await fresh_schema()
-    try:
-        async with held(replicas(tmp_path_factory.mktemp("pair"), schema, ["a", "b"])) as started:
-            yield started
-    finally:
-        with anyio.CancelScope(shield=True):
-            await drop_schema(schema)
-
-
 async def test_register_disconnect_connect_remove_through_one_replica_take_effect_on_the_other(
-    pair: list[Replica],
+    tmp_path: Path, pg_schema: str
 ) -> None:
-    a, b = pair
-    async with admin(a.base) as http_a, admin(b.base) as http_b:
+    async with replicas(tmp_path, pg_schema, ["a", "b"]) as (a, b), admin(a.base) as http_a, admin(b.base) as http_b:
         response = await http_a.post(SERVERS, json=fixture_upstream("alpha"))
         assert response.status_code == 201, response.text
         server_id = response.json()["id"]
@@ -151,9 +117,8 @@ def rug_upstream() -> dict[str, Any]:
     }
 
 
-async def test_a_pin_approved_through_one_replica_takes_effect_on_the_other(pair: list[Replica]) -> None:
-    a, b = pair
-    async with admin(a.base) as http_a:
+async def test_a_pin_approved_through_one_replica_takes_effect_on_the_other(tmp_path: Path, pg_schema: str) -> None:
+    async with replicas(tmp_path, pg_schema, ["a", "b"]) as (a, b), admin(a.base) as http_a:
         response = await http_a.post(SERVERS, json=rug_upstream())
         assert response.status_code == 201, response.text
         rug_id = response.json()["id"]
