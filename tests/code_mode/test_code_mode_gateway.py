@@ -1,16 +1,21 @@
 """Code mode through a real gateway and real upstreams: what clients see, scripts that chain,
-branch, loop and catch, refusals as outside a script, and hostile scripts beside a calm client."""
+branch, loop and catch, refusals as outside a script, and hostile scripts beside a calm client.
+
+The tests that change nothing share one code-mode gateway over ``alpha`` (a gateway start costs a
+stdio upstream process and over a second of CPU); each connects a client of its own."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 
 from mcp_aggregator.aggregate import QUERY_TOOL_NAME
@@ -21,6 +26,7 @@ from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.identity import ClientIdentity
 from mcp_aggregator.relay import Caller, Invocation
 from mcp_aggregator.relay.pipeline import Next
+from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.settings import ServerConfig, Transport
 from tests.conftest import (
     REPO,
@@ -32,13 +38,28 @@ from tests.conftest import (
     stdio_fixture,
     writes,
 )
+from tests.held import held
 from tests.serve.http_face import face_settings, http_face
 
 SETTLE = 30.0
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateway."""
+
 
 def code_settings(*servers: ServerConfig, **sections: Any) -> Any:
     return settings_for(*servers, exposure="code", sections=sections or None)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha() -> AsyncIterator[tuple[Gateway, GatewayServer]]:
+    """A code-mode gateway over the ``alpha`` fixture upstream, with its MCP server."""
+    async with held(serving_gateway(code_settings(stdio_fixture("alpha")))) as both:
+        yield both
+
+
+def client_of(alpha: tuple[Gateway, GatewayServer]) -> Client:
+    return Client(alpha[1].server, mode="auto", cache=None)
 
 
 def envelope(result: types.CallToolResult) -> dict[str, Any]:
@@ -73,8 +94,8 @@ async def tools_cmd(client: Client, cmd: str, **params: Any) -> Any:
     return answer["data"]
 
 
-async def test_code_mode_lists_the_contract_tool_tools_and_run_code() -> None:
-    async with running_gateway(code_settings(stdio_fixture("alpha"))) as (_gateway, client):
+async def test_code_mode_lists_the_contract_tool_tools_and_run_code(alpha: tuple[Gateway, GatewayServer]) -> None:
+    async with client_of(alpha) as client:
         listed = (await client.list_tools()).tools
         assert [tool.name for tool in listed] == [QUERY_TOOL_NAME, "tools", "run_code"]
         contract, tools, run_code_def = listed
@@ -88,8 +109,9 @@ async def test_code_mode_lists_the_contract_tool_tools_and_run_code() -> None:
         assert not refused["ok"]
 
 
-async def test_tools_gives_python_signatures_with_the_result_shape() -> None:
-    async with running_gateway(code_settings(stdio_fixture("alpha"))) as (gateway, client):
+async def test_tools_gives_python_signatures_with_the_result_shape(alpha: tuple[Gateway, GatewayServer]) -> None:
+    gateway = alpha[0]
+    async with client_of(alpha) as client:
         await gateway.wait_until(gateway.index_ready, timeout_secs=SETTLE)
         hits = await tools_cmd(client, "search", query="add two integers")
         add = next(hit for hit in hits if hit.startswith("alpha.add("))
@@ -110,8 +132,10 @@ async def test_tools_gives_python_signatures_with_the_result_shape() -> None:
     ]
 
 
-async def test_get_of_a_list_names_the_tool_it_cannot_find_and_refuses_a_bad_list() -> None:
-    async with running_gateway(code_settings(stdio_fixture("alpha"))) as (_gateway, client):
+async def test_get_of_a_list_names_the_tool_it_cannot_find_and_refuses_a_bad_list(
+    alpha: tuple[Gateway, GatewayServer],
+) -> None:
+    async with client_of(alpha) as client:
         both = {"cmd": "get", "params": {"name": ["alpha.add", "alpha.nope"]}}
         missing = envelope(await client.call_tool("tools", both))
         empty = envelope(await client.call_tool("tools", {"cmd": "get", "params": {"name": []}}))
@@ -178,9 +202,9 @@ nodes = found if isinstance(found, dict) else json.loads(found)
     assert year.isdigit()
 
 
-async def test_an_unknown_tool_fails_inside_the_script_as_it_does_outside() -> None:
+async def test_an_unknown_tool_fails_inside_the_script_as_it_does_outside(alpha: tuple[Gateway, GatewayServer]) -> None:
     code = "try:\n    await call_tool('alpha.nope', {})\nexcept LookupError as e:\n    r = str(e)\nr"
-    async with running_gateway(code_settings(stdio_fixture("alpha"))) as (_gateway, client):
+    async with client_of(alpha) as client:
         answer = await script(client, code)
         outside = envelope(await client.call_tool("tools", {"cmd": "get", "params": {"name": "alpha.nope"}}))
     assert answer["result"] == "Tool not found: alpha.nope"

@@ -1,7 +1,11 @@
 """2025-11-25 tasks of a real upstream (npm ``server-everything``'s ``simulate-research-query``,
 ``taskSupport: required``) relayed through the gateway's ``/mcp`` over real HTTP, to a real SDK
 client at the handshake era: the capability, the task, its status, its result, cancel, and
-the errors a client sees for an id the gateway never gave."""
+the errors a client sees for an id the gateway never gave.
+
+Each test has a client of its own, but the tests that need no settings of their own share one
+gateway per face (the upstream's start and the gateway's cost about two seconds of CPU each);
+what they assert of the upstream's tasks and the audit holds whatever the other tests did."""
 
 from __future__ import annotations
 
@@ -13,29 +17,53 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.audit import AuditQuery, Outcome
-from mcp_aggregator.errors import TaskNotFoundError
-from mcp_aggregator.relay.task_relay import client_task_id, owner_of, with_client_ids
-from tests.conftest import npm_server, running_gateway, settings_for, stdio_gateway
-from tests.serve.http_face import face_settings, http_face
+from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.relay.task_relay import owner_of
+from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.settings import ServerConfig
+from tests.conftest import npm_server, running_gateway, serving_gateway, settings_for, stdio_gateway
+from tests.held import held
+from tests.serve.http_face import Face, face_settings, http_face
 
 TOOL = "everything__simulate-research-query"
 DEADLINE = 30
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateways."""
+
+
+def everything() -> ServerConfig:
+    return npm_server("everything", "mcp-server-everything", "stdio")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def face(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Face]:
+    """The gateway's HTTP face over ``server-everything``, once the upstream has connected."""
+    settings = face_settings(tmp_path_factory.mktemp("face"), everything())
+    async with held(http_face(settings)) as face:
+        await face.gateway.wait_settled(DEADLINE)
+        yield face
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def served() -> AsyncIterator[tuple[Gateway, GatewayServer]]:
+    """The gateway over ``server-everything`` with its MCP server, for in-process clients."""
+    async with held(serving_gateway(settings_for(everything()))) as both:
+        yield both
+
 
 @asynccontextmanager
-async def task_client(tmp_path: Path, **client_kwargs: Any) -> AsyncIterator[Client]:
-    settings = face_settings(tmp_path, npm_server("everything", "mcp-server-everything", "stdio"))
-    async with http_face(settings) as face:
-        # The capability is declared at initialize: only once the upstream has connected.
-        await face.gateway.wait_settled(DEADLINE)
-        assert face.gateway.servers_with("tasks") == ["everything"]
-        async with Client(face.mcp_url, mode="legacy", cache=None, **client_kwargs) as client:
-            yield client
+async def task_client(face: Face, **client_kwargs: Any) -> AsyncIterator[Client]:
+    # The capability is declared at initialize: only once the upstream has connected.
+    assert face.gateway.servers_with("tasks") == ["everything"]
+    async with Client(face.mcp_url, mode="legacy", cache=None, **client_kwargs) as client:
+        yield client
 
 
 async def raw(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -52,8 +80,8 @@ async def start_task(client: Client) -> types.CreateTaskResult:
     return types.CreateTaskResult.model_validate(answer)
 
 
-async def test_a_task_augmented_call_returns_a_task_whose_status_and_result_come_through(tmp_path: Path) -> None:
-    async with task_client(tmp_path) as client:
+async def test_a_task_augmented_call_returns_a_task_whose_status_and_result_come_through(face: Face) -> None:
+    async with task_client(face) as client:
         tasks = client.server_capabilities.tasks
         assert tasks is not None and tasks.requests is not None and tasks.requests.tools is not None
         assert tasks.requests.tools.call is not None
@@ -82,14 +110,14 @@ async def test_a_task_augmented_call_returns_a_task_whose_status_and_result_come
         assert done.status == "completed"
 
 
-async def test_a_task_that_asks_for_input_reaches_the_client_during_tasks_result(tmp_path: Path) -> None:
+async def test_a_task_that_asks_for_input_reaches_the_client_during_tasks_result(face: Face) -> None:
     asked: list[str] = []
 
     async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"interpretation": "clarified-by-client"})
 
-    async with task_client(tmp_path, elicitation_callback=elicit) as client:
+    async with task_client(face, elicitation_callback=elicit) as client:
         answer = await raw(
             client, "tools/call", {"name": TOOL, "arguments": {"topic": "gateways", "ambiguous": True}, "task": {}}
         )
@@ -100,8 +128,8 @@ async def test_a_task_that_asks_for_input_reaches_the_client_during_tasks_result
         assert "clarified-by-client" in result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_a_task_is_cancelled_through_the_gateway(tmp_path: Path) -> None:
-    async with task_client(tmp_path) as client:
+async def test_a_task_is_cancelled_through_the_gateway(face: Face) -> None:
+    async with task_client(face) as client:
         task_id = (await start_task(client)).task.task_id
         cancelled = types.CancelTaskResult.model_validate(await raw(client, "tasks/cancel", {"taskId": task_id}))
         assert cancelled.task_id == task_id
@@ -117,8 +145,8 @@ async def test_a_task_is_cancelled_through_the_gateway(tmp_path: Path) -> None:
         ("elsewhere.abc", "Task not found: 'elsewhere.abc' is not a task id this gateway gave"),
     ],
 )
-async def test_a_task_id_the_gateway_never_gave_gets_a_clear_error(tmp_path: Path, task_id: str, words: str) -> None:
-    async with task_client(tmp_path) as client:
+async def test_a_task_id_the_gateway_never_gave_gets_a_clear_error(face: Face, task_id: str, words: str) -> None:
+    async with task_client(face) as client:
         for method in ("tasks/get", "tasks/result", "tasks/cancel"):
             with pytest.raises(MCPError) as caught:
                 await raw(client, method, {"taskId": task_id})
@@ -126,8 +154,8 @@ async def test_a_task_id_the_gateway_never_gave_gets_a_clear_error(tmp_path: Pat
             assert caught.value.error.message == words
 
 
-async def test_an_unknown_task_of_a_known_upstream_gets_its_upstreams_error(tmp_path: Path) -> None:
-    async with task_client(tmp_path) as client:
+async def test_an_unknown_task_of_a_known_upstream_gets_its_upstreams_error(face: Face) -> None:
+    async with task_client(face) as client:
         with pytest.raises(MCPError) as caught:
             await raw(client, "tasks/get", {"taskId": "everything.not-a-task"})
         assert caught.value.error.code == types.INVALID_PARAMS
@@ -135,8 +163,8 @@ async def test_an_unknown_task_of_a_known_upstream_gets_its_upstreams_error(tmp_
         assert message.startswith("everything: ") and "Task not found" in message, message
 
 
-async def test_a_task_for_an_unknown_tool_is_refused_by_name(tmp_path: Path) -> None:
-    async with task_client(tmp_path) as client:
+async def test_a_task_for_an_unknown_tool_is_refused_by_name(face: Face) -> None:
+    async with task_client(face) as client:
         with pytest.raises(MCPError) as caught:
             await raw(client, "tools/call", {"name": "everything__nope", "arguments": {}, "task": {}})
         assert caught.value.error.message == "Tool not found: everything__nope"
@@ -146,36 +174,20 @@ async def test_a_task_for_an_unknown_tool_is_refused_by_name(tmp_path: Path) -> 
         assert caught.value.error.message.startswith("Invalid params: task.ttl: "), caught.value.error.message
 
 
-def test_task_ids_are_the_upstreams_prefixed_with_its_server() -> None:
-    assert client_task_id("everything", "a.b") == "everything.a.b"
-    assert owner_of("everything.a.b") == ("everything", "a.b")
-    for bad in ("plain", ".x", "x."):
-        with pytest.raises(TaskNotFoundError):
-            owner_of(bad)
-    payload = {
-        "task": {"taskId": "1"},
-        "tasks": [{"taskId": "2"}],
-        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "3"}},
-    }
-    assert with_client_ids("s", payload) == {
-        "task": {"taskId": "s.1"},
-        "tasks": [{"taskId": "s.2"}],
-        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "s.3"}},
-    }
-
-
 async def test_a_task_augmented_call_is_refused_by_a_policy_like_any_call() -> None:
     sections = {"policies": [{"name": "no-research", "deny": 'tool.original_name == "simulate-research-query"'}]}
-    settings = settings_for(npm_server("everything", "mcp-server-everything", "stdio"), sections=sections)
+    settings = settings_for(everything(), sections=sections)
     async with running_gateway(settings, mode="legacy") as (_, client):
         with pytest.raises(MCPError) as caught:
             await raw(client, "tools/call", {"name": TOOL, "arguments": {"topic": "x"}, "task": {}})
         assert "no-research" in caught.value.error.message
 
 
-async def test_a_2026_client_is_told_of_no_tasks_and_tasks_requests_are_not_found() -> None:
-    settings = settings_for(npm_server("everything", "mcp-server-everything", "stdio"))
-    async with running_gateway(settings) as (gateway, client):
+async def test_a_2026_client_is_told_of_no_tasks_and_tasks_requests_are_not_found(
+    served: tuple[Gateway, GatewayServer],
+) -> None:
+    gateway, gateway_server = served
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         assert gateway.servers_with("tasks") == ["everything"]
         assert client.protocol_version == "2026-07-28"
         assert client.server_capabilities.tasks is None
@@ -187,7 +199,7 @@ async def test_a_2026_client_is_told_of_no_tasks_and_tasks_requests_are_not_foun
 
 
 async def test_a_task_runs_through_the_gateway_served_over_stdio(tmp_path: Path) -> None:
-    params = stdio_gateway(tmp_path, npm_server("everything", "mcp-server-everything", "stdio"))
+    params = stdio_gateway(tmp_path, everything())
     async with Client(params, mode="legacy", cache=None) as client:
         # Whether ``tasks`` was declared depends on the upstream having connected before this
         # client's initialize; the requests are served either way.
@@ -197,9 +209,9 @@ async def test_a_task_runs_through_the_gateway_served_over_stdio(tmp_path: Path)
         assert "Research Report: gateways" in result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_a_task_and_its_requests_land_in_the_audit() -> None:
-    settings = settings_for(npm_server("everything", "mcp-server-everything", "stdio"))
-    async with running_gateway(settings, mode="legacy") as (gateway, client):
+async def test_a_task_and_its_requests_land_in_the_audit(served: tuple[Gateway, GatewayServer]) -> None:
+    gateway, gateway_server = served
+    async with Client(gateway_server.server, mode="legacy", cache=None) as client:
         assert gateway.audit is not None
         task_id = (await start_task(client)).task.task_id
         await raw(client, "tasks/get", {"taskId": task_id})

@@ -1,13 +1,22 @@
-"""What ``tools/list`` shows in each exposure mode, and the aggregator contract tool in every mode."""
+"""What ``tools/list`` shows in each exposure mode, and the aggregator contract tool in every mode.
+
+The tests that change nothing share one gateway per exposure mode over two fixture upstreams
+(each gateway start costs a stdio upstream process per server and over a second of CPU); each
+connects a client of its own. A test that changes a gateway, or needs settings of its own,
+starts its own.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -18,9 +27,13 @@ from mcp_aggregator.aggregate import (
     QUERY_TOOL_OUTPUT_SCHEMA,
 )
 from mcp_aggregator.gateway import Gateway
-from mcp_aggregator.serve.surfaces import domain_names
+from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.settings import Settings
-from tests.conftest import running_gateway, settings_for, stdio_fixture
+from tests.conftest import running_gateway, serving_gateway, settings_for, stdio_fixture
+from tests.held import held
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateways."""
 
 EXAMPLE_QUERY = {"query": "How do I implement React hooks for state management?", "maxResults": 20}
 CORE = [QUERY_TOOL_NAME, "tools", "servers", "aggregator"]
@@ -50,11 +63,26 @@ def two_fixtures(exposure: str, **serve: Any) -> Settings:
     return settings_for(stdio_fixture("alpha"), stdio_fixture("beta"), exposure=exposure, **serve)
 
 
+Shared = dict[str, tuple[Gateway, GatewayServer]]
+"""exposure mode -> a gateway over ``alpha`` and ``beta`` in that mode, with its MCP server."""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared() -> AsyncIterator[Shared]:
+    async with AsyncExitStack() as stack:
+        modes = ("facades", "passthrough", "search")
+        yield {mode: await stack.enter_async_context(held(serving_gateway(two_fixtures(mode)))) for mode in modes}
+
+
+def client_of(shared: Shared, exposure: str) -> Client:
+    return Client(shared[exposure][1].server, mode="auto", cache=None)
+
+
 # -- tools/list per mode ----------------------------------------------------------------------
 
 
-async def test_facades_mode_lists_the_contract_tool_the_core_domains_and_one_domain_per_server() -> None:
-    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+async def test_facades_mode_lists_the_contract_tool_the_core_domains_and_one_domain_per_server(shared: Shared) -> None:
+    async with client_of(shared, "facades") as client:
         first = await listed(client)
         assert [tool.name for tool in first] == [*CORE, "alpha", "beta"]
         assert wire(await listed(client)) == wire(first)
@@ -65,8 +93,8 @@ async def test_facades_mode_lists_the_contract_tool_the_core_domains_and_one_dom
         assert alpha.input_schema["required"] == ["cmd"]
 
 
-async def test_facades_mode_tools_list_is_identical_across_two_gateways() -> None:
-    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+async def test_facades_mode_tools_list_is_identical_across_two_gateways(shared: Shared) -> None:
+    async with client_of(shared, "facades") as client:
         first = wire(await listed(client))
     async with running_gateway(two_fixtures("facades")) as (_gateway, client):
         second = wire(await listed(client))
@@ -81,8 +109,9 @@ async def test_facades_without_upstream_domains_lists_only_the_core_and_files_wh
         assert [tool.name for tool in await listed(client)] == [*CORE, "files"]
 
 
-async def test_passthrough_mode_lists_the_contract_tool_then_every_upstream_tool() -> None:
-    async with running_gateway(two_fixtures("passthrough")) as (gateway, client):
+async def test_passthrough_mode_lists_the_contract_tool_then_every_upstream_tool(shared: Shared) -> None:
+    gateway = shared["passthrough"][0]
+    async with client_of(shared, "passthrough") as client:
         first = await listed(client)
         exposed = [entry.exposed for entry in gateway.catalog.entries]
         assert [tool.name for tool in first] == [QUERY_TOOL_NAME, *exposed]
@@ -92,8 +121,8 @@ async def test_passthrough_mode_lists_the_contract_tool_then_every_upstream_tool
         assert added.structured_content == {"total": 2}
 
 
-async def test_search_mode_lists_only_the_contract_tool_and_the_tools_domain() -> None:
-    async with running_gateway(two_fixtures("search")) as (_gateway, client):
+async def test_search_mode_lists_only_the_contract_tool_and_the_tools_domain(shared: Shared) -> None:
+    async with client_of(shared, "search") as client:
         first = await listed(client)
         assert [tool.name for tool in first] == [QUERY_TOOL_NAME, "tools"]
         assert wire(await listed(client)) == wire(first)
@@ -115,24 +144,6 @@ async def test_an_upstream_server_named_like_a_core_domain_is_served_with_a_serv
         assert facade["ok"] and facade["data"]["items"][0] == {"name": "files.echo", "server": "files"}
         upstream = envelope_of(await client.call_tool("tools_server", {"cmd": "add", "params": {"a": 2, "b": 2}}))
         assert upstream == {"ok": True, "cmd": "add", "data": {"total": 4}}
-
-
-@pytest.mark.parametrize(
-    ("groups", "expected"),
-    [
-        (["alpha", "beta"], {"alpha": "alpha", "beta": "beta"}),
-        (["tools"], {"tools": "tools_server"}),
-        (["tools", "tools_server"], {"tools": "tools_server2", "tools_server": "tools_server"}),
-        (["web.search", "web_search"], {"web.search": "web_search_server", "web_search": "web_search"}),
-        ([QUERY_TOOL_NAME], {QUERY_TOOL_NAME: f"{QUERY_TOOL_NAME}_server"}),
-        (["x" * 70], {"x" * 70: "x" * 64}),
-        (["files", "x" * 64], {"files": "files_server", "x" * 64: "x" * 64}),
-    ],
-)
-def test_domain_names_are_valid_unique_and_keep_free_names(groups: list[str], expected: dict[str, str]) -> None:
-    reserved = {"tools", "servers", "aggregator", "files", QUERY_TOOL_NAME}
-    assert domain_names(groups, reserved, "_server") == expected
-    assert domain_names(list(reversed(groups)), reserved, "_server") == expected
 
 
 async def test_skill_grouping_serves_one_domain_per_skill_and_follows_reclassification() -> None:
@@ -178,8 +189,10 @@ async def test_upstream_domains_follow_servers_leaving_and_tools_appearing() -> 
 
 
 @pytest.mark.parametrize("exposure", ["facades", "passthrough", "search"])
-async def test_the_contract_tool_is_listed_word_for_word_and_answers_the_example_request(exposure: str) -> None:
-    async with running_gateway(two_fixtures(exposure)) as (_gateway, client):
+async def test_the_contract_tool_is_listed_word_for_word_and_answers_the_example_request(
+    exposure: str, shared: Shared
+) -> None:
+    async with client_of(shared, exposure) as client:
         tools = {tool.name: tool for tool in await listed(client)}
         contract = tools[QUERY_TOOL_NAME]
         assert contract.description == QUERY_TOOL_DESCRIPTION
@@ -200,8 +213,8 @@ async def test_the_contract_tool_is_listed_word_for_word_and_answers_the_example
         assert top["content"].endswith("results for How do I implement React hooks for state management?")
 
 
-async def test_the_contract_tool_refuses_max_results_out_of_range_with_invalid_params() -> None:
-    async with running_gateway(two_fixtures("facades")) as (_gateway, client):
+async def test_the_contract_tool_refuses_max_results_out_of_range_with_invalid_params(shared: Shared) -> None:
+    async with client_of(shared, "facades") as client:
         with pytest.raises(MCPError) as raised:
             await client.call_tool(QUERY_TOOL_NAME, {"query": "hooks", "maxResults": 500})
         error = raised.value.error

@@ -1,18 +1,30 @@
-"""Every facade command, driven by a real MCP client against a running gateway with real upstreams."""
+"""Every facade command, driven by a real MCP client against a running gateway with real upstreams.
+
+The tests that change nothing share one gateway over two fixture upstreams (each gateway start
+costs a stdio upstream process per server and over a second of CPU); each connects a client of
+its own. A test that changes a gateway, or needs settings of its own, starts its own.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.gateway import Gateway
-from tests.conftest import npm_server, running_gateway, settings_for, stdio_fixture, writes
+from mcp_aggregator.serve.mcp_server import GatewayServer
+from tests.conftest import npm_server, running_gateway, serving_gateway, settings_for, stdio_fixture, writes
+from tests.held import held
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateway."""
 
 
 def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
@@ -49,8 +61,20 @@ def two_fixtures(**serve: Any) -> Any:
     return settings_for(stdio_fixture("alpha"), stdio_fixture("beta"), exposure="facades", **serve)
 
 
-async def test_tools_search_ranks_tools_with_scores_and_filters_by_server() -> None:
-    async with running_gateway(two_fixtures()) as (gateway, client):
+Shared = tuple[Gateway, GatewayServer]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared() -> AsyncIterator[Shared]:
+    """The gateway over ``alpha`` and ``beta`` with its MCP server, for the tests that only read
+    (an upstream's tool error is an answer, not a failure: it leaves the health figures as they were)."""
+    async with held(serving_gateway(two_fixtures())) as both:
+        yield both
+
+
+async def test_tools_search_ranks_tools_with_scores_and_filters_by_server(shared: Shared) -> None:
+    gateway, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         await indexed(gateway)
         found = await call(client, "tools", "search", {"query": "add two integers"})
         assert found["ok"] and found["cmd"] == "search"
@@ -69,8 +93,9 @@ async def test_tools_search_ranks_tools_with_scores_and_filters_by_server() -> N
         )
 
 
-async def test_tools_list_pages_through_the_catalog_in_a_stable_order() -> None:
-    async with running_gateway(two_fixtures()) as (gateway, client):
+async def test_tools_list_pages_through_the_catalog_in_a_stable_order(shared: Shared) -> None:
+    gateway, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         every = [f"{s}.{t}" for s in ("alpha", "beta") for t in upstream_tools(gateway, s)]
         first = await call(client, "tools", "list", {"limit": 10}, detail="minimal")
         assert first["count"] == 10
@@ -95,8 +120,9 @@ async def test_tools_list_pages_through_the_catalog_in_a_stable_order() -> None:
         }
 
 
-async def test_tools_get_accepts_canonical_exposed_and_unique_original_names() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_tools_get_accepts_canonical_exposed_and_unique_original_names(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         full = await call(client, "tools", "get", {"name": "alpha.add"}, detail="full")
         assert full["data"]["name"] == "alpha.add" and full["data"]["originalName"] == "add"
         assert full["data"]["inputSchema"]["required"] == ["a", "b"]
@@ -107,8 +133,9 @@ async def test_tools_get_accepts_canonical_exposed_and_unique_original_names() -
         assert dotted["data"] == {"name": "beta.api.v2.create", "server": "beta"}
 
 
-async def test_tools_get_of_a_name_two_servers_offer_is_refused_naming_both() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_tools_get_of_a_name_two_servers_offer_is_refused_naming_both(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         ambiguous = await call(client, "tools", "get", {"name": "search"})
         assert ambiguous == {
             "ok": False,
@@ -119,8 +146,9 @@ async def test_tools_get_of_a_name_two_servers_offer_is_refused_naming_both() ->
         assert not run["ok"] and "ambiguous" in run["error"]
 
 
-async def test_tools_execute_calls_the_upstream_and_returns_its_answer_in_the_envelope() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_tools_execute_calls_the_upstream_and_returns_its_answer_in_the_envelope(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         added = await call(client, "tools", "execute", {"name": "beta.add", "arguments": {"a": 2, "b": 40}})
         assert added == {"ok": True, "cmd": "execute", "data": {"total": 42}}
         echoed = await call(client, "tools", "execute", {"name": "alpha__echo", "arguments": {"text": "hi"}})
@@ -132,8 +160,9 @@ async def test_tools_execute_calls_the_upstream_and_returns_its_answer_in_the_en
         assert full["data"]["content"] == [{"type": "text", "text": "hi"}]
 
 
-async def test_an_upstream_tool_error_comes_back_as_ok_false_with_the_upstream_text() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_an_upstream_tool_error_comes_back_as_ok_false_with_the_upstream_text(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         failed = await call(client, "tools", "execute", {"name": "alpha.fail", "arguments": {"message": "disk full"}})
         # MCPServer hides the exception text of an unexpected error; the upstream's text is kept as is.
         assert failed == {"ok": False, "cmd": "execute", "error": "Error executing tool fail"}
@@ -147,8 +176,9 @@ async def test_tools_execute_of_a_crashed_server_reports_the_lost_session_in_the
         assert again["ok"] is False and "alpha" in again["error"]
 
 
-async def test_tools_validate_checks_arguments_without_calling() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_tools_validate_checks_arguments_without_calling(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         bad = await call(client, "tools", "validate", {"name": "alpha.add", "arguments": {"a": "two"}})
         assert bad["ok"] and bad["data"]["valid"] is False
         fields = {error["field"] for error in bad["data"]["errors"]}
@@ -159,8 +189,9 @@ async def test_tools_validate_checks_arguments_without_calling() -> None:
         assert refused == {"ok": False, "cmd": "execute", "error": "params.arguments.b: is required"}
 
 
-async def test_facade_errors_name_the_command_list_the_field_or_the_missing_tool() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_facade_errors_name_the_command_list_the_field_or_the_missing_tool(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         unknown = await call(client, "tools", "delete")
         assert unknown == {
             "ok": False,
@@ -187,8 +218,9 @@ async def test_facade_errors_name_the_command_list_the_field_or_the_missing_tool
         assert "Tool not found: alpha__echo" in raised.value.error.message
 
 
-async def test_servers_domain_lists_gets_and_reports_status_with_health_figures() -> None:
-    async with running_gateway(two_fixtures()) as (gateway, client):
+async def test_servers_domain_lists_gets_and_reports_status_with_health_figures(shared: Shared) -> None:
+    gateway, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         tools = upstream_tools(gateway, "beta")
         listed = await call(client, "servers", "list")
         assert listed["count"] == 2
@@ -213,6 +245,7 @@ async def test_servers_domain_lists_gets_and_reports_status_with_health_figures(
 
 
 async def test_servers_status_shows_a_disconnected_server_and_its_tools_leave_the_catalog() -> None:
+    # A gateway of its own: this test disconnects one of its servers.
     async with running_gateway(two_fixtures()) as (gateway, client):
         await gateway.disconnect_server(gateway.ids["beta"])
         status = await call(client, "servers", "status", {"name": "beta"})
@@ -225,8 +258,9 @@ async def test_servers_status_shows_a_disconnected_server_and_its_tools_leave_th
         assert gone["error"] == "Server beta is unavailable (status DISCONNECTED)"
 
 
-async def test_aggregator_domain_queries_every_server_and_projects_by_detail() -> None:
-    async with running_gateway(two_fixtures()) as (_gateway, client):
+async def test_aggregator_domain_queries_every_server_and_projects_by_detail(shared: Shared) -> None:
+    _, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         question = {"query": "How do I implement React hooks for state management?", "maxResults": 20}
         standard = await call(client, "aggregator", "query", question)
         assert standard["ok"] and standard["count"] >= 1
@@ -242,8 +276,9 @@ async def test_aggregator_domain_queries_every_server_and_projects_by_detail() -
         assert unknown["ok"] is False and "servers" in unknown["error"]
 
 
-async def test_an_upstream_domain_runs_each_tool_as_a_command_and_answers_help() -> None:
-    async with running_gateway(two_fixtures()) as (gateway, client):
+async def test_an_upstream_domain_runs_each_tool_as_a_command_and_answers_help(shared: Shared) -> None:
+    gateway, gateway_server = shared
+    async with Client(gateway_server.server, mode="auto", cache=None) as client:
         added = await call(client, "alpha", "ADD", {"a": 1, "b": 2})
         assert added == {"ok": True, "cmd": "ADD", "data": {"total": 3}}
         created = await call(client, "beta", "api.v2.create", {"title": "t"})

@@ -23,7 +23,7 @@ from tests.relay.test_mrtr_through_gateway import upstream
 from tests.serve.conformance_runner import fixture_http_config, fixture_http_server, fixture_stdio_config
 from tests.serve.shared_gateways import Gateways, both_paths
 from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, http_gateway
-from tests.serve.test_stdio_face import stdio_face
+from tests.serve.test_stdio_face import own_stdio_face
 
 Op = tuple[str, str, dict[str, Any] | None]
 
@@ -184,7 +184,7 @@ RAW_FAST = 4  # 1, 2, 8 and 9
 
 
 async def stdio_answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
-    async with stdio_face(ServerConfig.model_validate(fixture_stdio_config()), fast_path=fast_path) as face:
+    async with own_stdio_face(ServerConfig.model_validate(fixture_stdio_config()), fast_path=fast_path) as face:
         return await face.one_by_one(RAW_REQUESTS), face.calls.forwarded
 
 

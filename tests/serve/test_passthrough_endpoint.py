@@ -1,3 +1,10 @@
+"""The passthrough endpoint: every upstream tool, resource and prompt through one MCP server.
+
+The tests that change nothing share one gateway per set of upstreams (each gateway start costs a
+stdio upstream process per server and over a second of CPU); each connects a client of its own.
+A test that changes a gateway, or needs settings of its own, starts its own.
+"""
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
@@ -7,14 +14,48 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.catalog import CLIENT_SAFE
 from mcp_aggregator.gateway import Gateway
+from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.settings import Settings
-from tests.conftest import npm_server, pypi_server, running_gateway, settings_for, stdio_fixture, writes
+from tests.conftest import (
+    npm_server,
+    pypi_server,
+    running_gateway,
+    serving_gateway,
+    settings_for,
+    stdio_fixture,
+    writes,
+)
+from tests.held import held
 from tests.http_serving import served_over_http
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateways."""
+
+Shared = tuple[Gateway, GatewayServer]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha() -> AsyncIterator[Shared]:
+    """A gateway over the ``alpha`` fixture upstream alone, with its MCP server."""
+    async with held(serving_gateway(settings_for(stdio_fixture("alpha")))) as both:
+        yield both
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha_and_beta() -> AsyncIterator[Shared]:
+    """A gateway over two fixture upstreams with the same tools, prompts and resources."""
+    async with held(serving_gateway(settings_for(stdio_fixture("alpha"), stdio_fixture("beta")))) as both:
+        yield both
+
+
+def client_of(shared: Shared, mode: str = "auto") -> Client:
+    return Client(shared[1].server, mode=mode, cache=None)
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -24,9 +65,11 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_passthrough_lists_every_upstream_tool_with_its_definition_intact(mode: str) -> None:
-    settings = settings_for(stdio_fixture("alpha"), stdio_fixture("beta"))
-    async with running_gateway(settings, mode=mode) as (gateway, client):
+async def test_passthrough_lists_every_upstream_tool_with_its_definition_intact(
+    mode: str, alpha_and_beta: Shared
+) -> None:
+    gateway = alpha_and_beta[0]
+    async with client_of(alpha_and_beta, mode) as client:
         listed = (await client.list_tools()).tools
         names = [t.name for t in listed]
         assert "alpha__search" in names and "beta__search" in names, "same tool on two servers never collides"
@@ -43,8 +86,8 @@ async def test_passthrough_lists_every_upstream_tool_with_its_definition_intact(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_calls_are_routed_with_structured_content_and_is_error_as_given(mode: str) -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha")), mode=mode) as (_gateway, client):
+async def test_calls_are_routed_with_structured_content_and_is_error_as_given(mode: str, alpha: Shared) -> None:
+    async with client_of(alpha, mode) as client:
         added = await client.call_tool("alpha__add", {"a": 2, "b": 3})
         assert added.structured_content == {"total": 5}
         assert not added.is_error
@@ -53,16 +96,16 @@ async def test_calls_are_routed_with_structured_content_and_is_error_as_given(mo
         assert text_of(await client.call_tool("alpha__echo", {"text": "hi"})) == "hi"
 
 
-async def test_unknown_tool_is_a_json_rpc_error_naming_it() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (_gateway, client):
+async def test_unknown_tool_is_a_json_rpc_error_naming_it(alpha: Shared) -> None:
+    async with client_of(alpha) as client:
         with pytest.raises(MCPError) as info:
             await client.call_tool("alpha__nope", {})
         assert info.value.error.code == -32602
         assert info.value.error.message == "Tool not found: alpha__nope"
 
 
-async def test_progress_notifications_are_relayed_to_the_client() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (_gateway, client):
+async def test_progress_notifications_are_relayed_to_the_client(alpha: Shared) -> None:
+    async with client_of(alpha) as client:
         seen: list[tuple[float, float | None, str | None]] = []
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -73,8 +116,9 @@ async def test_progress_notifications_are_relayed_to_the_client() -> None:
         assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
-async def test_cancelling_a_downstream_call_cancels_it_upstream() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, client):
+async def test_cancelling_a_downstream_call_cancels_it_upstream(alpha: Shared) -> None:
+    gateway = alpha[0]
+    async with client_of(alpha) as client:
         connection = gateway.supervisors["alpha"].connection
         assert connection is not None
         async with anyio.create_task_group() as tg:
@@ -86,6 +130,7 @@ async def test_cancelling_a_downstream_call_cancels_it_upstream() -> None:
 
 
 async def test_dead_upstream_gives_a_clear_error_and_the_other_keeps_serving() -> None:
+    # A gateway of its own: this test crashes one of its upstreams.
     settings = settings_for(stdio_fixture("alpha"), stdio_fixture("beta"))
     async with running_gateway(settings) as (_gateway, client):
         with pytest.raises(MCPError) as info:
@@ -95,8 +140,8 @@ async def test_dead_upstream_gives_a_clear_error_and_the_other_keeps_serving() -
         assert text_of(await client.call_tool("beta__echo", {"text": "fine"})) == "fine"
 
 
-async def test_resources_and_prompts_pass_through_namespaced() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"), stdio_fixture("beta"))) as (_g, client):
+async def test_resources_and_prompts_pass_through_namespaced(alpha_and_beta: Shared) -> None:
+    async with client_of(alpha_and_beta) as client:
         uris = sorted(str(r.uri) for r in (await client.list_resources()).resources)
         assert uris == ["aggregator+alpha:fixture://greeting", "aggregator+beta:fixture://greeting"]
         read = await client.read_resource("aggregator+beta:fixture://greeting")
@@ -143,13 +188,22 @@ async def http_gateway(settings: Settings, *, stateless: bool = False) -> AsyncI
         yield served.gateway, served.mcp_url
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def over_http() -> AsyncIterator[dict[bool, str]]:
+    """``stateless`` -> the ``/mcp`` URL of a gateway over ``alpha`` served over HTTP so."""
+    async with (
+        held(http_gateway(settings_for(stdio_fixture("alpha")), stateless=False)) as (_, stateful),
+        held(http_gateway(settings_for(stdio_fixture("alpha")), stateless=True)) as (_, stateless),
+    ):
+        yield {False: stateful, True: stateless}
+
+
 @pytest.mark.parametrize("stateless", [False, True])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_streamable_http_endpoint_serves_both_protocol_eras(mode: str, stateless: bool) -> None:
-    async with (
-        http_gateway(settings_for(stdio_fixture("alpha")), stateless=stateless) as (_gateway, url),
-        Client(url, mode=mode, cache=None) as client,
-    ):
+async def test_streamable_http_endpoint_serves_both_protocol_eras(
+    mode: str, stateless: bool, over_http: dict[bool, str]
+) -> None:
+    async with Client(over_http[stateless], mode=mode, cache=None) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "alpha__echo" in names
         assert text_of(await client.call_tool("alpha__echo", {"text": "over http"})) == "over http"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import anyio
 import mcp_types as types
 import orjson
 import pytest
+import pytest_asyncio
 
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.fast_call import FastCalls
@@ -27,6 +28,7 @@ from mcp_aggregator.serve.stdio_face import pipe_streams
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import settings_for, stdio_fixture
+from tests.held import held
 from tests.relay.test_mrtr_through_gateway import upstream
 from tests.serve.conformance_runner import fixture_http_config, fixture_http_server, fixture_stdio_config
 from tests.serve.test_fast_path import CALLS as HTTP_CALLS
@@ -75,9 +77,49 @@ def tool_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -> 
     return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
 
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share the ``alpha`` gateways."""
+
+Gateways = dict[bool, Gateway]
+"""``fast_path`` -> a settled gateway with that setting."""
+
+
 @asynccontextmanager
-async def stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncIterator[Face]:
-    settings = settings_for(*(upstreams or (stdio_fixture("alpha"),)), fast_path=fast_path)
+async def settled(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncIterator[Gateway]:
+    async with Gateway(settings_for(*upstreams, fast_path=fast_path)) as gateway:
+        await gateway.wait_settled(DEADLINE)
+        yield gateway
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha() -> AsyncIterator[Gateways]:
+    """Two gateways over the ``alpha`` fixture upstream, the fast path on and off, shared by the
+    module's tests (each gateway start costs a stdio upstream process and over a second of CPU).
+    Each test still gets a face of its own (its pipes, SDK server and fast-path counts); none
+    leaves a call in flight."""
+    async with (
+        held(settled(stdio_fixture("alpha"), fast_path=True)) as fast,
+        held(settled(stdio_fixture("alpha"), fast_path=False)) as full,
+    ):
+        yield {True: fast, False: full}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def conformance() -> AsyncIterator[Gateways]:
+    """Two gateways over the conformance fixture upstream, shared as ``alpha``'s are. The
+    gateway reaches it at 2026-07-28, where a client's log level rides each request and never
+    reaches the upstream as ``logging/setLevel``: a level one test sets does not outlive its face."""
+    async with (
+        held(settled(conformance_upstream(), fast_path=True)) as fast,
+        held(settled(conformance_upstream(), fast_path=False)) as full,
+    ):
+        assert fast.connection("conformance").modern and full.connection("conformance").modern, "sharing needs it"
+        yield {True: fast, False: full}
+
+
+@asynccontextmanager
+async def stdio_face(gateway: Gateway) -> AsyncIterator[Face]:
+    """A stdio face of its own in front of ``gateway``."""
     to_face_r, to_face_w = os.pipe()
     from_face_r, from_face_w = os.pipe()
     loop = asyncio.get_running_loop()
@@ -85,21 +127,26 @@ async def stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncI
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_face_r, "rb", 0))
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(to_face_w, "wb", 0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    async with Gateway(settings) as gateway:
-        await gateway.wait_settled(DEADLINE)
-        gateway_server = GatewayServer(gateway, build_surface(gateway))
-        server = gateway_server.server
-        calls = FastCalls(gateway, server.server_info_stamp)
-        stdin, stdout = os.fdopen(to_face_r, "rb", 0), os.fdopen(from_face_w, "wb", 0)
-        async with anyio.create_task_group() as tg:
-            await tg.start(gateway_server.run)
-            async with calls.serving(), pipe_streams(calls, stdin, stdout) as (read_stream, write_stream):
-                tg.start_soon(server.run, read_stream, write_stream, server.create_initialization_options())
-                try:
-                    yield Face(gateway, calls, writer, reader)
-                finally:
-                    writer.close()
-            tg.cancel_scope.cancel()
+    gateway_server = GatewayServer(gateway, build_surface(gateway))
+    server = gateway_server.server
+    calls = FastCalls(gateway, server.server_info_stamp)
+    stdin, stdout = os.fdopen(to_face_r, "rb", 0), os.fdopen(from_face_w, "wb", 0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(gateway_server.run)
+        async with calls.serving(), pipe_streams(calls, stdin, stdout) as (read_stream, write_stream):
+            tg.start_soon(server.run, read_stream, write_stream, server.create_initialization_options())
+            try:
+                yield Face(gateway, calls, writer, reader)
+            finally:
+                writer.close()
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def own_stdio_face(*upstreams: ServerConfig, fast_path: bool = True) -> AsyncIterator[Face]:
+    """A face in front of a gateway of its own, for an upstream that only one test uses."""
+    async with settled(*upstreams, fast_path=fast_path) as gateway, stdio_face(gateway) as face:
+        yield face
 
 
 def conformance_upstream() -> ServerConfig:
@@ -110,15 +157,15 @@ def conformance_upstream() -> ServerConfig:
 CALLS: list[tuple[str, dict[str, Any]]] = [*HTTP_CALLS, ("alpha__nope", {})]
 
 
-async def answers(*, fast_path: bool) -> tuple[list[dict[str, Any]], int]:
-    async with stdio_face(fast_path=fast_path) as face:
+async def answers(gateway: Gateway) -> tuple[list[dict[str, Any]], int]:
+    async with stdio_face(gateway) as face:
         got = [await face.call(i, name, args) for i, (name, args) in enumerate(CALLS)]
         return got, face.calls.forwarded
 
 
-async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers() -> None:
-    fast, forwarded = await answers(fast_path=True)
-    full, not_forwarded = await answers(fast_path=False)
+async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers(alpha: Gateways) -> None:
+    fast, forwarded = await answers(alpha[True])
+    full, not_forwarded = await answers(alpha[False])
     assert fast == full
     assert (forwarded, not_forwarded) == (len(CALLS) - 1, 0)  # the unknown tool goes the full way
     assert fast[1]["result"]["structuredContent"] == {"total": 42}
@@ -127,8 +174,8 @@ async def test_the_fast_path_answers_exactly_what_the_full_pipeline_answers() ->
     assert "error" in fast[5]
 
 
-async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline() -> None:
-    async with stdio_face() as face:
+async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline(alpha: Gateways) -> None:
+    async with stdio_face(alpha[True]) as face:
         progress = await face.call(1, "alpha__progress", {"steps": 2}, progressToken="p1")
         notes = []
         while "id" not in progress:  # progress notifications come first
@@ -145,8 +192,10 @@ async def test_calls_that_need_more_than_the_answer_take_the_full_pipeline() -> 
 
 
 @pytest.mark.parametrize("asking", ["sampling", "elicitation", "roots"])
-async def test_a_handshake_era_client_that_can_be_asked_is_served_by_the_sdk_behind_the_face(asking: str) -> None:
-    async with stdio_face() as face:
+async def test_a_handshake_era_client_that_can_be_asked_is_served_by_the_sdk_behind_the_face(
+    asking: str, alpha: Gateways
+) -> None:
+    async with stdio_face(alpha[True]) as face:
         assert (await handshake(face, {asking: {}}))["result"]["protocolVersion"] == "2025-11-25"
         await face.send(legacy_call(2, "alpha__echo", {"text": "old"}))
         assert (await face.receive())["result"]["content"][0]["text"] == "old"
@@ -154,11 +203,11 @@ async def test_a_handshake_era_client_that_can_be_asked_is_served_by_the_sdk_beh
 
 
 async def logged_call(
-    upstream: ServerConfig, *, fast_path: bool, level: str | None
+    face_of: AbstractAsyncContextManager[Face], level: str | None
 ) -> tuple[list[dict[str, Any]], int]:
     """A handshake-era client (with ``level`` set, if any) calling a tool that logs at ``info``:
     every message it receives up to the answer."""
-    async with stdio_face(upstream, fast_path=fast_path) as face:
+    async with face_of as face:
         await handshake(face, {})
         if level is not None:
             await face.send({"jsonrpc": "2.0", "id": "lvl", "method": "logging/setLevel", "params": {"level": level}})
@@ -171,9 +220,11 @@ async def logged_call(
 
 
 @pytest.mark.parametrize("level", [None, "info", "warning"])
-async def test_a_handshake_era_client_gets_the_upstreams_log_messages_on_the_fast_path_too(level: str | None) -> None:
-    fast, forwarded = await logged_call(conformance_upstream(), fast_path=True, level=level)
-    full, _ = await logged_call(conformance_upstream(), fast_path=False, level=level)
+async def test_a_handshake_era_client_gets_the_upstreams_log_messages_on_the_fast_path_too(
+    level: str | None, conformance: Gateways
+) -> None:
+    fast, forwarded = await logged_call(stdio_face(conformance[True]), level)
+    full, _ = await logged_call(stdio_face(conformance[False]), level)
     assert fast == full
     assert forwarded == 1
     logs = [m["params"]["data"] for m in fast if m.get("method") == "notifications/message"]
@@ -183,10 +234,10 @@ async def test_a_handshake_era_client_gets_the_upstreams_log_messages_on_the_fas
     assert fast[-1]["result"]["content"][0]["text"] == "Tool with logging executed successfully"
 
 
-async def test_a_level_set_in_the_same_write_as_a_call_holds_for_that_call() -> None:
+async def test_a_level_set_in_the_same_write_as_a_call_holds_for_that_call(conformance: Gateways) -> None:
     """Lines are taken in order: the call waits behind the ``logging/setLevel`` the SDK
     server takes first, and is still fast when its turn comes, with the new level."""
-    async with stdio_face(conformance_upstream()) as face:
+    async with stdio_face(conformance[True]) as face:
         await handshake(face, {})
         await face.send({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
         assert (await face.receive())["id"] == "ping"  # the handshake is over: nothing waits
@@ -201,15 +252,15 @@ async def test_a_level_set_in_the_same_write_as_a_call_holds_for_that_call() -> 
 async def test_log_messages_from_an_http_upstream_event_stream_reach_a_handshake_era_client() -> None:
     async with fixture_http_server() as url:
         upstream = ServerConfig.model_validate(fixture_http_config(url))
-        fast, forwarded = await logged_call(upstream, fast_path=True, level=None)
-        full, _ = await logged_call(upstream, fast_path=False, level=None)
+        fast, forwarded = await logged_call(own_stdio_face(upstream, fast_path=True), None)
+        full, _ = await logged_call(own_stdio_face(upstream, fast_path=False), None)
     assert fast == full
     assert forwarded == 1
     assert [m.get("method") for m in fast] == ["notifications/message"] * 3 + [None]
 
 
-async def test_a_call_before_the_handshake_ends_is_served_by_the_sdk() -> None:
-    async with stdio_face() as face:
+async def test_a_call_before_the_handshake_ends_is_served_by_the_sdk(alpha: Gateways) -> None:
+    async with stdio_face(alpha[True]) as face:
         init_params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         await face.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init_params})
         await face.receive()
@@ -218,8 +269,8 @@ async def test_a_call_before_the_handshake_ends_is_served_by_the_sdk() -> None:
         assert face.calls.forwarded == 0
 
 
-async def test_a_cancelled_fast_call_gets_no_answer_and_the_next_call_does() -> None:
-    async with stdio_face() as face:
+async def test_a_cancelled_fast_call_gets_no_answer_and_the_next_call_does(alpha: Gateways) -> None:
+    async with stdio_face(alpha[True]) as face:
         gateway = face.gateway
         await face.send(tool_call("stuck", "alpha__hang", {}))
         pending = lambda: gateway.connection("alpha").pending_requests  # noqa: E731
@@ -246,8 +297,8 @@ async def test_a_cancelled_fast_call_gets_no_answer_and_the_next_call_does() -> 
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}\n',
     ],
 )
-async def test_a_bad_line_harms_no_other_call(junk: bytes) -> None:
-    async with stdio_face() as face:
+async def test_a_bad_line_harms_no_other_call(junk: bytes, alpha: Gateways) -> None:
+    async with stdio_face(alpha[True]) as face:
         await face.send(tool_call("slow", "alpha__echo", {"text": "before"}))
         await face.send(junk)
         got = [await face.receive()]
@@ -261,7 +312,7 @@ async def test_a_bad_line_harms_no_other_call(junk: bytes) -> None:
 
 
 async def test_a_broken_answer_from_an_upstream_fails_that_call_only() -> None:
-    async with stdio_face(upstream("garbled", "tests.upstream.garbled_server")) as face:
+    async with own_stdio_face(upstream("garbled", "tests.upstream.garbled_server")) as face:
         before = await face.call(1, "garbled__echo", {"text": "before"})
         broken = await face.call(2, "garbled__garble", {})
         after = await face.call(3, "garbled__echo", {"text": "after"})
@@ -271,8 +322,8 @@ async def test_a_broken_answer_from_an_upstream_fails_that_call_only() -> None:
         assert face.calls.forwarded == 3
 
 
-async def test_a_20_mb_result_comes_through_whole() -> None:
-    async with stdio_face() as face:
+async def test_a_20_mb_result_comes_through_whole(alpha: Gateways) -> None:
+    async with stdio_face(alpha[True]) as face:
         answer = await face.call(1, "alpha__blob", {"size": 20 << 20})
         assert len(answer["result"]["content"][0]["text"]) == 20 << 20
         assert answer["result"]["_meta"][types.SERVER_INFO_META_KEY]["name"] == "mcp-aggregator"
@@ -295,18 +346,18 @@ def legacy_call(ident: Any, name: str, arguments: dict[str, Any], **meta: Any) -
 
 
 async def legacy_answers(
-    *, fast_path: bool, calls: list[tuple[str, dict[str, Any]]] = CALLS, upstreams: tuple[ServerConfig, ...] = ()
+    face_of: AbstractAsyncContextManager[Face], calls: list[tuple[str, dict[str, Any]]] = CALLS
 ) -> tuple[list[dict[str, Any]], int]:
     """A handshake-era client with no capabilities making ``calls``, one at a time."""
-    async with stdio_face(*upstreams, fast_path=fast_path) as face:
+    async with face_of as face:
         await handshake(face, {})
         got = await face.one_by_one(legacy_call(i, name, args) for i, (name, args) in enumerate(calls))
         return got, face.calls.forwarded
 
 
-async def test_a_handshake_era_session_gets_from_the_fast_path_what_the_full_pipeline_gives() -> None:
-    fast, forwarded = await legacy_answers(fast_path=True)
-    full, not_forwarded = await legacy_answers(fast_path=False)
+async def test_a_handshake_era_session_gets_from_the_fast_path_what_the_full_pipeline_gives(alpha: Gateways) -> None:
+    fast, forwarded = await legacy_answers(stdio_face(alpha[True]))
+    full, not_forwarded = await legacy_answers(stdio_face(alpha[False]))
     assert fast == full
     assert (forwarded, not_forwarded) == (len(CALLS) - 1, 0)
     assert fast[1]["result"]["structuredContent"] == {"total": 42}
@@ -321,9 +372,9 @@ MRTR_CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 async def test_an_upstream_asking_back_gets_the_full_pipelines_answers_for_a_handshake_era_client() -> None:
-    mrtr = (upstream("mrtr", "tests.upstream.mrtr_server"),)
-    fast, forwarded = await legacy_answers(fast_path=True, calls=MRTR_CALLS, upstreams=mrtr)
-    full, _ = await legacy_answers(fast_path=False, calls=MRTR_CALLS, upstreams=mrtr)
+    mrtr = upstream("mrtr", "tests.upstream.mrtr_server")
+    fast, forwarded = await legacy_answers(own_stdio_face(mrtr, fast_path=True), MRTR_CALLS)
+    full, _ = await legacy_answers(own_stdio_face(mrtr, fast_path=False), MRTR_CALLS)
     assert fast == full
     assert forwarded == len(MRTR_CALLS)
     assert "resultType" not in fast[0]["result"] and "_meta" not in fast[0]["result"]
@@ -331,10 +382,10 @@ async def test_an_upstream_asking_back_gets_the_full_pipelines_answers_for_a_han
     assert "error" in fast[1] and "error" in fast[2]
 
 
-async def test_calls_sent_together_are_each_answered_whole_once() -> None:
+async def test_calls_sent_together_are_each_answered_whole_once(alpha: Gateways) -> None:
     """Many calls in flight at once: the face and the upstream pipe write what came in
     together in one go, and every answer still leaves as its own whole line."""
-    async with stdio_face() as face:
+    async with stdio_face(alpha[True]) as face:
         batch = [tool_call(i, "alpha__echo", {"text": f"t{i}"}) for i in range(40)]
         batch.insert(20, {"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {"_meta": MODERN_META}})
         await face.send(b"".join(orjson.dumps(message) + b"\n" for message in batch))
