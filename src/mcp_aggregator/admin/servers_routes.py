@@ -62,8 +62,11 @@ async def list_servers(
     """Every registered server, by name; ``status`` filters on the live status.
 
     Never waits for the registry's write-behind (a start of thousands of tools queues a
-    minute of it): what it would bring is taken live, and ``include_tools`` lists the tools
-    stored so far."""
+    minute of it): what it would bring is taken live. ``include_tools`` asks for the tools
+    themselves, which only the registry holds with their pins: that one waits for the writes
+    queued before it, as ``/servers/{id}/tools`` does."""
+    if include_tools:
+        await gateway.flush()
     records = await gateway.registry.list_servers()
     tools: dict[str, list[ToolRecord]] = defaultdict(list)
     if include_tools:

@@ -43,7 +43,12 @@ class RegistryMirror:
     async def flush(self) -> None:
         """Return once every write submitted before this call has been applied."""
         done = anyio.Event()
-        self._send.send_nowait(("flush", done))
+        try:
+            self._send.send_nowait(("flush", done))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # The writer has ended (the gateway is being cancelled as a whole): nothing
+            # submitted can be applied any more, and raising here would break the stop.
+            return
         await done.wait()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
