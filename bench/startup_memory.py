@@ -66,7 +66,11 @@ def _wait_file(path: Path, deadline: float) -> dict[str, Any]:
 def _ask(folder: Path, label: str, pid: int, timeout: float = 120.0) -> dict[str, Any]:
     (folder / f"{label}.want").touch()
     entry = _wait_file(folder / f"{label}.json", time.monotonic() + timeout)
-    entry["peak_mb"] = rss_mb(pid, "VmHWM")
+    # The kernel raises VmHWM when pages are unmapped, not when malloc_trim hands them back
+    # (MADV_DONTNEED): after a trim it can read below an RSS seen a moment earlier. The peak
+    # is at least both, and may have been higher between snapshots.
+    peak = rss_mb(pid, "VmHWM")
+    entry["peak_mb"] = None if peak is None else round(max(peak, entry["rss_mb"]), 1)
     return entry
 
 

@@ -1,32 +1,33 @@
 """Two HTTP gateways over one upstream (the ``alpha`` stdio fixture unless told), the fast path
-on and off, running in a thread's event loop so that a whole test module can share them (a gateway start costs a
-stdio upstream process and about half a second of CPU).
+on and off, that a whole test module can share (a gateway start costs a stdio upstream process
+and about half a second of CPU). The module's tests run on its one event loop
+(``pytest.mark.asyncio(loop_scope="module")``) and the gateways on that loop, each held open
+in a task of its own (``tests.held``).
 
 Tests reach them only over the network, and read what the fast path forwarded as a
 difference from before the test, never as an absolute count."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import anyio.from_thread
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.settings import ServerConfig
+from tests.held import held
 from tests.serve.test_fast_path import http_gateway
 
 Gateways = dict[bool, tuple[FastPath, str]]
 """``fast_path`` -> (the gateway's fast path, its ``/mcp`` URL)."""
 
 
-@contextmanager
-def both_paths(upstream: ServerConfig | None = None) -> Iterator[Gateways]:
-    # The portal runs each gateway's whole ``async with`` in one task of its own loop, so its
-    # task groups and cancel scopes are entered and left in the same task.
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(http_gateway(upstream=upstream, fast_path=True)) as fast,
-        portal.wrap_async_context_manager(http_gateway(upstream=upstream, fast_path=False)) as full,
+@asynccontextmanager
+async def both_paths(upstream: ServerConfig | None = None) -> AsyncIterator[Gateways]:
+    # A gateway served from another thread's loop (an anyio portal) failed an initialize now
+    # and then in the full suite ("ASGI callable returned without completing response"):
+    # these run on the tests' own loop.
+    async with (
+        held(http_gateway(upstream=upstream, fast_path=True)) as fast,
+        held(http_gateway(upstream=upstream, fast_path=False)) as full,
     ):
         yield {True: fast, False: full}

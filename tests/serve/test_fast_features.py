@@ -6,24 +6,28 @@ and gets that path's answer."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio.from_thread
 import httpx
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator import __version__
 from mcp_aggregator.settings import ServerConfig
+from tests.held import held
 from tests.relay.test_mrtr_through_gateway import upstream
 from tests.serve.conformance_runner import fixture_http_config, fixture_http_server, fixture_stdio_config
 from tests.serve.shared_gateways import Gateways, both_paths
 from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, http_gateway
 from tests.serve.test_stdio_face import own_stdio_face
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, and with it the ``param_header_server`` gateways."""
 
 Op = tuple[str, str, dict[str, Any] | None]
 
@@ -249,13 +253,12 @@ async def test_an_upstreams_own_minus_32000_error_fails_that_call_and_leaves_the
         assert fast.forwarded == (2 if fast_path else 0)
 
 
-@pytest.fixture(scope="module")
-def ph_gateways() -> Iterator[Gateways]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def ph_gateways() -> AsyncIterator[Gateways]:
     """The fast and full gateways over one ``param_header_server``, shared by the tests of its
     tools (``shared_gateways``): each opens sessions of its own."""
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(fixture_http_server("tests.upstream.param_header_server")) as url,
+    async with (
+        held(fixture_http_server("tests.upstream.param_header_server")) as url,
         both_paths(ServerConfig(name="ph", transport="http", base_url=url)) as gateways,  # type: ignore[arg-type]
     ):
         yield gateways

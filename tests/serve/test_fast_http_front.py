@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,6 +18,7 @@ import httpx
 import mcp_types as types
 import orjson
 import pytest
+import pytest_asyncio
 
 from tests.serve.shared_gateways import Gateways, both_paths
 from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, echo_call
@@ -25,9 +26,13 @@ from tests.serve.test_fast_path import MODERN_HEADERS, MODERN_META, echo_call
 DEADLINE = 20
 
 
-@pytest.fixture(scope="module")
-def gateways() -> Iterator[Gateways]:
-    with both_paths() as shared:
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, and with it the two gateways."""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gateways() -> AsyncIterator[Gateways]:
+    async with both_paths() as shared:
         yield shared
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Body, Query, status
 
 from mcp_aggregator.admin.admin_gateway import GatewayDep
@@ -46,9 +47,11 @@ async def register_server(gateway: GatewayDep, body: ServerCreate) -> ServerPubl
     config = server_config_from(body)
     record = await gateway.register_server(config, auto_connect=body.auto_connect)
     if body.auto_connect:
-        # Lets the supervisor take up the request, so the answer says CONNECTING as
-        # the contract shows, not the DISCONNECTED of the moment before.
-        await gateway.connect_server(record.id)
+        # Registering asked for the connection; this lets the supervisor take the request
+        # up, so the answer says CONNECTING as the contract shows, not the DISCONNECTED of
+        # the moment before. (Asking again here made a server that fails at once start
+        # twice, the second attempt racing the first one's ERROR.)
+        await anyio.lowlevel.checkpoint()
     auth_status = await gateway.credentials.status(record.id)
     return server_public(record, gateway.supervisors.get(record.name), scrub=gateway.scrub, auth_status=auth_status)
 
