@@ -3,22 +3,9 @@ listing state get their tables, and the downgrades take them away again."""
 
 from __future__ import annotations
 
-from sqlalchemy import inspect
-
 from mcp_aggregator.registry import migrate
-from mcp_aggregator.registry.engine import create_engine, target_schema
 from tests.registry.conftest import Database
-from tests.registry.test_audit_migration import to_revision
-
-
-async def tables(database: Database) -> set[str]:
-    schema = target_schema(database.url, database.pg_schema)
-    engine = create_engine(database.url, database.pg_schema)
-    try:
-        async with engine.connect() as conn:
-            return set(await conn.run_sync(lambda sync: inspect(sync).get_table_names(schema=schema)))
-    finally:
-        await engine.dispose()
+from tests.registry.test_audit_migration import tables, to_revision
 
 
 async def test_0007_adds_the_registry_copies_and_its_downgrade_removes_them(database: Database) -> None:

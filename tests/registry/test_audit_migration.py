@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, inspect, text
 
 from mcp_aggregator.audit import AuditEntry, AuditLog, AuditQuery, Outcome
 from mcp_aggregator.registry import migrate
@@ -34,6 +34,17 @@ async def to_revision(database: Database, revision: str, *, down: bool = False) 
     try:
         async with engine.begin() as conn:
             await conn.run_sync(run)
+    finally:
+        await engine.dispose()
+
+
+async def tables(database: Database) -> set[str]:
+    """The tables in the database's schema."""
+    schema = target_schema(database.url, database.pg_schema)
+    engine = create_engine(database.url, database.pg_schema)
+    try:
+        async with engine.connect() as conn:
+            return set(await conn.run_sync(lambda sync: inspect(sync).get_table_names(schema=schema)))
     finally:
         await engine.dispose()
 

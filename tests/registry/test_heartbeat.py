@@ -9,16 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
-from sqlalchemy import inspect
 
 from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.registry import Registry, RegistrySettings, migrate
-from mcp_aggregator.registry.engine import create_engine, target_schema
 from mcp_aggregator.registry.heartbeat import Heartbeat, HeartbeatState
 from mcp_aggregator.registry.replica_book import ReplicaBook, ReplicaSeen
 from mcp_aggregator.settings.loader import parse_settings
 from tests.registry.conftest import Database
-from tests.registry.test_audit_migration import to_revision
+from tests.registry.test_audit_migration import tables, to_revision
 
 T0 = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
 DEADLINE = 10
@@ -30,16 +28,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-async def tables(database: Database) -> set[str]:
-    schema = target_schema(database.url, database.pg_schema)
-    engine = create_engine(database.url, database.pg_schema)
-    try:
-        async with engine.connect() as conn:
-            return set(await conn.run_sync(lambda sync: inspect(sync).get_table_names(schema=schema)))
-    finally:
-        await engine.dispose()
 
 
 async def test_0016_makes_the_replicas_table_and_its_downgrade_drops_it(database: Database) -> None:

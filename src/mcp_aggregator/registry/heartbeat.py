@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from types import TracebackType
 from typing import Final, Self
@@ -20,6 +20,7 @@ from anyio.abc import TaskStatus
 
 from mcp_aggregator.errors import RegistryError
 from mcp_aggregator.registry.config import RegistrySettings
+from mcp_aggregator.registry.registry import utc_now
 from mcp_aggregator.registry.replica_book import ReplicaBook, ReplicaSeen
 
 logger = logging.getLogger(__name__)
@@ -37,14 +38,10 @@ class HeartbeatState(StrEnum):
     STOPPED = "stopped"
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Heartbeat:
     """See the module docstring. ``async with`` opens its ``book``; it opens once."""
 
-    def __init__(self, settings: RegistrySettings, replica: str, *, clock: WallClock = _now) -> None:
+    def __init__(self, settings: RegistrySettings, replica: str, *, clock: WallClock = utc_now) -> None:
         self.book = ReplicaBook(settings)
         self.replica = replica
         self.home: str | None = None
