@@ -28,7 +28,9 @@ from mcp_aggregator.aggregate import (
 )
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.serve.mcp_server import GatewayServer
+from mcp_aggregator.serve.surfaces import UpstreamDomains
 from mcp_aggregator.settings import Settings
+from mcp_aggregator.settings.serve_settings import FacadeGrouping
 from tests.conftest import running_gateway, serving_gateway, settings_for, stdio_fixture
 from tests.held import held
 
@@ -183,6 +185,21 @@ async def test_upstream_domains_follow_servers_leaving_and_tools_appearing() -> 
         await gateway.connect_server(gateway.ids["beta"])
         await gateway.wait_until(lambda: "beta" in gateway.exposed_servers(), timeout_secs=30)
         assert [tool.name for tool in await listed(client)] == [*CORE, "alpha", "beta"]
+
+
+async def test_a_servers_domain_is_reused_while_its_tools_stay_and_rebuilt_when_they_change() -> None:
+    async with running_gateway(two_fixtures("facades")) as (gateway, client):
+        domains = UpstreamDomains(gateway, FacadeGrouping.SERVER)
+        alpha, _beta = domains.current()
+        await gateway.disconnect_server(gateway.ids["beta"])
+        assert domains.current() == (alpha,)
+        assert domains.current()[0] is alpha
+
+        grown = envelope_of(await client.call_tool("alpha", {"cmd": "grow", "params": {"name": "fresh"}}))
+        assert grown["ok"], grown
+        await gateway.wait_until(lambda: gateway.catalog.get("alpha.fresh") is not None, timeout_secs=10)
+        (regrown,) = domains.current()
+        assert regrown is not alpha and regrown.command("fresh") is not None
 
 
 # -- the aggregator contract tool (seed 000) ---------------------------------------------------

@@ -21,6 +21,7 @@ import json
 import logging
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -170,6 +171,8 @@ class FacadeSurface:
         self._seen: tuple[Domain, ...] | None = None
         self._tools: tuple[types.Tool, ...] = ()
         self._by_name: dict[str, Domain] = {}
+        self._defined: dict[int, tuple[Domain, types.Tool, int]] = {}
+        """By ``id`` of a domain (held here, so the id stays its): its tool and that tool's size."""
 
     def list_tools(self) -> Sequence[types.Tool]:
         self._refresh()
@@ -191,8 +194,11 @@ class FacadeSurface:
         if upstream is self._seen:
             return
         self._seen = upstream
-        upstream_tools = [domain.tool_definition() for domain in upstream]
-        size = sum(len(tool.model_dump_json(by_alias=True, exclude_none=True)) for tool in upstream_tools)
+        # A domain reused from the last catalog (``UpstreamDomains``) keeps its definition and size.
+        defined = {id(domain): self._defined.get(id(domain)) or _definition(domain) for domain in upstream}
+        self._defined = defined
+        upstream_tools = [defined[id(domain)][1] for domain in upstream]
+        size = sum(defined[id(domain)][2] for domain in upstream)
         if size > self._upstream_max_chars:
             # Per-server tools stop paying for themselves on a large catalog: every turn
             # would carry them. The `tools` facade still reaches every upstream tool.
@@ -207,6 +213,28 @@ class FacadeSurface:
         self._by_name = {domain.name: domain for domain in domains}
 
 
+def _definition(domain: Domain) -> tuple[Domain, types.Tool, int]:
+    tool = domain.tool_definition()
+    return domain, tool, len(tool.model_dump_json(by_alias=True, exclude_none=True))
+
+
+@dataclass(frozen=True, slots=True)
+class _BuiltDomain:
+    """A server's domain and what it was built from."""
+
+    name: str
+    description: str
+    tools: tuple[types.Tool, ...]
+    domain: Domain
+
+    def made_of(self, name: str, description: str, tools: Sequence[types.Tool]) -> bool:
+        return (
+            (self.name, self.description) == (name, description)
+            and len(self.tools) == len(tools)
+            and all(mine is theirs for mine, theirs in zip(self.tools, tools, strict=True))
+        )
+
+
 class UpstreamDomains:
     """One domain per exposed server (commands = original tool names) or per skill
     (commands = canonical ``server.tool`` names, tools without a skill in ``general``)."""
@@ -217,6 +245,7 @@ class UpstreamDomains:
         self._catalog: Catalog | None = None
         self._skills: tuple[str | None, ...] = ()
         self._domains: tuple[Domain, ...] = ()
+        self._built: dict[str, _BuiltDomain] = {}
 
     def current(self) -> tuple[Domain, ...]:
         """The domains for the current catalog; the same tuple object while nothing changed."""
@@ -234,16 +263,25 @@ class UpstreamDomains:
         return self._domains
 
     def _by_server(self, catalog: Catalog) -> list[Domain]:
-        servers = sorted({entry.server for entry in catalog.entries})
-        names = domain_names(servers, RESERVED_NAMES, SERVER_SUFFIX)
-        domains = []
-        for server in servers:
-            tools = unique_tools(entry.tool for entry in catalog.for_server(server))
+        """Reuses the domain of a server whose tools (the same objects), name and description
+        did not change: a start of fifty servers changes the catalog at each connection, and
+        rebuilding every server's domain each time held the event loop for seconds."""
+        by_server: dict[str, list[types.Tool]] = {}
+        for entry in catalog.entries:
+            by_server.setdefault(entry.server, []).append(entry.tool)
+        names = domain_names(by_server, RESERVED_NAMES, SERVER_SUFFIX)
+        built: dict[str, _BuiltDomain] = {}
+        for server in sorted(by_server):
+            tools = tuple(unique_tools(by_server[server]))
             sup = self.gateway.supervisors.get(server)
             description = (sup.config.description if sup else None) or f"The tools of MCP server {server}."
-            call = self._server_call(server)
-            domains.append(build_upstream_domain(names[server], tools, call, description=description))
-        return sorted(domains, key=lambda domain: domain.name)
+            kept = self._built.get(server)
+            if kept is None or not kept.made_of(names[server], description, tools):
+                domain = build_upstream_domain(names[server], tools, self._server_call(server), description=description)
+                kept = _BuiltDomain(names[server], description, tools, domain)
+            built[server] = kept
+        self._built = built
+        return sorted((kept.domain for kept in built.values()), key=lambda domain: domain.name)
 
     def _by_skill(self, catalog: Catalog, skills: Sequence[str | None]) -> list[Domain]:
         groups: dict[str, list[CatalogEntry]] = {}
