@@ -433,9 +433,10 @@ class Gateway:
             raise RuntimeError("the gateway is not running")
         return self._search
 
-    async def flush(self) -> None:
-        """Wait until every state change so far is written to the registry."""
-        await self._mirror.flush()
+    async def flush(self, server_id: str | None = None) -> None:
+        """Wait until every state change so far is written to the registry; with ``server_id``,
+        every change of that server (its status, tools and pins), ahead of the others'."""
+        await self._mirror.flush(server_id)
 
     # -- the upstream set and the catalogue -------------------------------------------
 
@@ -526,11 +527,13 @@ class Gateway:
                 self._mirror.submit(
                     f"{sup.name}: {event.value}",
                     lambda: self.registry.record_status(server_id, status, error_message=error),
+                    server_id,
                 )
             else:
                 self._mirror.submit(
                     f"{sup.name}: {event.value}",
                     lambda: self.registry.apply_event(server_id, event, error_message=error),
+                    server_id,
                 )
         if (event is None or event is ServerEvent.CONNECT_OK) and sup.connection is not None:
             if self.catalogue.discovered(sup.name, sup.connection):
@@ -578,7 +581,7 @@ class Gateway:
             for record in await self.registry.replace_tools(server_id, specs):
                 self._tool_ids[record.name] = record.id
 
-        self._mirror.submit(f"{name}: tools", store)
+        self._mirror.submit(f"{name}: tools", store, server_id)
 
     def _poke(self) -> None:
         """Wake everyone in ``wait_until``: some state changed."""
@@ -746,13 +749,15 @@ class Gateway:
         approved = self.tool_pins.approve(server_id, names)
         if approved and sup.connection is not None:
             self._supervisor_changed(sup, None, True)
-        await self.flush()
+        await self.flush(server_id)
         return approved
 
     async def _open_tool_pins(self) -> ToolPinBook:
         def persist(server_id: str, pins: Sequence[ToolPin]) -> None:
             records = [record_of(server_id, pin) for pin in pins]
-            self._mirror.submit(f"{server_id}: pins", lambda: self.registry.save_tool_pins(server_id, records))
+            self._mirror.submit(
+                f"{server_id}: pins", lambda: self.registry.save_tool_pins(server_id, records), server_id
+            )
 
         security, serve = self.settings.security, self.settings.serve
         return ToolPinBook(
@@ -798,7 +803,7 @@ class Gateway:
             name = self.supervisor_by_id(server_id).name
             await self.upstreams.remove(name, drain_timeout=self.settings.serve.drain_timeout_secs)
             self._forget(name)
-            await self.flush()
+            await self.flush(server_id)
             await self.registry.delete_server(server_id)
         self._invalidate()
 

@@ -104,8 +104,9 @@ class AdminGateway(Protocol):
         """Why a guardrail holds a tool with this pending definition (empty: none does)."""
         ...
 
-    async def flush(self) -> None:
-        """Wait until the write-behind of live status has reached the registry."""
+    async def flush(self, server_id: str | None = None) -> None:
+        """Wait until the write-behind of live status has reached the registry (with
+        ``server_id``: that server's, ahead of the others')."""
 
     def discovered_tool_count(self, name: str) -> int | None:
         """How many tools server ``name`` serves as this process discovered them (the registry

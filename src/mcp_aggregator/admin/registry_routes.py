@@ -104,7 +104,8 @@ async def update_server(gateway: GatewayDep, body: RegistryUpdate) -> InstallRes
 
 
 async def _result(gateway: GatewayDep, outcome: InstallOutcome) -> InstallResult:
-    await gateway.flush()
+    # The installed server's own writes, not a start's queue of every server's.
+    await gateway.flush(outcome.record.id)
     record = await gateway.registry.get_server(outcome.record.id)
     public = server_public(record, gateway.supervisors.get(record.name), scrub=gateway.scrub)
     assert public.origin is not None

@@ -147,9 +147,10 @@ async def list_server_tools(gateway: GatewayDep, server_id: str) -> list[ToolPub
     With definition pinning on, each has a ``pin_status``; tools held because their
     definition changed (or, with ``security.new_tools: hold``, because they are new) come
     last, with the approved and the pending definition; ``hold_reasons`` says why a
-    guardrail holds one (an injected instruction in its description, say).
+    guardrail holds one (an injected instruction in its description, say). Waits for this
+    server's queued registry writes only (brought ahead of the others').
     """
-    await gateway.flush()
+    await gateway.flush(server_id)
     record = await gateway.registry.get_server(server_id)
     tools = await gateway.registry.list_tools(record.id)
     pinning = gateway.settings.security.pin_tool_definitions

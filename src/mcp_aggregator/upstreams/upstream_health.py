@@ -16,8 +16,9 @@ from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.upstreams.upstream_set import UpstreamSet
 
-Submit = Callable[[str, Callable[[], Awaitable[object]]], None]
-"""The registry mirror's ``submit``: a named write, run behind the calls in order."""
+Submit = Callable[[str, Callable[[], Awaitable[object]], str], None]
+"""The registry mirror's ``submit``: a named write about a server (its id), run behind the
+calls in order."""
 
 
 def upstream_health_monitor(
@@ -57,6 +58,7 @@ def upstream_health_monitor(
                 response_time_ms=response_time_ms,
                 last_error=last_error,
             ),
+            server_id,
         )
 
     async def ping(server: ServerSnapshot) -> HealthResult:
