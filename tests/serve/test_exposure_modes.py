@@ -187,11 +187,20 @@ async def test_upstream_domains_follow_servers_leaving_and_tools_appearing() -> 
         assert [tool.name for tool in await listed(client)] == [*CORE, "alpha", "beta"]
 
 
+async def test_the_catalog_is_kept_over_a_change_that_exposes_nothing_new(shared: Shared) -> None:
+    gateway, _server = shared["facades"]
+    catalog = gateway.catalog
+    gateway.catalogue.invalidate()
+    assert gateway.catalog is catalog
+
+
 async def test_a_servers_domain_is_reused_while_its_tools_stay_and_rebuilt_when_they_change() -> None:
     async with running_gateway(two_fixtures("facades")) as (gateway, client):
         domains = UpstreamDomains(gateway, FacadeGrouping.SERVER)
         alpha, _beta = domains.current()
+        catalog = gateway.catalog
         await gateway.disconnect_server(gateway.ids["beta"])
+        assert gateway.catalog is not catalog
         assert domains.current() == (alpha,)
         assert domains.current()[0] is alpha
 
