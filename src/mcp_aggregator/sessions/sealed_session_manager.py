@@ -62,6 +62,8 @@ class SealedSessionManager(SdkSessionManager):
         self._book = book
         self._host = host
         self._profile = profile
+        self._recorded_ended: set[str] = set()
+        """Sessions whose end a DELETE recorded (until their loop ends)."""
 
     async def handle_stateful(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = _header(scope, _SESSION_HEADER)
@@ -81,6 +83,7 @@ class SealedSessionManager(SdkSessionManager):
             # Recorded before the client hears the session ended, so that no replica
             # resumes it for the client's (or anyone's) next request.
             await self._book.record(session_id, ended=True)
+            self._recorded_ended.add(session_id)
         await self.sdk_handle_stateful(scope, receive, send)
 
     async def _open(
@@ -196,9 +199,12 @@ class SealedSessionManager(SdkSessionManager):
             logger.exception("Session %s… crashed", session_id[:16])
         finally:
             await self.discard(session_id, transport)
-        if ended:
+        if ended and session_id not in self._recorded_ended:
             with anyio.CancelScope(shield=True):
                 await self._book.record(session_id, ended=True)
+        # A DELETE's end was recorded before its answer; once is enough (each write queues
+        # at the registry's one writer, behind a start's tool writes).
+        self._recorded_ended.discard(session_id)
         # Said once the session is gone for good (discarded and booked as ended): a request
         # with its id after this line is refused, never resumed from its seal.
         if idled:
