@@ -4,6 +4,7 @@ import mcp_types as types
 import pytest
 
 from mcp_aggregator.catalog import Catalog, RouteStrategy
+from mcp_aggregator.catalog.catalog import EntriesByServer
 from mcp_aggregator.errors import AmbiguousToolError, ServerNotFoundError, ToolNotFoundError
 
 
@@ -67,3 +68,45 @@ def test_known_server_without_the_tool_is_tool_not_found(catalog: Catalog) -> No
 def test_a_tool_listed_twice_by_one_server_appears_once() -> None:
     catalog = Catalog.build({"s": [tool("x"), tool("x")]})
     assert [e.canonical for e in catalog.entries] == ["s.x"]
+
+
+def entries_of(catalog: Catalog) -> list[tuple[str, str, str, str]]:
+    return [(e.server, e.original_name, e.canonical, e.exposed) for e in catalog.entries]
+
+
+@pytest.mark.parametrize(
+    "listings",
+    [
+        # (the first build's servers, the second's): the second reuses what it can.
+        ({"a": ["x", "y"], "b": ["x"]}, {"a": ["x", "y"], "b": ["x"], "c": ["z"]}),
+        ({"a": ["x", "y"], "b": ["x"]}, {"b": ["x"]}),
+        ({"a": ["x", "x", "y"]}, {"a": ["x", "x", "y"], "b": ["w"]}),
+        # "a.b" and "a_b" sanitise alike: one is salted, as assign_exposed_names decides.
+        ({"s": ["a.b"]}, {"s": ["a.b"], "t": ["q"], "u": ["a_b"]}),
+        ({"s": ["a.b", "a_b"]}, {"s": ["a.b", "a_b"], "t": ["q"]}),
+        ({"s": ["a.b", "a_b"], "t": ["q"]}, {"s": ["a.b"], "t": ["q"]}),
+    ],
+)
+def test_a_catalog_built_reusing_the_last_ones_entries_equals_one_built_afresh(
+    listings: tuple[dict[str, list[str]], dict[str, list[str]]],
+) -> None:
+    first, second = listings
+    made: dict[str, list[types.Tool]] = {}
+    for listing in (first, second):
+        for server, names in listing.items():
+            made.setdefault(server, [tool(name) for name in names])
+    reuse: EntriesByServer = {}
+    for listing in (first, second):
+        tools = {server: made[server] for server in listing}
+        reused = Catalog.build(tools, reuse=reuse)
+        assert entries_of(reused) == entries_of(Catalog.build(tools))
+
+
+def test_a_server_listing_the_same_tools_keeps_its_entries_and_a_changed_one_gets_new_ones() -> None:
+    reuse: EntriesByServer = {}
+    a, b = [tool("x"), tool("y")], [tool("x")]
+    first = Catalog.build({"a": a, "b": b}, reuse=reuse)
+    second = Catalog.build({"a": list(a), "b": [tool("x")]}, reuse=reuse)
+    assert [e for e in second.entries if e.server == "a"] == [e for e in first.entries if e.server == "a"]
+    assert all(x is y for x, y in zip(second.for_server("a"), first.for_server("a"), strict=True))
+    assert second.for_server("b")[0] is not first.for_server("b")[0]

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 import mcp_types as types
 
-from mcp_aggregator.catalog.naming import assign_exposed_names, namespace
+from mcp_aggregator.catalog.naming import assign_exposed_names, exposed_name, namespace
 from mcp_aggregator.errors import AmbiguousToolError, ServerNotFoundError, ToolNotFoundError
 
 
@@ -58,17 +58,25 @@ class Catalog:
         max_length: int = 64,
         known_servers: Iterable[str] = (),
         keep_unique_names: bool = False,
+        reuse: EntriesByServer | None = None,
     ) -> Catalog:
-        pairs = [(server, tool.name) for server, tools in tools_by_server.items() for tool in tools]
-        names = assign_exposed_names(pairs, separator=separator, max_length=max_length, keep_unique=keep_unique_names)
-        entries: list[CatalogEntry] = []
-        for server in sorted(tools_by_server):
-            seen: set[str] = set()
-            for tool in tools_by_server[server]:
-                if tool.name in seen:
-                    continue  # an upstream listing one name twice: the first definition wins
-                seen.add(tool.name)
-                entries.append(CatalogEntry(server, tool, namespace(server, tool.name), names[(server, tool.name)]))
+        """The catalogue of ``tools_by_server``.
+
+        ``reuse``: the entries of each server from the last build, read and updated here. A
+        server listing the same tool objects keeps its entries, when no two exposed names
+        collide (then each is the name ``exposed_name`` gives its pair, as
+        ``assign_exposed_names`` would). A start builds the catalogue at each of fifty
+        connections, ten thousand entries each time.
+        """
+        by_server = None
+        if reuse is not None and not keep_unique_names:
+            by_server = _entries_reused(tools_by_server, reuse, separator, max_length)
+            reuse.clear()
+            # Kept only when each name is its pair's own: a salted one depends on the others.
+            reuse.update(by_server or {})
+        if by_server is None:
+            by_server = _entries_named(tools_by_server, separator, max_length, keep_unique_names)
+        entries = [entry for server in sorted(by_server) for entry in by_server[server][1]]
         by_original: dict[str, list[CatalogEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)
@@ -118,3 +126,60 @@ class Catalog:
         if len(matches) > 1:
             raise AmbiguousToolError(name, [m.server for m in matches])
         raise ToolNotFoundError(name)
+
+
+EntriesByServer = dict[str, tuple[tuple[types.Tool, ...], tuple[CatalogEntry, ...]]]
+"""A server's tools as listed, and its catalogue entries."""
+
+
+def _first_of_each_name(tools: Sequence[types.Tool]) -> list[types.Tool]:
+    seen: set[str] = set()
+    kept = []
+    for tool in tools:
+        if tool.name not in seen:  # an upstream listing one name twice: the first definition wins
+            seen.add(tool.name)
+            kept.append(tool)
+    return kept
+
+
+def _entries_named(
+    tools_by_server: Mapping[str, Sequence[types.Tool]], separator: str, max_length: int, keep_unique: bool
+) -> EntriesByServer:
+    pairs = [(server, tool.name) for server, tools in tools_by_server.items() for tool in tools]
+    names = assign_exposed_names(pairs, separator=separator, max_length=max_length, keep_unique=keep_unique)
+    return {
+        server: (
+            tuple(tools),
+            tuple(
+                CatalogEntry(server, tool, namespace(server, tool.name), names[(server, tool.name)])
+                for tool in _first_of_each_name(tools)
+            ),
+        )
+        for server, tools in tools_by_server.items()
+    }
+
+
+def _entries_reused(
+    tools_by_server: Mapping[str, Sequence[types.Tool]], reuse: EntriesByServer, separator: str, max_length: int
+) -> EntriesByServer | None:
+    """Each server's entries, kept or named on their own; None when two exposed names collide."""
+    out: EntriesByServer = {}
+    for server, tools in tools_by_server.items():
+        kept = reuse.get(server)
+        if kept is not None and len(kept[0]) == len(tools) and all(a is b for a, b in zip(kept[0], tools, strict=True)):
+            out[server] = kept
+            continue
+        entries = tuple(
+            CatalogEntry(
+                server,
+                tool,
+                namespace(server, tool.name),
+                exposed_name(server, tool.name, separator=separator, max_length=max_length),
+            )
+            for tool in _first_of_each_name(tools)
+        )
+        out[server] = (tuple(tools), entries)
+    exposed = {entry.exposed for _, entries in out.values() for entry in entries}
+    if len(exposed) != sum(len(entries) for _, entries in out.values()):
+        return None
+    return out

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import mcp_types as types
 
 from mcp_aggregator.apps import shown_tool
-from mcp_aggregator.catalog.catalog import Catalog, Route
+from mcp_aggregator.catalog.catalog import Catalog, EntriesByServer, Route
 from mcp_aggregator.catalog.feature_catalog import FeatureCatalog, ServerFeatures
 from mcp_aggregator.catalog.tool_pin_book import ToolPinBook
 from mcp_aggregator.errors import LimitExceededError, RoutingError, ServerUnavailableError, ToolNotFoundError
@@ -75,6 +75,8 @@ class CatalogService:
         self._catalog: Catalog | None = None
         self._built: tuple[_Sources, Catalog] | None = None
         """The last catalogue built, and from what (kept over an ``invalidate``)."""
+        self._entries: EntriesByServer = {}
+        """Each server's entries of the last catalogue built (``Catalog.build``'s ``reuse``)."""
         self._features: FeatureCatalog | None = None
         self._exposed: list[str] | None = None
         self._snapshot: tuple[tuple[str, int], ...] = ()
@@ -176,6 +178,7 @@ class CatalogService:
             max_length=self._serve.max_name_length,
             known_servers=self._upstreams.supervisors,
             keep_unique_names=self._serve.tool_names is ToolNames.ORIGINAL,
+            reuse=self._entries,
         )
         self._built = (sources, self._catalog)
         return self._catalog
