@@ -12,7 +12,8 @@ its output schema), then:
   signatures) and ``run_code``, which runs a script calling tools in the sandbox.
 
 Upstream domains follow the catalog: they are rebuilt when ``gateway.catalog`` is a new
-object (or, grouped by skill, when a tool's skill changed) and reused otherwise.
+object (or, grouped by skill, when a tool's skill changed) and reused otherwise; grouped by
+server, only the domains of servers whose tools changed are built again.
 """
 
 from __future__ import annotations
