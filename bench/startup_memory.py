@@ -197,7 +197,8 @@ def print_table(results: list[tuple[str, dict[str, Any]]]) -> None:
             print(f"\n{label}: highest RSS sampled (every 20 ms) {top:.0f} MB at {at} s ({marks})")
         whole = run["phases"].get("whole", {})
         if "mappings" in whole:
-            print(f"\n{label}: RSS by mapping once whole, MB (at the imports -> once whole), {whole.get('threads')} threads")
+            threads = whole.get("threads")
+            print(f"\n{label}: RSS by mapping once whole, MB (at the imports -> once whole), {threads} threads")
             at_imports = dict(run["phases"]["imports"].get("mappings", []))
             for name, mb in whole["mappings"][:20]:
                 print(f"  {at_imports.get(name, 0.0):7.1f} -> {mb:7.1f}  {name}")
