@@ -1,7 +1,8 @@
 """Where the embedder's memory goes: RSS, and RSS by mapping, after each step of making the
 default embedder and embedding tool texts with it, in a fresh process per run.
 
-Run: ``.venv/bin/python bench/embedder_memory.py [--texts 527] [--session-options JSON]``.
+Run: ``.venv/bin/python bench/embedder_memory.py [--texts 527] [--session-options JSON]
+[--json bench/results/embedder_memory.json]``.
 
 The steps: numpy, importing onnxruntime and tokenizers, the gateway's embedder module, the
 embedder made as ``search.build`` makes it (tokenizer, the machine's variant and its
@@ -123,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=527)
     parser.add_argument("--session-options", default="{}", help="JSON: SessionOptions attributes, cfg:key entries")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "embedder_memory.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     options = json.loads(args.session_options)
@@ -141,6 +143,8 @@ def main() -> None:
         print(f"| {step} | {rss:.0f} (+{rss - before:.0f}) | " + " | ".join(f"{maps[k]:.1f}" for k in SHOWN) + " |")
         before = rss
     print(f"\npeak {run['peak_mb']} MB, embedding CPU {run['embed_cpu_s']} s, vectors sha256 {run['vectors']}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"session_options": options, **run}, indent=2))
 
 
 if __name__ == "__main__":

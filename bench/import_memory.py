@@ -1,7 +1,8 @@
 """What a gateway's imports cost, by package: RSS booked to the package whose module was
 being imported when it grew.
 
-Run: ``.venv/bin/python bench/import_memory.py [--top 30] [--ours]``.
+Run: ``.venv/bin/python bench/import_memory.py [--top 30] [--ours]
+[--json bench/results/import_memory.json]``.
 
 A fresh interpreter imports what ``serve`` imports (``mcp_aggregator.cli`` and
 ``mcp_aggregator.serve.runner``) under an audit hook that reads ``/proc/self/statm`` at
@@ -58,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--ours", action="store_true", help="the gateway's own modules by room")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "import_memory.json")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
@@ -69,6 +71,9 @@ def main() -> None:
     print(f"interpreter {run['start'] / 2**20:.1f} MB, imports +{total:.1f} MB, by package:\n")
     for name, grown in sorted(book.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"{grown / 2**20:7.2f}  {name}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    mb = {name: round(grown / 2**20, 2) for name, grown in sorted(book.items(), key=lambda kv: -kv[1])}
+    args.json.write_text(json.dumps({"interpreter_mb": run["start"] / 2**20, "imports_mb": total, "by_package": mb}))
 
 
 if __name__ == "__main__":
