@@ -50,6 +50,7 @@ def mappings_mb() -> list[tuple[str, float]]:
 def _snapshot(label: str, out: Path) -> None:
     entry: dict[str, object] = {"label": label, "rss_mb": round(rss_mb(), 1), "at": time.monotonic()}
     entry["mappings"] = mappings_mb()
+    entry["threads"] = len(os.listdir("/proc/self/task"))
     if tracemalloc.is_tracing():
         snap = tracemalloc.take_snapshot()
         stats = snap.statistics("filename")

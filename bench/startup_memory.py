@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,30 @@ def _ask(folder: Path, label: str, pid: int, timeout: float = 120.0) -> dict[str
     return entry
 
 
+class RssSampler:
+    """Reads a process's RSS every ``every`` seconds on a thread of its own: the snapshots
+    see the phases' ends, this sees the peak between them (when, and how high)."""
+
+    def __init__(self, pid: int, every: float = 0.02) -> None:
+        self._pid = pid
+        self._every = every
+        self._stop = threading.Event()
+        self.series: list[tuple[float, float]] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            rss = rss_mb(self._pid)
+            if rss is None:
+                return
+            self.series.append((time.monotonic(), rss))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def measure(src: Path, *, demo: bool, servers: int, tools: int, trace: bool, limit: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="startup-memory-") as tmp:
         folder = Path(tmp)
@@ -96,12 +121,14 @@ def measure(src: Path, *, demo: bool, servers: int, tools: int, trace: bool, lim
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         phases: dict[str, Any] = {}
         t0 = time.monotonic()
+        sampler = RssSampler(proc.pid)
         try:
             phases["interpreter"] = _wait_file(probe / "interpreter.json", t0 + limit)
             phases["imports"] = _wait_file(probe / "imports.json", t0 + limit)
             phases["interpreter"]["peak_mb"] = phases["imports"]["peak_mb"] = None
             phases.update(_follow(proc.pid, probe, port, 4 if demo else servers, t0 + limit))
         finally:
+            sampler.stop()
             proc.terminate()
             try:
                 proc.wait(30)
@@ -111,9 +138,11 @@ def measure(src: Path, *, demo: bool, servers: int, tools: int, trace: bool, lim
             log.close()
             if "whole" not in phases:
                 sys.stderr.write((folder / "gateway.log").read_text()[-4000:])
+        start = phases["interpreter"]["at"]
         for entry in phases.values():
-            entry["at"] = round(entry["at"] - phases["interpreter"]["at"], 1)
-        return {"src": str(src), "phases": phases}
+            entry["at"] = round(entry["at"] - start, 1)
+        series = [(round(t - start, 2), rss) for t, rss in sampler.series]
+        return {"src": str(src), "phases": phases, "series": series}
 
 
 def _follow(pid: int, probe: Path, port: int, servers: int, deadline: float) -> dict[str, Any]:
@@ -162,9 +191,14 @@ def print_table(results: list[tuple[str, dict[str, Any]]]) -> None:
             cells += [f"{entry['rss_mb']:.0f} (+{entry['rss_mb'] - before:.0f}{traced})", str(entry["peak_mb"])]
         print(f"| {phase} | " + " | ".join(cells) + " |")
     for label, run in results:
+        if run.get("series"):
+            at, top = max(run["series"], key=lambda point: point[1])
+            marks = ", ".join(f"{p} {e['at']} s" for p, e in run["phases"].items())
+            print(f"\n{label}: highest RSS sampled (every 20 ms) {top:.0f} MB at {at} s ({marks})")
         whole = run["phases"].get("whole", {})
         if "mappings" in whole:
-            print(f"\n{label}: RSS by mapping once whole, MB (at the imports -> once whole)")
+            threads = whole.get("threads")
+            print(f"\n{label}: RSS by mapping once whole, MB (at the imports -> once whole), {threads} threads")
             at_imports = dict(run["phases"]["imports"].get("mappings", []))
             for name, mb in whole["mappings"][:20]:
                 print(f"  {at_imports.get(name, 0.0):7.1f} -> {mb:7.1f}  {name}")

@@ -89,6 +89,17 @@ def check_embed_cost(result: dict[str, Any]) -> None:
     assert all(row["worst_cosine_to_packaged"] > 0.98 for row in rows.values()), rows
 
 
+def check_embedder_memory(result: dict[str, Any]) -> None:
+    steps = [step for step, _, _ in result["steps"]]
+    assert steps[0] == "interpreter" and steps[-1] == "free_heap" and "8 texts embedded" in steps
+    assert result["peak_mb"] > 0 and len(result["vectors"]) == 16
+
+
+def check_import_memory(result: dict[str, Any]) -> None:
+    assert result["imports_mb"] > 0
+    assert result["by_package"]["mcp_aggregator"] > 0
+
+
 def check_startup_memory(result: dict[str, Any]) -> None:
     phases = result["results"]["this"]["phases"]
     assert list(phases) == ["interpreter", "imports", "listening", "connected", "whole"]
@@ -128,6 +139,8 @@ SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
         check_startup,
     ),
     "startup_memory.py": (["--servers", "2", "--tools", "5", "--limit", "200"], "--json", check_startup_memory),
+    "embedder_memory.py": (["--texts", "8"], "--json", check_embedder_memory),
+    "import_memory.py": ([], "--json", check_import_memory),
     "embed_cost_bench.py": (["--texts", "8", "--rounds", "1"], "--json", check_embed_cost),
 }
 """Script -> (its arguments for a small run, the flag naming its JSON output, the check of it)."""

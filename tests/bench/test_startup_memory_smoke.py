@@ -1,4 +1,5 @@
-"""``bench/startup_memory.py`` runs end to end in a small version of itself (``bench_scripts``)."""
+"""The memory benches (``bench/startup_memory.py``, ``embedder_memory.py``, ``import_memory.py``)
+run end to end in a small version of themselves (``bench_scripts``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from tests.bench.bench_scripts import run_and_check
 
-SCRIPTS = ["startup_memory.py"]
+SCRIPTS = ["startup_memory.py", "embedder_memory.py", "import_memory.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

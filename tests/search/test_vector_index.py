@@ -1,12 +1,13 @@
-"""``NumpyVectorIndex``: one transposed float32 matrix, grown in place, searched exactly."""
+"""``NumpyVectorIndex``: transposed float32 blocks, grown a block at a time, searched exactly."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from mcp_aggregator.search.embedder import l2_normalise
+from mcp_aggregator.search.row_dots import row_dots
 from mcp_aggregator.search.row_table import IndexFilter
-from mcp_aggregator.search.vector_index import NumpyVectorIndex
+from mcp_aggregator.search.vector_index import BLOCK_COLUMNS, NumpyVectorIndex
 
 
 def _unit_rows(count: int, seed: int) -> np.ndarray:
@@ -45,3 +46,23 @@ def test_a_filtered_search_never_returns_another_servers_rows() -> None:
     found = index.search(_unit_rows(1, 2)[0], 10, IndexFilter.of(servers={"b"}))
     assert [key for key, _ in found] == ["b.y"]
     assert len(index.search(_unit_rows(1, 3)[0], 100)) == 2
+
+
+def test_rows_past_one_block_score_bit_for_bit_as_one_matrix_and_removal_crosses_blocks() -> None:
+    rows = _unit_rows(2 * BLOCK_COLUMNS + 300, 5)
+    keys = [f"s.t{i}" for i in range(len(rows))]
+    index = NumpyVectorIndex(16)
+    for start in range(0, len(rows), 1000):  # rounds that end inside a block and past one
+        index.upsert(keys[start : start + 1000], ["s"] * len(keys[start : start + 1000]), rows[start : start + 1000])
+    gone = keys[10:4500:7]  # holes in the first two blocks, filled from the last
+    index.remove(gone)
+    kept = [k for k in keys if k not in set(gone)]
+    truth = dict(zip(keys, rows, strict=True))
+    matrix = np.array([truth[k] for k in index.keys])
+    query = _unit_rows(1, 8)
+    top, scores = index.search_rows(query[0], 20)
+    whole = row_dots(query, np.ascontiguousarray(matrix.T))[0]
+    assert np.array_equal(scores, whole[top])
+    assert list(top) == list(np.argsort(-whole, kind="stable")[:20])
+    assert len(index) == len(kept)
+    assert np.array_equal(index.vectors(kept[-3:]), np.stack([truth[k] for k in kept[-3:]]))

@@ -123,6 +123,10 @@ def _session_options(threads: int) -> ort.SessionOptions:
     # make tail latency several times worse; a blocked thread wakes fast enough.
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    # A memory pattern is planned and kept for each input shape; one text per inference
+    # means a shape per token count (up to 256), each holding its own block in the arena:
+    # 26 MB more after 527 texts, for no measurable speed (bench/startup_memory.py).
+    opts.enable_mem_pattern = False
     return opts
 
 
