@@ -15,5 +15,6 @@ mypy
 echo "== pytest" >&2
 # Two workers, each test file on one of them (its module fixtures and order kept). Each worker
 # has its own ports (tests/ports.py), data dir (tests/conftest.py's settings_for), model cache
-# and PostgreSQL schemas; `-n 0` after these runs everything in one process.
-exec pytest -n 2 --dist loadfile "$@"
+# and PostgreSQL schemas; `-n 0` after these runs everything in one process. The files go out in
+# collection order, which tests/file_order.py makes longest first.
+exec pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"

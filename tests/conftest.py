@@ -32,6 +32,7 @@ from mcp_aggregator.search.onnx_quantize import default_cache_dirs
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.serve.surfaces import build_surface
 from mcp_aggregator.settings import ServerConfig, Settings
+from tests.file_order import ordered, read_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 NODE_BIN = REPO / "upstreams" / "node_modules" / ".bin"
@@ -46,6 +47,11 @@ FORCED_VARIANT_CHECKS: dict[str, dict[str, float]] = {
 }
 """``MCP_AGGREGATOR_TEST_VARIANT_CHECK``: run the whole suite as on a CPU that rejects every
 int8-compute variant of the embedding model, or accepts them, whatever this CPU does."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files longest first (``tests/file_order.py``): two workers then finish together."""
+    items[:] = ordered(items, read_seconds())
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
