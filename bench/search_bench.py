@@ -280,9 +280,7 @@ def model_embedder(name: str) -> Embedder:
     return build_embedder(SearchSettings.model_validate({"onnx_model": name}))
 
 
-async def compare_models(
-    names: Sequence[str], size: int, tmp: Path, latency: bool = True
-) -> dict[str, dict[str, Any]]:
+async def compare_models(names: Sequence[str], size: int, tmp: Path, latency: bool = True) -> dict[str, dict[str, Any]]:
     """Each packaged model (``search.onnx_model``), with or without a query map, measured
     alike in this one run: dense retrieval and the shipped engine on both data sets, cold
     indexing of the 527 tools, and the latency at ``size`` tools."""
