@@ -442,6 +442,10 @@ if __name__ == "__main__":
         help="compare packaged models side by side (e.g. base,tools,tools+map,base+map:FILE) instead of the engines",
     )
     args = parser.parse_args()
+    for entry in args.models.split(","):
+        model_file = Path(entry.partition("+map")[0])
+        if model_file.suffix == ".onnx" and not model_file.is_file():
+            parser.error(f"--models: no model file {model_file}")
     anyio.run(
         main,
         args.size,
