@@ -10,7 +10,8 @@ grouped by server. Latency and the embedding cache are measured on a catalogue o
 all`` measures every path in one run and prints one table of them. ``--models base,tools``
 instead compares the packaged models (``search.onnx_model``) side by side: dense and shipped
 quality on both data sets, cold indexing, and latency at ``--size`` tools; ``tools+map`` adds
-the query map the model ships, ``base+map:FILE`` a map from a file.
+the query map the model ships, ``base+map:FILE`` a map from a file, and a name ending in
+``.onnx`` is a model file (a training run's ``model.onnx``) run as a packaged one.
 """
 
 from __future__ import annotations
@@ -269,16 +270,25 @@ def model_and_map(entry: str, dimension: int) -> tuple[str, QueryMap | None, str
     return name, QueryMap.load(path, expected_sha256=None, dimension=dimension), file_sha256(path)
 
 
-async def compare_models(names: Sequence[str], size: int, tmp: Path) -> dict[str, dict[str, Any]]:
+def model_embedder(name: str) -> Embedder:
+    """The packaged model ``name``, or the ONNX file ``name`` (a training run's export, a
+    candidate not shipped yet) run like a packaged one: pinned to its own digest, so the
+    int8 variants are derived and chosen for it as for the shipped models."""
+    if name.endswith(".onnx"):
+        path = Path(name)
+        return OnnxMiniLmEmbedder(path, expected_sha256=file_sha256(path))
+    return build_embedder(SearchSettings.model_validate({"onnx_model": name}))
+
+
+async def compare_models(names: Sequence[str], size: int, tmp: Path, latency: bool = True) -> dict[str, dict[str, Any]]:
     """Each packaged model (``search.onnx_model``), with or without a query map, measured
     alike in this one run: dense retrieval and the shipped engine on both data sets, cold
     indexing of the 527 tools, and the latency at ``size`` tools."""
     live, dev = livemcpbench(), devset()
     out: dict[str, dict[str, Any]] = {}
     for entry in names:
-        name = entry.partition("+map")[0]
-        embedder = build_embedder(SearchSettings.model_validate({"onnx_model": name}))
-        name, query_map, digest = model_and_map(entry, embedder.dimension)
+        embedder = model_embedder(entry.partition("+map")[0])
+        _name, query_map, digest = model_and_map(entry, embedder.dimension)
         queries: Embedder = embedder if query_map is None else MappedQueries(embedder, query_map, digest)
         print(f"\n=== model {entry}: {describe_embedder(embedder)} ===")
         row: dict[str, Any] = {"embedder": queries.model_id}
@@ -295,8 +305,9 @@ async def compare_models(names: Sequence[str], size: int, tmp: Path) -> dict[str
             ]
             search.close()
             print(f"  {data.name}: dense {row[f'{data.name} dense']}, shipped {row[f'{data.name} shipped']}")
-        row["catalogue"] = await catalogue_bench(embedder, live.docs, live.tasks, size, cache_path, query_map)
-        print(f"  catalogue of {size}: {row['catalogue']}")
+        if latency:
+            row["catalogue"] = await catalogue_bench(embedder, live.docs, live.tasks, size, cache_path, query_map)
+            print(f"  catalogue of {size}: {row['catalogue']}")
         out[entry] = row
     return out
 
@@ -324,7 +335,8 @@ def print_models(rows: dict[str, dict[str, Any]]) -> None:
     print("\n| model | " + " | ".join(MODEL_COLUMNS) + " |")
     print("| --- " * (len(MODEL_COLUMNS) + 1) + "|")
     for name, row in rows.items():
-        cells = [row[section][key] if section else row[key] for section, key in MODEL_COLUMNS.values()]
+        # --no-latency leaves the catalogue's columns out of a row: "-" there.
+        cells = [row.get(section, {}).get(key, "-") if section else row[key] for section, key in MODEL_COLUMNS.values()]
         print(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
 
 
@@ -354,7 +366,7 @@ async def main(
     if models:
         tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
         try:
-            rows = await compare_models(models, size, tmp)
+            rows = await compare_models(models, size, tmp, latency)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         print_models(rows)
@@ -430,6 +442,10 @@ if __name__ == "__main__":
         help="compare packaged models side by side (e.g. base,tools,tools+map,base+map:FILE) instead of the engines",
     )
     args = parser.parse_args()
+    for entry in args.models.split(","):
+        model_file = Path(entry.partition("+map")[0])
+        if model_file.suffix == ".onnx" and not model_file.is_file():
+            parser.error(f"--models: no model file {model_file}")
     anyio.run(
         main,
         args.size,

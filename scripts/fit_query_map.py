@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from search_training.pairs import Data, Pair, dev_pool, held_out, load_data
+from search_training.pairs import MULTI_PART, Data, Pair, dev_pool, held_out, load_data
 from search_training.ranking_loss import dev_score
 
 from mcp_aggregator.search import SearchSettings, build_embedder
@@ -106,6 +106,12 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1024, help="random tools added to each batch's candidates")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--scale", type=float, default=20.0)
+    parser.add_argument(
+        "--multi-part",
+        choices=MULTI_PART,
+        default="clause",
+        help="pair a several-tool request's tools with its best clause, the whole request, or both",
+    )
     parser.add_argument("--max-pairs", type=int, default=0, help="fit on at most this many pairs (0: all)")
     parser.add_argument("--held-out", type=float, default=0.05)
     parser.add_argument("--dev-pool", type=int, default=1500)
@@ -113,7 +119,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    data = load_data(args.data)
+    data = load_data(args.data, args.multi_part)
     train, dev = held_out(data.pairs, args.held_out)
     pool = dev_pool(data, dev, args.dev_pool)
     if args.max_pairs:

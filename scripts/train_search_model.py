@@ -47,7 +47,7 @@ import torch
 from onnx import numpy_helper
 from safetensors.torch import load_file
 from search_training.frozen_states import cache_key, load_or_compute
-from search_training.pairs import Data, Pair, dev_pool, held_out, load_data
+from search_training.pairs import MULTI_PART, Data, Pair, dev_pool, held_out, load_data
 from search_training.ranking_loss import contrastive_loss, dev_score
 from search_training.upper_trainer import UpperEncoder, epoch_negatives, train_upper
 from transformers import BertConfig, BertModel
@@ -341,6 +341,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=20.0, help="similarity scale of the contrastive loss")
     parser.add_argument("--max-query-tokens", type=int, default=64, help="truncation of queries")
     parser.add_argument("--max-tool-tokens", type=int, default=48, help="truncation of tool texts")
+    parser.add_argument(
+        "--multi-part",
+        choices=MULTI_PART,
+        default="clause",
+        help="pair a several-tool request's tools with its best clause, the whole request, or both",
+    )
     parser.add_argument("--max-pairs", type=int, default=0, help="train on at most this many pairs (0: all)")
     parser.add_argument("--held-out", type=float, default=0.05, help="share of requests kept for early stopping")
     parser.add_argument("--dev-pool", type=int, default=1500, help="tools the held-out requests are ranked among")
@@ -368,7 +374,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    data = load_data(args.data)
+    data = load_data(args.data, args.multi_part)
     folder = float_weights_dir(args.cache)
     if args.export_checkpoint:
         bert, figures = checkpoint_best(args, folder)

@@ -98,7 +98,13 @@ def clause_for(query: str, doc: ToolDoc) -> str:
     return best if words(best) & tool_words else query
 
 
-def load_data(data: Path) -> Data:
+MULTI_PART = ("clause", "whole", "both")
+"""How a request needing several tools is paired with each of them: with its clause that
+shares most words with the tool, with the whole request (as LiveMCPBench asks: one long
+task, several tools), or both."""
+
+
+def load_data(data: Path, multi_part: str = "clause") -> Data:
     """Tools by id, each tool's source, and the training pairs of the folder ``data``."""
     docs: dict[str, ToolDoc] = {}
     source_of: dict[str, str] = {}
@@ -116,9 +122,15 @@ def load_data(data: Path) -> Data:
                 docs[tid] = tool_doc(row)
                 source_of[tid] = row["source"]
             n_gold = int(row.get("n_gold") or 1)
-            query = row["query"] if n_gold == 1 else clause_for(row["query"], docs[tid])
             group = f"{row['source']}|{row['split']}|{row.get('query_id', row['query'])}"
-            pairs.append(Pair(query, tid, group, 1.0 if n_gold == 1 else 1.0 / math.sqrt(n_gold)))
+            if n_gold == 1:
+                pairs.append(Pair(row["query"], tid, group, 1.0))
+                continue
+            weight = 1.0 / math.sqrt(n_gold)
+            if multi_part in ("clause", "both"):
+                pairs.append(Pair(clause_for(row["query"], docs[tid]), tid, group, weight))
+            if multi_part in ("whole", "both"):
+                pairs.append(Pair(row["query"], tid, group, weight))
     return Data(docs, source_of, pairs)
 
 

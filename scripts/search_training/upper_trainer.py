@@ -96,6 +96,7 @@ def train_upper(
     )
     config = {k: str(getattr(args, k)) for k in ("epochs", "batch", "lr", "scale", "freeze_layers", "seed")}
     config.update(max_query_tokens=str(args.max_query_tokens), max_tool_tokens=str(args.max_tool_tokens))
+    config.update(multi_part=str(args.multi_part), max_pairs=str(args.max_pairs))
     step, cpu_before, wall_before = 0, 0.0, 0.0
     if args.resume and ckpt_path.is_file():
         ckpt = torch.load(ckpt_path, weights_only=False)
