@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -25,6 +26,17 @@ from mcp_aggregator.health.server_state import ServerStatus
 logger = logging.getLogger(__name__)
 
 MONITORED = (ServerStatus.CONNECTED, ServerStatus.DEGRADED)
+
+PHASES = 30
+"""The slots an interval is cut into: each server is checked in its own slot, so a start of
+50 servers does not check (and re-list 10,000 tools) in one burst every interval."""
+
+
+def phase_of(server_id: str, phases: int = PHASES) -> int:
+    """The server's slot in every interval: stable across rounds and restarts (a digest of
+    its id, not ``hash``, which is salted per process)."""
+    digest = hashlib.blake2b(server_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest) % phases
 
 
 class MonitoredServer(Protocol):
@@ -97,9 +109,11 @@ class HealthMonitor:
     ``apply_health_result`` and persisted through ``store.record_health`` as a
     compare-and-set on the status the check started from, so a server disconnected or
     deleted meanwhile is left alone. Then ``on_transition`` and ``schedule_reconnect``
-    are awaited. Servers are checked concurrently; the first check runs one interval
-    after start. Start it with ``await tg.start(monitor.run)``; it runs until cancelled
-    and refuses a second ``run``.
+    are awaited. The interval is cut into ``PHASES`` slots and each server is checked in
+    its own (``phase_of`` its id), those sharing a slot concurrently: still once per
+    interval, the first within one interval after start, but never all in one burst.
+    Start it with ``await tg.start(monitor.run)``; it runs until cancelled and refuses a
+    second ``run``.
     """
 
     def __init__(
@@ -124,7 +138,7 @@ class HealthMonitor:
         self._started = False
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Loop forever: sleep one interval, then check every monitored server."""
+        """Loop forever: each interval, sleep to each slot's end, then check its servers."""
         if self._started:
             raise RuntimeError("HealthMonitor.run() can only be called once")
         self._started = True
@@ -133,14 +147,27 @@ class HealthMonitor:
             try:
                 task_status.started()
                 while True:
-                    await self._clock.sleep(self._settings.interval_secs)
-                    await self.check_all()
+                    await self._round()
             finally:
                 self._client = None
 
-    async def check_all(self) -> None:
-        """Check every CONNECTED or DEGRADED server once, concurrently."""
-        servers = [s for s in await self._servers() if s.status in MONITORED]
+    async def _round(self) -> None:
+        slot = self._settings.interval_secs / PHASES
+        started = self._clock.now()
+        for phase in range(PHASES):
+            # To the slot's end from the round's start, so a slow check (up to the timeout)
+            # delays the next slots without lengthening the round; bounded by one slot should
+            # the wall clock step back.
+            due = (phase + 1) * slot - (self._clock.now() - started).total_seconds()
+            await self._clock.sleep(min(slot, max(0.0, due)))
+            await self.check_all(phase)
+
+    async def check_all(self, phase: int | None = None) -> None:
+        """Check every CONNECTED or DEGRADED server once, concurrently (with ``phase``, only
+        those whose slot it is)."""
+        servers = [
+            s for s in await self._servers() if s.status in MONITORED and (phase is None or phase_of(s.id) == phase)
+        ]
         async with anyio.create_task_group() as tg:
             for server in servers:
                 tg.start_soon(self._check_one, server)
