@@ -328,3 +328,39 @@ async def test_a_monitor_runs_once(registry: Registry, clock: FakeClock) -> None
         with pytest.raises(RuntimeError, match="only be called once"):
             await health.run()
         tg.cancel_scope.cancel()
+
+
+async def test_a_check_that_hangs_holds_back_no_other_servers_check(registry: Registry, clock: FakeClock) -> None:
+    hung, other = await connected_server(registry, "hung"), await connected_server(registry, "other")
+    release, both_checked = anyio.Event(), anyio.Event()
+    checked: dict[str, datetime] = {}
+
+    async def ping(server: MonitoredServer) -> HealthResult:
+        checked[server.name] = clock.now()
+        if len(checked) == 2:
+            both_checked.set()
+        if server.name == "hung":
+            await release.wait()  # past every slot of the round: the timeout is an hour
+        return OK
+
+    health = HealthMonitor(
+        HealthSettings(timeout_secs=3600), servers=registry.list_servers, store=registry, check=ping, clock=clock
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(health.run)
+        for _ in range(PHASES):
+            await clock.next_sleep()
+            await clock.wake()
+        with anyio.fail_after(10):
+            await both_checked.wait()
+        # Every slot of the round came while "hung" still hangs: "other" was checked in its own.
+        slot = timedelta(seconds=30 / PHASES)
+        assert checked == {
+            "hung": START + (phase_of(hung.id) + 1) * slot,
+            "other": START + (phase_of(other.id) + 1) * slot,
+        }
+        release.set()
+        await clock.next_sleep()  # the round ended with the hung check
+        tg.cancel_scope.cancel()
+    for server in (hung, other):
+        assert (await registry.get_server(server.id)).last_health_check == checked[server.name]
