@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,7 @@ from mcp_aggregator.health import (
     ServerEvent,
     ServerStatus,
 )
+from mcp_aggregator.health.health_monitor import PHASES, phase_of
 from mcp_aggregator.registry import Registry, RegistrySettings, ServerRecord, ServerSpec, TransportType
 
 from .fake_clock import FakeClock
@@ -96,10 +98,7 @@ async def run_ticks(health: HealthMonitor, clock: FakeClock, ticks: int) -> None
     """Start the monitor, let ``ticks`` intervals pass, stop it."""
     async with anyio.create_task_group() as tg:
         await tg.start(health.run)
-        for _ in range(ticks):
-            assert await clock.next_sleep() == 30.0
-            await clock.wake()
-        await clock.next_sleep()
+        await clock.advance(30.0 * ticks)
         tg.cancel_scope.cancel()
 
 
@@ -118,7 +117,7 @@ async def test_one_failed_check_keeps_the_server_connected_and_logs_a_warning(
         1,
         "ping failed",
     )
-    assert stored.last_health_check == START + timedelta(seconds=30)
+    assert stored.last_health_check == START + (phase_of(server.id) + 1) * timedelta(seconds=30 / PHASES)
     assert "git failed its health check (1 in a row" in caplog.text
     assert callbacks.transitions == []
 
@@ -282,8 +281,44 @@ async def test_the_interval_is_configurable(registry: Registry, clock: FakeClock
 
     async with anyio.create_task_group() as tg:
         await tg.start(health.run)
-        assert await clock.next_sleep() == 5
+        assert await clock.advance(5) == pytest.approx([5 / PHASES] * PHASES, abs=1e-6)
         tg.cancel_scope.cancel()
+
+
+async def test_the_checks_are_spread_over_the_interval_each_server_once_a_round(
+    registry: Registry, clock: FakeClock
+) -> None:
+    servers = [await connected_server(registry, f"s{i:02}") for i in range(20)]
+    checked: list[tuple[str, datetime]] = []
+
+    async def ping(server: MonitoredServer) -> HealthResult:
+        checked.append((server.id, clock.now()))
+        return OK
+
+    health = HealthMonitor(HealthSettings(), servers=registry.list_servers, store=registry, check=ping, clock=clock)
+    async with anyio.create_task_group() as tg:
+        await tg.start(health.run)
+        await clock.advance(60)
+        tg.cancel_scope.cancel()
+
+    # Each server twice, once a round, at the end of its own one-second slot of the 30 s.
+    slot = timedelta(seconds=30 / PHASES)
+    expected = sorted(
+        (server.id, START + rounds * timedelta(seconds=30) + (phase_of(server.id) + 1) * slot)
+        for server in servers
+        for rounds in (0, 1)
+    )
+    assert sorted(checked) == expected
+    at_once = Counter(when for _, when in checked)
+    assert len(at_once) > 10 and max(at_once.values()) < 20
+
+
+def test_a_servers_slot_is_stable_and_the_slots_are_spread() -> None:
+    ids = [f"server-{i}" for i in range(50)]
+    assert [phase_of(i) for i in ids] == [phase_of(i) for i in ids]
+    per_slot = Counter(phase_of(i) for i in ids)
+    assert set(per_slot) <= set(range(PHASES))
+    assert len(per_slot) >= PHASES // 2 and max(per_slot.values()) <= 5
 
 
 async def test_a_monitor_runs_once(registry: Registry, clock: FakeClock) -> None:
@@ -293,3 +328,39 @@ async def test_a_monitor_runs_once(registry: Registry, clock: FakeClock) -> None
         with pytest.raises(RuntimeError, match="only be called once"):
             await health.run()
         tg.cancel_scope.cancel()
+
+
+async def test_a_check_that_hangs_holds_back_no_other_servers_check(registry: Registry, clock: FakeClock) -> None:
+    hung, other = await connected_server(registry, "hung"), await connected_server(registry, "other")
+    release, both_checked = anyio.Event(), anyio.Event()
+    checked: dict[str, datetime] = {}
+
+    async def ping(server: MonitoredServer) -> HealthResult:
+        checked[server.name] = clock.now()
+        if len(checked) == 2:
+            both_checked.set()
+        if server.name == "hung":
+            await release.wait()  # past every slot of the round: the timeout is an hour
+        return OK
+
+    health = HealthMonitor(
+        HealthSettings(timeout_secs=3600), servers=registry.list_servers, store=registry, check=ping, clock=clock
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(health.run)
+        for _ in range(PHASES):
+            await clock.next_sleep()
+            await clock.wake()
+        with anyio.fail_after(10):
+            await both_checked.wait()
+        # Every slot of the round came while "hung" still hangs: "other" was checked in its own.
+        slot = timedelta(seconds=30 / PHASES)
+        assert checked == {
+            "hung": START + (phase_of(hung.id) + 1) * slot,
+            "other": START + (phase_of(other.id) + 1) * slot,
+        }
+        release.set()
+        await clock.next_sleep()  # the round ended with the hung check
+        tg.cancel_scope.cancel()
+    for server in (hung, other):
+        assert (await registry.get_server(server.id)).last_health_check == checked[server.name]

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.health.config import HealthSettings
+from mcp_aggregator.health.health_monitor import PHASES, phase_of
 from mcp_aggregator.serve.error_mapping import TOOL_HELD
 from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.settings import ServerConfig, Settings, Transport
@@ -152,8 +153,7 @@ async def test_a_silent_rug_pull_is_held_by_the_next_health_check(transport: str
             rewritten = await gateway.call_tool("dual.rewrite_silently", {"description": EVIL})
             assert text_of(rewritten) == "rewritten"
             assert gateway.catalog.get("dual.weather") is not None, "nothing was announced"
-            await clock.wake()
-            await clock.next_sleep()
+            await clock.advance(30)
             await gateway.wait_until(lambda: gateway.catalog.get("dual.weather") is None, timeout_secs=SETTLE)
             held = [pin.tool_name for pin in gateway.tool_pins.held(gateway.upstreams.ids["dual"])]
             assert held == ["weather"]
@@ -171,7 +171,10 @@ async def test_an_upstream_checked_by_its_health_url_is_re_listed_beside_that_ch
             assert "beside the health_check_url check" in gateway.connection("dual").era.relisting
             assert await gateway.upstreams.relist_url_checked(10) == []
             await gateway.call_tool("dual.rewrite_silently", {"description": EVIL})
-            assert await gateway.upstreams.relist_url_checked(10) == ["dual"]
+            # The health interval's slots: each URL-checked server is re-listed in its own.
+            phase = phase_of(gateway.upstreams.ids["dual"])
+            assert await gateway.upstreams.relist_url_checked(10, (phase + 1) % PHASES) == []
+            assert await gateway.upstreams.relist_url_checked(10, phase) == ["dual"]
             await gateway.wait_until(lambda: gateway.catalog.get("dual.weather") is None, timeout_secs=SETTLE)
             for supervisor in list(gateway.supervisors.values()):
                 await supervisor.stop()

@@ -20,22 +20,17 @@ async def test_a_stale_session_degrades_then_errors_and_is_replaced() -> None:
         sup = gateway.supervisors["alpha"]
         pid = int((await gateway.call_tool("alpha.pid")).content[0].text)  # type: ignore[union-attr]
         first_connection = sup.connection
-        await clock.next_sleep()
-        await clock.wake()  # a healthy round
-        await clock.next_sleep()
+        await clock.advance(30)  # a healthy round
         assert sup.status is ServerStatus.CONNECTED and sup.consecutive_failures == 0
         assert sup.last_health_check is not None and sup.response_time_ms is not None
 
         os.kill(pid, signal.SIGSTOP)  # the process is alive but answers nothing: a stale session
         try:
-            await clock.wake()
-            await clock.next_sleep()
+            await clock.advance(30)
             assert (sup.status, sup.consecutive_failures) == (ServerStatus.CONNECTED, 1)
-            await clock.wake()
-            await clock.next_sleep()
+            await clock.advance(30)
             assert (sup.status, sup.consecutive_failures) == (ServerStatus.DEGRADED, 2)
-            await clock.wake()
-            await clock.next_sleep()
+            await clock.advance(30)
             assert sup.last_error == "health check timed out after 0.3s"
         finally:
             os.kill(pid, signal.SIGCONT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -25,6 +26,17 @@ from mcp_aggregator.health.server_state import ServerStatus
 logger = logging.getLogger(__name__)
 
 MONITORED = (ServerStatus.CONNECTED, ServerStatus.DEGRADED)
+
+PHASES = 30
+"""The slots an interval is cut into: each server is checked in its own slot, so a start of
+50 servers does not check (and re-list 10,000 tools) in one burst every interval."""
+
+
+def phase_of(server_id: str, phases: int = PHASES) -> int:
+    """The server's slot in every interval: stable across rounds and restarts (a digest of
+    its id, not ``hash``, which is salted per process)."""
+    digest = hashlib.blake2b(server_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest) % phases
 
 
 class MonitoredServer(Protocol):
@@ -97,9 +109,12 @@ class HealthMonitor:
     ``apply_health_result`` and persisted through ``store.record_health`` as a
     compare-and-set on the status the check started from, so a server disconnected or
     deleted meanwhile is left alone. Then ``on_transition`` and ``schedule_reconnect``
-    are awaited. Servers are checked concurrently; the first check runs one interval
-    after start. Start it with ``await tg.start(monitor.run)``; it runs until cancelled
-    and refuses a second ``run``.
+    are awaited. The interval is cut into ``PHASES`` slots and each server is checked in
+    its own (``phase_of`` its id), each check running on while the next slots come
+    (a hung server holds back no other's): still once per interval, the first within one
+    interval after start, but never all in one burst; ``checked_at`` is the slot's time.
+    Start it with ``await tg.start(monitor.run)``; it runs until cancelled and refuses a
+    second ``run``.
     """
 
     def __init__(
@@ -124,7 +139,7 @@ class HealthMonitor:
         self._started = False
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Loop forever: sleep one interval, then check every monitored server."""
+        """Loop forever: each interval, sleep to each slot's end, then check its servers."""
         if self._started:
             raise RuntimeError("HealthMonitor.run() can only be called once")
         self._started = True
@@ -133,23 +148,43 @@ class HealthMonitor:
             try:
                 task_status.started()
                 while True:
-                    await self._clock.sleep(self._settings.interval_secs)
-                    await self.check_all()
+                    await self._round()
             finally:
                 self._client = None
 
+    async def _round(self) -> None:
+        slot = self._settings.interval_secs / PHASES
+        started = self._clock.now()
+        # A slot's checks run on while the next slots come due, so a server that hangs to the
+        # timeout holds no other's check back; the round ends once all its checks have.
+        async with anyio.create_task_group() as tg:
+            for phase in range(PHASES):
+                # To the slot's end from the round's start; bounded by one slot should the
+                # wall clock step back.
+                due = (phase + 1) * slot - (self._clock.now() - started).total_seconds()
+                await self._clock.sleep(min(slot, max(0.0, due)))
+                for server in await self._due(phase):
+                    tg.start_soon(self._check_one, server)
+
     async def check_all(self) -> None:
         """Check every CONNECTED or DEGRADED server once, concurrently."""
-        servers = [s for s in await self._servers() if s.status in MONITORED]
         async with anyio.create_task_group() as tg:
-            for server in servers:
+            for server in await self._due(None):
                 tg.start_soon(self._check_one, server)
 
+    async def _due(self, phase: int | None) -> list[MonitoredServer]:
+        """The monitored servers (with ``phase``, those whose slot it is)."""
+        return [
+            s for s in await self._servers() if s.status in MONITORED and (phase is None or phase_of(s.id) == phase)
+        ]
+
     async def _check_one(self, server: MonitoredServer) -> None:
+        # When the check began: the slot's time, however long the check takes.
+        checked_at = self._clock.now()
         # Top-level guard: one server's failing check or callback must not stop the loop.
         try:
             result = await self._probe(server)
-            await self._apply(server, result)
+            await self._apply(server, result, checked_at)
         except Exception:
             logger.exception("health check of server %s crashed", server.name)
 
@@ -165,7 +200,7 @@ class HealthMonitor:
                 return HealthResult(HealthOutcome.UNHEALTHY, None, f"{type(exc).__name__}: {exc}")
         return HealthResult(HealthOutcome.UNHEALTHY, None, f"health check timed out after {timeout:g}s")
 
-    async def _apply(self, server: MonitoredServer, result: HealthResult) -> None:
+    async def _apply(self, server: MonitoredServer, result: HealthResult, checked_at: datetime) -> None:
         update = apply_health_result(
             server.status,
             server.consecutive_failures,
@@ -178,7 +213,7 @@ class HealthMonitor:
             expected_status=server.status,
             status=update.status,
             consecutive_failures=update.consecutive_failures,
-            checked_at=self._clock.now(),
+            checked_at=checked_at,
             response_time_ms=result.response_time_ms,
             last_error=result.error,
         )

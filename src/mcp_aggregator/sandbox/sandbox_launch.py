@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import anyio.abc
 
 from mcp_aggregator.errors import SandboxError
 from mcp_aggregator.sandbox.cgroup_limits import CgroupLimits, cgroup_version
@@ -224,7 +223,7 @@ class SandboxLaunch:
         self._block_w: int | None = None
         self._info_r: int | None = None
         self._child_fds: tuple[int, ...] = ()
-        self._slirp: anyio.abc.Process | None = None
+        self._slirp: subprocess.Popen[bytes] | None = None
         self._slirp_exit: int | None = None
 
     @property
@@ -423,33 +422,39 @@ class SandboxLaunch:
     async def _network(self, pid: int, rules: str) -> None:
         facts = self.facts
         assert facts.nsenter and facts.nft and facts.slirp4netns
-        done = await anyio.run_process(
-            [facts.nsenter, f"--net=/proc/{pid}/ns/net", facts.nft, "-f", "-"], input=rules.encode(), check=False
+        # Both processes are started from a worker thread: a fork and exec from the event loop
+        # held it (and every answer) for as long as the exec took, for each server of a start.
+        nft = [facts.nsenter, f"--net=/proc/{pid}/ns/net", facts.nft, "-f", "-"]
+        done = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(nft, input=rules.encode(), capture_output=True, check=False)
         )
         if done.returncode != 0:
             raise SandboxError(self.name, f"sandbox.network: nft refused the rules: {done.stderr.decode()[:300]}")
         ready_r, ready_w = os.pipe()
         exit_r, exit_w = os.pipe()
         try:
-            self._slirp = await anyio.open_process(
-                [
-                    facts.slirp4netns,
-                    "--configure",
-                    "--mtu=65520",
-                    "--disable-host-loopback",
-                    "--enable-sandbox",
-                    "--enable-seccomp",
-                    "--ready-fd",
-                    str(ready_w),
-                    "--exit-fd",
-                    str(exit_r),
-                    str(pid),
-                    "tap0",
-                ],
-                pass_fds=(ready_w, exit_r),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+            slirp = [
+                facts.slirp4netns,
+                "--configure",
+                "--mtu=65520",
+                "--disable-host-loopback",
+                "--enable-sandbox",
+                "--enable-seccomp",
+                "--ready-fd",
+                str(ready_w),
+                "--exit-fd",
+                str(exit_r),
+                str(pid),
+                "tap0",
+            ]
+            self._slirp = await anyio.to_thread.run_sync(
+                lambda: subprocess.Popen(
+                    slirp,
+                    pass_fds=(ready_w, exit_r),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
         finally:
             os.close(ready_w)
@@ -472,12 +477,12 @@ class SandboxLaunch:
             return
         # Shielded: this runs as the server's connection is cancelled, and must still reap.
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(2):
-                await slirp.wait()
-            if slirp.returncode is None:
+            try:
+                await anyio.to_thread.run_sync(slirp.wait, 2)
+            except subprocess.TimeoutExpired:
                 with suppress(ProcessLookupError):
                     slirp.kill()
-            await slirp.aclose()
+                await anyio.to_thread.run_sync(slirp.wait)
 
     def _close_fds(self) -> None:
         for fd in (*self._child_fds, self._info_r, self._block_w):

@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_aggregator.credentials.upstream_bearer import UpstreamBearer
 from mcp_aggregator.errors import ServerNotFoundError, StateError, UpstreamError
+from mcp_aggregator.health.health_monitor import PHASES, phase_of
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, is_exposed
 from mcp_aggregator.sandbox.sandbox_policy import SandboxSite
 from mcp_aggregator.settings import ServerConfig
@@ -219,9 +220,10 @@ class UpstreamSet:
             name for name, sup in self.supervisors.items() if is_exposed(sup.status) and sup.connection is not None
         )
 
-    async def relist_url_checked(self, timeout_secs: float) -> list[str]:
+    async def relist_url_checked(self, timeout_secs: float, phase: int | None = None) -> list[str]:
         """Re-list every serving upstream whose health check is its ``health_check_url`` (that
-        check lists nothing); the ones that changed. The session health check re-lists the rest."""
+        check lists nothing); the ones that changed. The session health check re-lists the rest.
+        With ``phase``, only those whose slot of the health interval it is (``phase_of``)."""
         changed: list[str] = []
 
         async def one(name: str, sup: ServerSupervisor) -> None:
@@ -237,18 +239,25 @@ class UpstreamSet:
         async with anyio.create_task_group() as tg:
             for name in self.serving():
                 sup = self.supervisors[name]
-                if sup.config.health_check_url is not None:
+                if sup.config.health_check_url is None:
+                    continue
+                if phase is None or phase_of(self.ids.get(name, name)) == phase:
                     tg.start_soon(one, name, sup)
         return sorted(changed)
 
     async def relist_loop(
         self, interval_secs: float, timeout_secs: float, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """``relist_url_checked`` once per health interval, until cancelled."""
+        """``relist_url_checked`` once per health interval, until cancelled: each server in
+        its own slot of the interval, as the health monitor checks them (not in one burst)."""
         task_status.started()
+        slot = interval_secs / PHASES
         while True:
-            await self._sleep(interval_secs)
-            await self.relist_url_checked(timeout_secs)
+            started = anyio.current_time()
+            for phase in range(PHASES):
+                due = (phase + 1) * slot - (anyio.current_time() - started)
+                await self._sleep(min(slot, max(0.0, due)))
+                await self.relist_url_checked(timeout_secs, phase)
 
     def settled(self) -> bool:
         """Whether every server asked to connect has had its first attempt resolved."""
