@@ -19,6 +19,7 @@ from mcp_aggregator.registry.engine import (
     target_schema,
 )
 from tests.registry.conftest import Database
+from tests.registry.test_audit_migration import to_revision
 
 PROBE = """
 import asyncio, json, sys
@@ -55,7 +56,14 @@ async def _modules_loaded_by_migrate(url: str) -> list[str]:
     return loaded
 
 
-async def test_opening_an_up_to_date_registry_loads_no_alembic(tmp_path: Path) -> None:
+async def test_opening_a_new_or_up_to_date_sqlite_registry_loads_no_alembic(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'registry.db'}"
-    assert "alembic" in await _modules_loaded_by_migrate(url)
     assert await _modules_loaded_by_migrate(url) == []
+    assert await _modules_loaded_by_migrate(url) == []
+
+
+async def test_opening_a_registry_behind_the_heads_runs_alembic(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'registry.db'}", "mcp")
+    await to_revision(database, "0015")
+    assert "alembic" in await _modules_loaded_by_migrate(database.url)
+    assert await _modules_loaded_by_migrate(database.url) == []
