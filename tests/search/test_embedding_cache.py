@@ -42,3 +42,17 @@ def test_a_whole_catalogue_read_leaves_no_page_of_the_cache_file_mapped(tmp_path
     assert np.array_equal(found[items[7][0]], items[7][1])
     assert not _mapped(path)
     cache.close()
+
+
+def test_a_whole_catalogue_read_returns_only_the_wanted_vectors_of_the_dimension_asked() -> None:
+    cache = EmbeddingCache()
+    rng = np.random.default_rng(1)
+    items = [(text_digest(f"text {i}"), rng.standard_normal(8).astype(np.float32)) for i in range(3000)]
+    cache.put_many("model", items)
+    cache.put_many("model", [(text_digest("other width"), np.ones(4, dtype=np.float32))])
+    cache.put_many("other model", [(items[0][0], np.zeros(8, dtype=np.float32))])
+    wanted = [digest for digest, _ in items[500:]] + [text_digest("other width"), text_digest("never cached")]
+    found = cache.get_many("model", wanted, 8)
+    assert sorted(found) == sorted(digest for digest, _ in items[500:])
+    assert all(np.array_equal(found[digest], vector) for digest, vector in items[500:])
+    cache.close()
