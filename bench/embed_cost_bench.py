@@ -62,7 +62,7 @@ def main() -> None:
     texts = catalogue_texts(args.texts)
     packaged = OnnxMiniLmEmbedder(variant="packaged", threads=1)
     int8 = OnnxMiniLmEmbedder(variant="int8", threads=1)
-    tokens = [len(e.ids) for e in packaged._tokenizer.encode_batch(texts)]
+    tokens = [len(packaged._tokenizer.ids(text)) for text in texts]
     with tempfile.TemporaryDirectory(prefix="embed-cost-") as tmp:
         all_int8 = Path(tmp) / "all-int8.onnx"
         quantize_matmuls(packaged.model_path, all_int8, keep_float_down_projections=0)

@@ -50,17 +50,27 @@ from search_training.frozen_states import cache_key, load_or_compute
 from search_training.pairs import MULTI_PART, Data, Pair, dev_pool, held_out, load_data
 from search_training.ranking_loss import contrastive_loss, dev_score
 from search_training.upper_trainer import UpperEncoder, epoch_negatives, train_upper
+from tokenizers import Tokenizer
 from transformers import BertConfig, BertModel
 
 from mcp_aggregator.search.onnx_embedder import (
     PACKAGED_MODEL_SHA256,
     TOKENIZER_PATH,
     OnnxMiniLmEmbedder,
-    _load_tokenizer,
     file_sha256,
     packaged_model_path,
 )
 from mcp_aggregator.search.onnx_variant import VARIANTS
+
+
+def _load_tokenizer(path: Path) -> Tokenizer:
+    """The ``tokenizers`` library's tokenizer of ``path`` (the gateway runs ``WordPiece``, its
+    equal), with the options a training run sets per call."""
+    tok = Tokenizer.from_file(str(path))
+    tok.enable_truncation(max_length=256)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tok
+
 
 FIXED_QUERIES = (
     "read a file from disk",

