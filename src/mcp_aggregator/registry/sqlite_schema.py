@@ -64,4 +64,4 @@ class SqliteSchema:
 
 def is_empty(connection: Connection) -> bool:
     """Whether the SQLite database behind ``connection`` holds no table, index, view or trigger."""
-    return connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one() == 0
+    return int(connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()) == 0

@@ -85,8 +85,8 @@ class EmbeddingCache:
                 # Row by row, without a memory map: a row not wanted is freed as the next is
                 # read. Reading them all at once (or through a map, whose every touched page
                 # counts) raised the peak RSS by the cache's whole file (74 MB at 12,000 rows).
-                rows = self._db.execute("SELECT text_sha256, vector FROM embeddings WHERE model_id = ?", (model_id,))
-                for digest, blob in rows:
+                scan = self._db.execute("SELECT text_sha256, vector FROM embeddings WHERE model_id = ?", (model_id,))
+                for digest, blob in scan:
                     if digest in wanted and len(blob) == 4 * dimension:
                         found[digest] = np.frombuffer(blob, dtype=np.float32)
                 return found
