@@ -4,8 +4,8 @@ default embedder and embedding tool texts with it, in a fresh process per run.
 Run: ``.venv/bin/python bench/embedder_memory.py [--texts 527] [--session-options JSON]
 [--json bench/results/embedder_memory.json]``.
 
-The steps: numpy, importing onnxruntime and tokenizers, the gateway's embedder module, the
-embedder made as ``search.build`` makes it (tokenizer, the machine's variant and its
+The steps: numpy, importing onnxruntime, the gateway's embedder module, the embedder made
+as ``search.build`` makes it (its WordPiece tokenizer, the machine's variant and its
 session), embedding ``--texts`` LiveMCPBench tool texts (name and description, as a start
 embeds them, on the embedder's worker threads), one query, and ``free_heap``. Each run
 prints the CPU seconds the embedding took, the peak (``VmHWM``) and a digest of the vectors:
@@ -45,7 +45,8 @@ def peak_mb() -> float:
 
 def by_mapping() -> dict[str, float]:
     """RSS (MB) of the anonymous memory, the main heap, onnxruntime's and tokenizers'
-    libraries and the model's mapped weights file."""
+    libraries (the latter loaded only by a checkout before WordPiece) and the model's mapped
+    weights file."""
     groups: dict[str, int] = {}
     name = "[anon]"
     with open("/proc/self/smaps") as fh:
@@ -95,9 +96,8 @@ def child(count: int, options: dict[str, Any]) -> dict[str, Any]:
 
     mark("numpy")
     import onnxruntime  # noqa: F401
-    import tokenizers  # noqa: F401
 
-    mark("onnxruntime and tokenizers imported")
+    mark("onnxruntime imported")
     from mcp_aggregator.search import onnx_embedder
     from mcp_aggregator.search.free_heap import free_heap
 
