@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 import yaml
@@ -152,3 +154,21 @@ def test_an_unreadable_tokenizer_file_is_named(tmp_path: Path) -> None:
     path.write_text("{not json")
     with pytest.raises(SearchError, match=f"cannot read tokenizer {path}"):
         WordPiece(path, max_tokens=MAX_TOKENS)
+
+
+PROBE = """
+import sys
+from mcp_aggregator.search.onnx_embedder import MAX_TOKENS, TOKENIZER_PATH
+from mcp_aggregator.search.word_piece import WordPiece
+word_piece = WordPiece(TOKENIZER_PATH, max_tokens=MAX_TOKENS)
+word_piece.encode_batch(["Café — 获取当前时间 😀 [MASK]", "read a file"])
+print("tokenizers" in sys.modules)
+word_piece.ids("a\\U0001d16d\\U0001d165")
+print("tokenizers" in sys.modules)
+"""
+
+
+async def test_the_library_is_loaded_only_for_text_with_marks_canonical_ordering_moves() -> None:
+    done = await anyio.run_process([sys.executable, "-c", PROBE], check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["False", "True"]

@@ -30,6 +30,7 @@ LATER = {
     "pydantic_monty": "code mode's first script",
     "limits": "serve.rate_limit",
     "jwt": "serve.oauth (JWT clients)",
+    "tokenizers": "text with a mark canonical ordering can move (search.word_piece does the rest)",
 }
 
 
