@@ -23,6 +23,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
 
 import re2
@@ -75,7 +76,7 @@ _SPACE: Final = r"[\t\n\x0b\f\r\x1c-\x1f \x85\xa0\x{1680}\x{2000}-\x{200a}\x{202
 """Python's ``\\s`` as an RE2 class (RE2's own is ASCII)."""
 _KEY: Final = r"0-9a-zA-Z/+\x{130}\x{131}\x{17f}\x{212a}"
 """What ``[0-9a-zA-Z/+]`` matches under ``re.IGNORECASE`` (U+0130, U+0131, U+017F and U+212A fold into it)."""
-_AWS_SECRET_KEYED_LINEAR: Final = linear(
+_AWS_SECRET_KEYED_LINEAR: Final = (
     # ``_AWS_SECRET_KEYED`` for RE2: its lookahead matched as the character after the key (or
     # the end), which no match starts with (``s`` is a key character); its case-blindness
     # spelt out, since RE2's folding differs from Python's on a few letters. Under ``re``
@@ -118,15 +119,20 @@ _PATTERNS: Final = (
 _WORD_END: Final = r"(?!\w)"
 
 
+@cache
 def _linear_or_none(pattern: _Pattern) -> tuple[LinearPattern, int] | None:
     """The pattern compiled by RE2 and the group that is its secret there, or None where it
     needs backtracking (a lookahead): those start at a literal prefix and read a bounded
     span from it. A trailing ``(?!\\w)`` (GitLab's tokens) is matched as the character
     after, or the end; it is never where a token starts (each starts with a word character),
-    so the search may resume after it."""
+    so the search may resume after it.
+
+    Compiled the first time a text holds one of the pattern's hints, then kept: the 30
+    automata take some 1.5 MB, and most gateways' texts (the registry's redaction at every
+    start among them) hold no hint of most plugins."""
     regex, source, group = pattern.regex, pattern.regex.pattern, pattern.group
     if regex is _AWS_SECRET_KEYED:
-        return _AWS_SECRET_KEYED_LINEAR, group
+        return linear(_AWS_SECRET_KEYED_LINEAR), group
     if source.endswith(_WORD_END) and group == 0:
         source, group = rf"({source.removesuffix(_WORD_END)})(?:[^\p{{L}}\p{{N}}_]|$)", 1
     try:
@@ -143,22 +149,13 @@ def _spans(regex: re.Pattern[str], text: str, group: int) -> Iterator[tuple[int,
             yield span
 
 
-_LINEAR: Final = {p: _linear_or_none(p) for p in _PATTERNS}
-
-
 class SecretDetector:
     """See the module docstring."""
 
     def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
         self._patterns = tuple(patterns)
-        self._linear = tuple(_LINEAR[p] if p in _LINEAR else _linear_or_none(p) for p in patterns)
-        # One pass finds every hint: a text is read once, whatever its size and however many
-        # plugins there are. A case-blind pattern's hints are looked for as written in lower,
-        # upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper than a lower-cased
-        # copy of every text, and how keys are written in practice.
-        self._hint_set, self._hint_of = _hint_set(
-            word for p in patterns for hint in p.hints for word in _cased(hint, p)
-        )
+        self._hint_set: tuple[Any, tuple[str, ...]] | None = None
+        """The hints' set and the hint of each of its indices, built at the first text."""
         self._needs = {hint: p.also for p in patterns if p.also for hint in p.hints}
         """Hints that count only beside a second literal (``://`` with ``@``)."""
 
@@ -173,9 +170,9 @@ class SecretDetector:
         reading = Reading() if reading is None else reading
         found: list[Finding] = []
         ends = _BlockEnds(text)
-        for pattern, fast in zip(self._patterns, self._linear, strict=True):
+        for pattern in self._patterns:
             if any(hint in present for hint in pattern.hints):
-                self._find_one(pattern, fast, encoded, ends, reading, found)
+                self._find_one(pattern, _linear_or_none(pattern), encoded, ends, reading, found)
         return found
 
     @staticmethod
@@ -211,7 +208,10 @@ class SecretDetector:
 
     def _hints(self, text: str, data: bytes) -> set[str]:
         """The hints that occur in ``text`` (``data``: it in UTF-8; ``://`` only beside an ``@``)."""
-        present = {self._hint_of[i] for i in self._hint_set.Match(data) or ()}
+        if self._hint_set is None:
+            self._hint_set = _hint_set(self._patterns)
+        hint_set, hint_of = self._hint_set
+        present = {hint_of[i] for i in hint_set.Match(data) or ()}
         for hint, also in self._needs.items():
             if hint in present and also not in text:
                 present.discard(hint)
@@ -225,9 +225,17 @@ def _cased(hint: str, pattern: _Pattern) -> Iterable[tuple[str, str]]:
     return [(variant, hint) for variant in {hint.lower(), hint.upper(), hint.title()}]
 
 
-def _hint_set(words: Iterable[tuple[str, str]]) -> tuple[Any, tuple[str, ...]]:
-    """An RE2 set of the literal ``words`` (``re2.Set``: its ``Match`` gives the indices of those
-    that occur) and the hint each index stands for."""
+@cache
+def _hint_set(patterns: tuple[_Pattern, ...]) -> tuple[Any, tuple[str, ...]]:
+    """An RE2 set of the patterns' hints (``re2.Set``: its ``Match`` gives the indices of those
+    that occur) and the hint each index stands for; built at the first text, once for all the
+    detectors of the same patterns (the registry's, the approvals', the guardrails').
+
+    One pass finds every hint: a text is read once, whatever its size and however many
+    plugins there are. A case-blind pattern's hints are looked for as written in lower,
+    upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper than a lower-cased
+    copy of every text, and how keys are written in practice."""
+    words = [word for p in patterns for hint in p.hints for word in _cased(hint, p)]
     options = re2.Options()
     options.log_errors = False
     literals = re2.Set.SearchSet(options)

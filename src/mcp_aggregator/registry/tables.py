@@ -28,8 +28,8 @@ from sqlalchemy import (
     UniqueConstraint,
     true,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeEngine
 
 from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.registry.records import ServerRecord, ServerSource, ToolPinRecord, ToolRecord, TransportType
@@ -45,7 +45,26 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-Json = JSON().with_variant(JSONB(), "postgresql")
+
+class JsonDocument(TypeDecorator[Any]):
+    """``JSON``, stored as ``JSONB`` on PostgreSQL. Unlike ``JSON().with_variant(JSONB(),
+    "postgresql")`` it needs SQLAlchemy's PostgreSQL dialect (2.3 MB) only once an engine of
+    that dialect compiles it, not at every start. ``None`` stays JSON ``null``, not SQL
+    ``NULL``, as with ``JSON`` itself (``should_evaluate_none``; the dialect's type binds it)."""
+
+    impl = JSON
+    cache_ok = True
+    should_evaluate_none = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())
+
+
+Json = JsonDocument()
 
 
 class UtcDateTime(TypeDecorator[datetime]):
