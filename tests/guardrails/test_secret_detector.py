@@ -60,7 +60,7 @@ TOKEN_PARTS = [
 def test_gitlab_token_patterns_on_re2_find_the_spans_their_re_patterns_find() -> None:
     rng = random.Random(11)
     texts = ["".join(rng.choice(choices) for choices in TOKEN_PARTS) for _ in range(2000)]
-    compiled = {p: secret_detector._linear_or_none(p) for p in secret_detector._PATTERNS}
+    compiled = {p: secret_detector._linear_or_none(p) for p in secret_detector.all_patterns()}
     gitlab = [(p, fast) for p, fast in compiled.items() if p.label == "gitlab_token" and fast]
     assert len(gitlab) == 6  # glagent's {50,1024} is past RE2's repeat bound: it stays on re
     matched = 0

@@ -19,6 +19,7 @@ rule takes each pattern's first finding; a JWT is decoded only within the rule's
 
 from __future__ import annotations
 
+import importlib
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,20 +28,6 @@ from functools import cache
 from typing import Any, Final
 
 import re2
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.stripe import StripeDetector
 
 from mcp_aggregator.guardrails.finding import UNCHECKED, UNJUDGED, Finding, Reading
 from mcp_aggregator.guardrails.linear_regex import LinearPattern, Utf8Text, linear
@@ -60,13 +47,39 @@ class _Pattern:
     """A second literal a match contains too (``@`` beside ``://``: URLs alone are common)."""
 
 
-def _denylist(plugin: type[RegexBasedDetector]) -> tuple[re.Pattern[str], ...]:
-    """The plugin's patterns (a class attribute, typed in the base class as a property)."""
-    return tuple(vars(plugin)["denylist"])
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """Where patterns come from, and their hints: ``own``, or a plugin's ``denylist``
+    (``plugin``: ``module.Class`` under ``detect_secrets.plugins``; ``index``: one of its
+    patterns, None: all). A plugin is imported at the first text holding one of its hints:
+    ``detect_secrets`` brings ``requests`` (4.8 MB with ``urllib3`` and ``charset_normalizer``),
+    which a gateway never uses."""
+
+    label: str
+    hints: tuple[str, ...]
+    plugin: str = ""
+    index: int | None = 0
+    own: re.Pattern[str] | None = None
+    group: int = 0
+    folded: bool = False
+    also: str = ""
 
 
-def _plugin(plugin: type[RegexBasedDetector], index: int) -> re.Pattern[str]:
-    return _denylist(plugin)[index]
+@cache
+def _plugin_class(name: str) -> Any:
+    module, _, cls = name.rpartition(".")
+    return getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)
+
+
+@cache
+def _patterns_of(rule: _Rule) -> tuple[_Pattern, ...]:
+    if rule.own is not None:
+        regexes: tuple[re.Pattern[str], ...] = (rule.own,)
+    else:
+        # ``denylist``: a class attribute, typed in the base class as a property.
+        denylist: tuple[re.Pattern[str], ...] = tuple(vars(_plugin_class(rule.plugin))["denylist"])
+        regexes = denylist if rule.index is None else (denylist[rule.index],)
+    return tuple(_Pattern(rule.label, regex, rule.hints, rule.group, rule.folded, rule.also) for regex in regexes)
 
 
 _AWS_SECRET_KEYED: Final = re.compile(
@@ -92,28 +105,30 @@ _GITLAB_HINTS: Final = (
     "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-",
 )  # fmt: skip
 
-_PATTERNS: Final = (
-    _Pattern("aws_access_key", _plugin(AWSKeyDetector, 0), ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
-    _Pattern("aws_secret_key", _plugin(AWSKeyDetector, 1), ("aws",), group=1, folded=True),
-    _Pattern("aws_secret_key", _AWS_SECRET_KEYED, ("secret",), group=1, folded=True),
-    _Pattern("github_token", _plugin(GitHubTokenDetector, 0), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    _Pattern("github_token", re.compile(r"github_pat_[A-Za-z0-9_]{60,}"), ("github_pat_",)),
-    *(_Pattern("gitlab_token", regex, _GITLAB_HINTS) for regex in _denylist(GitLabTokenDetector)),
-    _Pattern("slack_token", _plugin(SlackDetector, 0), ("xox",), folded=True),
-    _Pattern("slack_webhook", _plugin(SlackDetector, 1), ("hooks.slack.com",)),
-    _Pattern("stripe_key", _plugin(StripeDetector, 0), ("k_live_",)),
-    *(
-        _Pattern("private_key", regex, ("PRIVATE KEY", "PuTTY-User-Key-File"))
-        for regex in _denylist(PrivateKeyDetector)
-    ),
-    _Pattern("jwt", _plugin(JwtTokenDetector, 0), ("eyJ",)),
-    _Pattern("basic_auth_password", _plugin(BasicAuthDetector, 0), ("://",), group=1, also="@"),
-    _Pattern("openai_key", _plugin(OpenAIDetector, 0), ("T3BlbkFJ",)),
-    _Pattern("sendgrid_key", _plugin(SendGridDetector, 0), ("SG.",)),
-    _Pattern("npm_token", _plugin(NpmDetector, 0), ("_authToken",), group=1),
-    *(_Pattern("pypi_token", regex, ("pypi-",)) for regex in _denylist(PypiTokenDetector)),
-    _Pattern("azure_storage_key", _plugin(AzureStorageKeyDetector, 0), ("AccountKey=",)),
+_RULES: Final = (
+    _Rule("aws_access_key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"), "aws.AWSKeyDetector", 0),
+    _Rule("aws_secret_key", ("aws",), "aws.AWSKeyDetector", 1, group=1, folded=True),
+    _Rule("aws_secret_key", ("secret",), own=_AWS_SECRET_KEYED, group=1, folded=True),
+    _Rule("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), "github_token.GitHubTokenDetector", 0),
+    _Rule("github_token", ("github_pat_",), own=re.compile(r"github_pat_[A-Za-z0-9_]{60,}")),
+    _Rule("gitlab_token", _GITLAB_HINTS, "gitlab_token.GitLabTokenDetector", None),
+    _Rule("slack_token", ("xox",), "slack.SlackDetector", 0, folded=True),
+    _Rule("slack_webhook", ("hooks.slack.com",), "slack.SlackDetector", 1),
+    _Rule("stripe_key", ("k_live_",), "stripe.StripeDetector", 0),
+    _Rule("private_key", ("PRIVATE KEY", "PuTTY-User-Key-File"), "private_key.PrivateKeyDetector", None),
+    _Rule("jwt", ("eyJ",), "jwt.JwtTokenDetector", 0),
+    _Rule("basic_auth_password", ("://",), "basic_auth.BasicAuthDetector", 0, group=1, also="@"),
+    _Rule("openai_key", ("T3BlbkFJ",), "openai.OpenAIDetector", 0),
+    _Rule("sendgrid_key", ("SG.",), "sendgrid.SendGridDetector", 0),
+    _Rule("npm_token", ("_authToken",), "npm.NpmDetector", 0, group=1),
+    _Rule("pypi_token", ("pypi-",), "pypi_token.PypiTokenDetector", None),
+    _Rule("azure_storage_key", ("AccountKey=",), "azure_storage_key.AzureStorageKeyDetector", 0),
 )
+
+
+def all_patterns() -> tuple[_Pattern, ...]:
+    """Every rule's patterns, the plugins imported."""
+    return tuple(pattern for rule in _RULES for pattern in _patterns_of(rule))
 
 
 _WORD_END: Final = r"(?!\w)"
@@ -152,11 +167,11 @@ def _spans(regex: re.Pattern[str], text: str, group: int) -> Iterator[tuple[int,
 class SecretDetector:
     """See the module docstring."""
 
-    def __init__(self, patterns: Sequence[_Pattern] = _PATTERNS) -> None:
-        self._patterns = tuple(patterns)
+    def __init__(self, rules: Sequence[_Rule] = _RULES) -> None:
+        self._rules = tuple(rules)
         self._hint_set: tuple[Any, tuple[str, ...]] | None = None
         """The hints' set and the hint of each of its indices, built at the first text."""
-        self._needs = {hint: p.also for p in patterns if p.also for hint in p.hints}
+        self._needs = {hint: r.also for r in rules if r.also for hint in r.hints}
         """Hints that count only beside a second literal (``://`` with ``@``)."""
 
     def may_find(self, text: str) -> bool:
@@ -170,9 +185,10 @@ class SecretDetector:
         reading = Reading() if reading is None else reading
         found: list[Finding] = []
         ends = _BlockEnds(text)
-        for pattern in self._patterns:
-            if any(hint in present for hint in pattern.hints):
-                self._find_one(pattern, _linear_or_none(pattern), encoded, ends, reading, found)
+        for rule in self._rules:
+            if any(hint in present for hint in rule.hints):
+                for pattern in _patterns_of(rule):
+                    self._find_one(pattern, _linear_or_none(pattern), encoded, ends, reading, found)
         return found
 
     @staticmethod
@@ -193,7 +209,7 @@ class SecretDetector:
             if label == "jwt":
                 if not reading.check():
                     finding = Finding(UNJUDGED, start, end, UNCHECKED)
-                elif JwtTokenDetector.is_formally_valid(text[start:end]):
+                elif _plugin_class("jwt.JwtTokenDetector").is_formally_valid(text[start:end]):
                     finding = Finding(label, start, end, reason)
                 else:
                     continue
@@ -209,7 +225,7 @@ class SecretDetector:
     def _hints(self, text: str, data: bytes) -> set[str]:
         """The hints that occur in ``text`` (``data``: it in UTF-8; ``://`` only beside an ``@``)."""
         if self._hint_set is None:
-            self._hint_set = _hint_set(self._patterns)
+            self._hint_set = _hint_set(self._rules)
         hint_set, hint_of = self._hint_set
         present = {hint_of[i] for i in hint_set.Match(data) or ()}
         for hint, also in self._needs.items():
@@ -218,16 +234,16 @@ class SecretDetector:
         return present
 
 
-def _cased(hint: str, pattern: _Pattern) -> Iterable[tuple[str, str]]:
+def _cased(hint: str, rule: _Rule) -> Iterable[tuple[str, str]]:
     """``(what to look for, the hint it stands for)``."""
-    if not pattern.folded:
+    if not rule.folded:
         return [(hint, hint)]
     return [(variant, hint) for variant in {hint.lower(), hint.upper(), hint.title()}]
 
 
 @cache
-def _hint_set(patterns: tuple[_Pattern, ...]) -> tuple[Any, tuple[str, ...]]:
-    """An RE2 set of the patterns' hints (``re2.Set``: its ``Match`` gives the indices of those
+def _hint_set(rules: tuple[_Rule, ...]) -> tuple[Any, tuple[str, ...]]:
+    """An RE2 set of the rules' hints (``re2.Set``: its ``Match`` gives the indices of those
     that occur) and the hint each index stands for; built at the first text, once for all the
     detectors of the same patterns (the registry's, the approvals', the guardrails').
 
@@ -235,7 +251,7 @@ def _hint_set(patterns: tuple[_Pattern, ...]) -> tuple[Any, tuple[str, ...]]:
     plugins there are. A case-blind pattern's hints are looked for as written in lower,
     upper and title case (``secret``, ``SECRET``, ``Secret``): cheaper than a lower-cased
     copy of every text, and how keys are written in practice."""
-    words = [word for p in patterns for hint in p.hints for word in _cased(hint, p)]
+    words = [word for r in rules for hint in r.hints for word in _cased(hint, r)]
     options = re2.Options()
     options.log_errors = False
     literals = re2.Set.SearchSet(options)
