@@ -41,6 +41,7 @@ LATER = {
     "jwt": "serve.oauth (JWT clients)",
     "detect_secrets": "a text holding a secret's hint (guardrails.secret_detector imports the plugin then)",
     "requests": "a text holding a secret's hint (detect_secrets' plugins import it)",
+    "rapidfuzz": "an aggregating query's first near-duplicate check (aggregate.dedup)",
     "tokenizers": "text with a mark canonical ordering can move (search.word_piece does the rest)",
 }
 

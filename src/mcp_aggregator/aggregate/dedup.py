@@ -20,9 +20,6 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
-
 from mcp_aggregator.aggregate.ranking import ScoredResult
 
 _TRIM = string.punctuation + string.whitespace + "\u2026\u201c\u201d\u2018\u2019\u00ab\u00bb"
@@ -95,6 +92,11 @@ class KeptTexts:
         high = len(self._lengths) if threshold <= 0.0 else bisect.bisect_left(self._lengths, size / threshold)
         if low >= high:
             return False
+        # Imported at the first comparison: rapidfuzz's 2 MB serve only a query that
+        # aggregates results, never a start.
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+
         # One C call scores the whole window; the score cutoff lets rapidfuzz abandon a pair
         # as soon as its distance bound is exceeded.
         best = process.extractOne(
