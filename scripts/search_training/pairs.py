@@ -8,7 +8,7 @@ import math
 import random
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,11 @@ class Data:
     source_of: dict[str, str]
     pairs: list[Pair]
 
+    mined: dict[str, list[str]] = field(default_factory=dict)
+    """Per training query, the wrong tools the base model ranks highest (``mined_negatives``)."""
+    mined_share: float = 0.0
+    """The share of pairs whose hard negative is drawn from ``mined`` instead of the siblings."""
+
     def __post_init__(self) -> None:
         self.siblings: dict[str, list[str]] = defaultdict(list)
         self.by_source: dict[str, list[str]] = defaultdict(list)
@@ -73,6 +78,17 @@ class Data:
         """Another tool of the same server, else one of the same source."""
         others = [t for t in self.siblings[self.docs[tid].server] if t != tid]
         return rng.choice(others) if others else rng.choice(self.by_source[self.source_of[tid]])
+
+    def negative_for(self, pair: Pair, rng: random.Random) -> str:
+        """A mined negative of ``pair``'s query with probability ``mined_share`` (when it has
+        any), else ``negative``. Without mining it draws exactly as ``negative`` does, so a
+        seed gives the runs made before mining existed their negatives back."""
+        if not self.mined:
+            return self.negative(pair.tool_id, rng)
+        mined = self.mined.get(pair.query)
+        use_mined = rng.random() < self.mined_share
+        sibling = self.negative(pair.tool_id, rng)
+        return rng.choice(mined) if mined and use_mined else sibling
 
 
 def tool_doc(row: dict[str, Any]) -> ToolDoc:

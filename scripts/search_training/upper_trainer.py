@@ -70,7 +70,7 @@ def epoch_negatives(data: Data, train: list[Pair], seed: int, epoch: int) -> lis
     """The hard negative of each pair in ``epoch``, drawn before training so that only the
     texts a run uses need their states computed."""
     rng = random.Random(seed * 1_000_003 + epoch + 1)
-    return [data.negative(p.tool_id, rng) for p in train]
+    return [data.negative_for(p, rng) for p in train]
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -97,6 +97,8 @@ def train_upper(
     config = {k: str(getattr(args, k)) for k in ("epochs", "batch", "lr", "scale", "freeze_layers", "seed")}
     config.update(max_query_tokens=str(args.max_query_tokens), max_tool_tokens=str(args.max_tool_tokens))
     config.update(multi_part=str(args.multi_part), max_pairs=str(args.max_pairs))
+    if args.mined:
+        config.update(mined=str(args.mined), mined_skip=str(args.mined_skip), mined_depth=str(args.mined_depth))
     step, cpu_before, wall_before = 0, 0.0, 0.0
     if args.resume and ckpt_path.is_file():
         ckpt = torch.load(ckpt_path, weights_only=False)

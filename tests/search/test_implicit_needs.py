@@ -60,6 +60,7 @@ def test_custom_needs_replace_the_defaults_and_match_case_insensitively() -> Non
         ("{implicit_need_min_similarity: 2}", "search.implicit_need_min_similarity: Input should be less than"),
         ("{alternatives: -1}", "search.alternatives: Input should be greater than or equal to 0"),
         ("{named_servers: perhaps}", "search.named_servers: Input should be a valid boolean"),
+        ("{dense_weight: -1}", "search.dense_weight: Input should be greater than or equal to 0"),
     ],
 )
 def test_bad_search_shaping_settings_are_reported_with_their_path(search: str, message: str) -> None:

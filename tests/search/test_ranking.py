@@ -42,6 +42,19 @@ def test_rank_fusion_sums_reciprocal_ranks_per_row(rankings: list[list[int]], si
 
 
 @pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        ([1.0, 1.0], [1 / 61 + 1 / 62, 1 / 62 + 1 / 61]),
+        ([1.0, 2.0], [1 / 61 + 2 / 62, 1 / 62 + 2 / 61]),
+        ([1.0, 0.0], [1 / 61, 1 / 62]),
+    ],
+)
+def test_rank_fusion_scales_each_ranking_by_its_weight(weights: list[float], expected: list[float]) -> None:
+    fused = reciprocal_rank_fusion([_rows([0, 1]), _rows([1, 0])], 2, weights=weights)
+    assert fused.tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
     ("scores", "groups", "order"),
     [
         ([], [], []),

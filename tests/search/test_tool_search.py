@@ -89,6 +89,13 @@ async def test_lexical_only_search_works_without_an_embedder() -> None:
     assert search.search("git_log", 1)[0].key == "git.git_log"
 
 
+async def test_a_dense_weight_of_zero_ranks_as_bm25_alone(fake_embedder: FakeEmbedder) -> None:
+    lexical = await _search(NoneEmbedder(), embedder="none", implicit_needs=[])
+    silenced = await _search(fake_embedder, dense_weight=0.0, implicit_needs=[])
+    for query in ("search documents", "read a file", "commit history of a repository"):
+        assert [h.key for h in silenced.search(query, 6)] == [h.key for h in lexical.search(query, 6)]
+
+
 async def test_restart_with_the_same_cache_file_embeds_nothing(tmp_path: Path) -> None:
     settings = SearchSettings(cache_path=tmp_path / "cache" / "embeddings.db")
     first_embedder = FakeEmbedder()

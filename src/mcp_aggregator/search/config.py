@@ -99,6 +99,9 @@ class SearchSettings(BaseModel):
     implicit_need_min_similarity: float = Field(default=0.45, ge=-1.0, le=1.0)
     """Cosine a tool must reach with a need's phrase to join the results; below it the
     catalogue has no tool for that need."""
+    dense_weight: float = Field(default=1.0, ge=0.0, le=10.0)
+    """Weight of the dense rankings (tools, and servers by their vectors) in the rank fusion,
+    BM25's being 1: a model tuned for tools may deserve more say than the base one."""
     named_servers: bool = True
     """A server the task names (by a word of its name no other server's tools use) has its
     best tool placed second."""

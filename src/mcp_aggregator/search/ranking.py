@@ -12,7 +12,8 @@ LiveMCPBench (bench/search_bench.py):
 - ``SUB_QUERY_WEIGHT = 0.5``: a task's dense score is the mean of the whole task's cosine
   and the best cosine of any one of its steps, so a tool serving one step of a multi-step
   task is not drowned by the task's other words.
-- Server rankings weigh as much as tool rankings (no weight at all).
+- Server rankings weigh as much as tool rankings, and dense rankings as much as BM25's
+  unless ``search.dense_weight`` says otherwise (default 1).
 - Queries under twelve words are not split into steps (latency; see ``sub_queries``).
 
 Fusion works on arrays of rows (see ``ToolTable``), not dicts of keys, so a search at
@@ -90,14 +91,18 @@ def step_scores(sims: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return out
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Rows], size: int, k: int = RRF_K) -> Scores:
-    """Per row 0..size-1, the sum over rankings of 1 / (k + rank), rank counted from 1.
+def reciprocal_rank_fusion(
+    rankings: Sequence[Rows], size: int, k: int = RRF_K, weights: Sequence[float] | None = None
+) -> Scores:
+    """Per row 0..size-1, the sum over rankings of weight / (k + rank), rank counted from 1
+    (``weights`` in parallel with ``rankings``; all 1 when None).
 
     A ranking is an array of distinct rows, best first; a row in no ranking scores 0.
     """
     fused = np.zeros(size, dtype=np.float64)
-    for ranking in rankings:
-        fused[ranking] += 1.0 / (k + np.arange(1, len(ranking) + 1))
+    for i, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[i]
+        fused[ranking] += weight / (k + np.arange(1, len(ranking) + 1))
     return fused
 
 

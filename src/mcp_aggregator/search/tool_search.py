@@ -321,15 +321,20 @@ class ToolSearch:
         n = max(_CANDIDATES, k)
         table = self._tool_table()
         lexical, _ = self._lexical.search_rows(query, n, flt)
-        rankings = [self._lexical_rows[lexical]]
+        rankings, weights = [self._lexical_rows[lexical]], [1.0]
         dense_server_scores = None
         if vectors is not None:
+            dense = self._settings.dense_weight
             rankings.append(self._dense_ranking(table, vectors, n, flt))
+            weights.append(dense)
             if len(self._uses):
                 rankings.append(self._uses.ranking(vectors[0], table, lambda key: _passes(self._docs[key], flt)))
+                weights.append(1.0)
             by_vectors = self._servers.fused_scores(vectors, flt.servers, self._vectors.vectors)
             dense_server_scores = table.server_scores(self._servers.names, by_vectors)
-        fused = reciprocal_rank_fusion(rankings, len(table))
+            if dense != 1.0:
+                dense_server_scores = dense_server_scores * dense
+        fused = reciprocal_rank_fusion(rankings, len(table), weights=weights)
         candidates = np.flatnonzero(fused)
         tool_scores = fused[candidates]
         servers = table.server_of[candidates]
