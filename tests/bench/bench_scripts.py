@@ -125,7 +125,7 @@ SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
     "aggregate_bench.py": (["--quick"], "--json", check_aggregate),
     "aggregate_quality_bench.py": (["--rounds", "1"], "--json", check_quality),
     "search_bench.py": (["--size", "600", "--no-e5", "--quick"], "--json", check_search),
-    "token_bench.py": (["--search", "bm25"], "--out", check_tokens),
+    "token_bench.py": (["--search", "bm25", "--servers", "10"], "--out", check_tokens),
     "code_mode_bench.py": (
         ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"],
         "--json",
