@@ -64,6 +64,9 @@ def check_guardrails(result: dict[str, Any]) -> None:
     # Both corpora are fixed: the default rules alter no benign result and find the labelled ones.
     assert result["false_positives"]["results"] > 200 and result["false_positives"]["altered_pct"] <= 1
     assert result["detection"]["detected_pct"] >= 95
+    # Every hostile input judged by a block and a mask rule, plus the three baselines.
+    hostile = result["hostile"]
+    assert len(hostile) == 55 and all(row["cpu_ms"] >= 0 for row in hostile.values()), hostile
 
 
 def check_startup(result: dict[str, Any]) -> None:
