@@ -130,7 +130,7 @@ SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
     "search_bench.py": (["--size", "600", "--no-e5", "--quick"], "--json", check_search),
     "token_bench.py": (["--search", "bm25", "--servers", "10"], "--out", check_tokens),
     "code_mode_bench.py": (
-        ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"],
+        ["--search", "bm25", "--result-tokens", "0", "--iterations", "5", "--tasks", "5"],
         "--json",
         check_code_mode,
     ),
