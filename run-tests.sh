@@ -13,6 +13,11 @@ ruff check src tests bench
 echo "== mypy (strict)" >&2
 mypy
 echo "== pytest" >&2
+# Byte-compile the project's modules before the workers start. Where PYTHONDONTWRITEBYTECODE
+# is set no process writes a .pyc, so every gateway, CLI, bench and upstream fixture process the
+# tests start would compile what it imports from source each time (0.34 s of CPU for a gateway);
+# compiled once here, the two workers never race to write one. bench/'s own venvs are skipped.
+python -m compileall -q -j 0 -x '/\.venv' src tests bench scripts
 # Two workers, each test file on one of them (its module fixtures and order kept). Each worker
 # has its own ports (tests/ports.py), data dir (tests/conftest.py's settings_for), model cache
 # and PostgreSQL schemas; `-n 0` after these runs everything in one process. The files go out in

@@ -29,7 +29,8 @@ wall time minus the time inside its two calls).
 Goals: code mode ≥ 50 % fewer tokens per multi-step task; script overhead ≤ 20 ms.
 
 Usage: ``python bench/code_mode_bench.py [--k 10] [--search gateway|bm25] [--result-tokens 0 250 1000]
-[--iterations 200] [--json bench/results/code_mode.json]``
+[--iterations 200] [--tasks N] [--json bench/results/code_mode.json]`` (``--tasks N``: the first N
+multi-step tasks alone, a run that checks the script works).
 """
 
 from __future__ import annotations
@@ -241,7 +242,9 @@ def multi_step(catalog: BenchCatalog) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: CodeSandbox) -> dict[str, Any]:
+async def measure_tokens(
+    catalog: SizedCatalog, k: int, size: int, sandbox: CodeSandbox, tasks: int | None = None
+) -> dict[str, Any]:
     entries = list(catalog.entries.values())
     catalog.padding = filler(size) if size else None
     facade_tools = build_tools_domain(catalog)
@@ -256,7 +259,7 @@ async def measure_tokens(catalog: SizedCatalog, k: int, size: int, sandbox: Code
     )
     code_list = listing([query_tool(output_schema=False), code_tools.tool_definition(), run_code_tool(sandbox)])
     rows = []
-    for task_id, task, gold in multi_step(catalog):
+    for task_id, task, gold in multi_step(catalog)[:tasks]:
         facades = await facade_flow(facade_tools, facade_list, task, gold, k)
         code, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog)
         bare, _outcome = await code_flow(code_tools, code_list, task, gold, k, sandbox, catalog, get=False)
@@ -400,14 +403,14 @@ async def script_overhead(gateway: Gateway, script: str) -> float:
 # --- the run -------------------------------------------------------------------------------------
 
 
-async def run(k: int, search: str, sizes: Sequence[int], iterations: int) -> dict[str, Any]:
+async def run(k: int, search: str, sizes: Sequence[int], iterations: int, tasks: int | None = None) -> dict[str, Any]:
     sandbox = CodeSandbox(CodeModeSettings())
     async with anyio.create_task_group() as tg:
         await tg.start(sandbox.run)
         catalog = SizedCatalog(load_catalogue())
         if search == "gateway":
             catalog.search_fn = await make_gateway_search(catalog.records, catalog.entries)
-        per_size = [await measure_tokens(catalog, k, size, sandbox) for size in sizes]
+        per_size = [await measure_tokens(catalog, k, size, sandbox, tasks) for size in sizes]
         tg.cancel_scope.cancel()
     latency = await measure_latency(iterations)
     return {
@@ -461,9 +464,10 @@ def main() -> None:
     parser.add_argument("--search", choices=("gateway", "bm25"), default="gateway")
     parser.add_argument("--result-tokens", type=int, nargs="+", default=[0, 250, 1000], help="tokens per call result")
     parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--tasks", type=int, default=None, help="only the first N multi-step tasks (a smoke run)")
     parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
     args = parser.parse_args()
-    result = anyio.run(run, args.k, args.search, args.result_tokens, args.iterations)
+    result = anyio.run(run, args.k, args.search, args.result_tokens, args.iterations, args.tasks)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print_report(result)

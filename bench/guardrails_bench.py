@@ -17,7 +17,7 @@ Measures, against the goals:
 - hostile text (issue 50): a result written to stall a backtracking engine, judged by each
   detector, beside ordinary text of the same size; the injection rule's former HTML-comment
   pattern (Python ``re``) and ``(a+)+$`` under Python ``re`` are the baseline, run here too
-  (``--hostile``: this part alone)
+  (``--hostile``: this part alone; ``--quick``: 64 KB inputs, judged once)
 
 Prints a table and writes ``bench/results/guardrails.json`` (``--json PATH``: elsewhere).
 """
@@ -298,10 +298,10 @@ def cpu_ms(fn: Callable[[], object], repeats: int = 1) -> dict[str, Any]:
     return {"wall_ms": round(1000 * min(walls), 1), "cpu_ms": round(1000 * min(cpus), 1)}
 
 
-def hostile_inputs() -> list[tuple[str, str, dict[str, Any], str]]:
-    """(name, kind, the rule's other fields, 1 MB of text): for each detector its worst cases
-    (many near-matches, many matches, unterminated constructs) and ordinary text."""
-    mb = 1 << 20
+def hostile_inputs(mb: int = 1 << 20) -> list[tuple[str, str, dict[str, Any], str]]:
+    """(name, kind, the rule's other fields, ``mb`` characters of text, 1 MB unless a smoke run
+    asks for less): for each detector its worst cases (many near-matches, many matches,
+    unterminated constructs) and ordinary text."""
     ordinary = payload(mb)
     return [
         ("ordinary text", "injection", {}, ordinary),
@@ -333,10 +333,13 @@ def hostile_inputs() -> list[tuple[str, str, dict[str, Any], str]]:
     ]
 
 
-def hostile() -> dict[str, Any]:
+def hostile(quick: bool = False) -> dict[str, Any]:
     """Per detector and input, the CPU and wall milliseconds a ``block`` rule and a ``mask``
     rule take over 1 MB (``Guard.judge``, as a worker thread runs it), and what they decided;
-    the injection rule's former HTML-comment pattern (Python ``re``) is the baseline."""
+    the injection rule's former HTML-comment pattern (Python ``re``) is the baseline.
+    ``quick`` (a smoke run): 64 KB inputs, each judged once instead of the least of 3."""
+    size, repeats = (1 << 16, 1) if quick else (1 << 20, 3)
+    label = f"{size >> 10} KB" if quick else "1 MB"
     rows: dict[str, Any] = {}
     for size in (10_000, 82_000):
         text = repeated(HOSTILE_COMMENT, size)
@@ -344,14 +347,14 @@ def hostile() -> dict[str, Any]:
             functools.partial(BACKTRACKING_COMMENT.findall, text)
         )
     rows["(a+)+$ on 24 a's and '!', Python re"] = cpu_ms(lambda: re.search(r"(a+)+$", "a" * 24 + "!"))
-    for name, kind, fields, text in hostile_inputs():
+    for name, kind, fields, text in hostile_inputs(size):
         for action in ("block", "mask"):
-            rows[f"{kind}, {name}, 1 MB, {action}"] = judged(kind, action, fields, text)
+            rows[f"{kind}, {name}, {label}, {action}"] = judged(kind, action, fields, text, repeats)
     return rows
 
 
-def judged(kind: str, action: str, fields: dict[str, Any], text: str) -> dict[str, Any]:
-    """What one rule costs over ``text`` as a result (least of 3) and the kinds it found."""
+def judged(kind: str, action: str, fields: dict[str, Any], text: str, repeats: int = 3) -> dict[str, Any]:
+    """What one rule costs over ``text`` as a result (least of ``repeats``) and the kinds it found."""
     guard = Guard([GuardrailRule.model_validate({"name": "r", "kind": kind, "action": action, **fields})])
     value = {"content": [{"type": "text", "text": text}]}
     verdicts: list[Verdict] = []
@@ -359,7 +362,7 @@ def judged(kind: str, action: str, fields: dict[str, Any], text: str) -> dict[st
     def judge() -> None:
         verdicts.append(guard.judge(guard.rules, value, GuardPlace.RESULTS))
 
-    row = cpu_ms(judge, repeats=3)
+    row = cpu_ms(judge, repeats=repeats)
     row["found"] = sorted({label for d in verdicts[-1].decisions for label in d.found})
     return row
 
@@ -392,7 +395,7 @@ def main() -> None:
         "end_to_end": anyio.run(end_to_end, n // 4),
         "false_positives": false_positives(),
         "detection": detection(),
-        "hostile": hostile(),
+        "hostile": hostile(args.quick),
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -64,6 +64,9 @@ def check_guardrails(result: dict[str, Any]) -> None:
     # Both corpora are fixed: the default rules alter no benign result and find the labelled ones.
     assert result["false_positives"]["results"] > 200 and result["false_positives"]["altered_pct"] <= 1
     assert result["detection"]["detected_pct"] >= 95
+    # Every hostile input judged by a block and a mask rule, plus the three baselines.
+    hostile = result["hostile"]
+    assert len(hostile) == 55 and all(row["cpu_ms"] >= 0 for row in hostile.values()), hostile
 
 
 def check_startup(result: dict[str, Any]) -> None:
@@ -125,9 +128,9 @@ SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
     "aggregate_bench.py": (["--quick"], "--json", check_aggregate),
     "aggregate_quality_bench.py": (["--rounds", "1"], "--json", check_quality),
     "search_bench.py": (["--size", "600", "--no-e5", "--quick"], "--json", check_search),
-    "token_bench.py": (["--search", "bm25"], "--out", check_tokens),
+    "token_bench.py": (["--search", "bm25", "--servers", "10"], "--out", check_tokens),
     "code_mode_bench.py": (
-        ["--search", "bm25", "--result-tokens", "0", "--iterations", "5"],
+        ["--search", "bm25", "--result-tokens", "0", "--iterations", "5", "--tasks", "5"],
         "--json",
         check_code_mode,
     ),

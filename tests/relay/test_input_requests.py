@@ -9,18 +9,25 @@ the answer a direct connection gives, including the two bridged ones.
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from mcp_aggregator.relay.parked_calls import is_parked_state
+from mcp_aggregator.serve.mcp_server import GatewayServer
 from mcp_aggregator.settings import ServerConfig
 from tests.conftest import REPO, serving_gateway, settings_for
+from tests.held import held
 from tests.upstream.callbacks_server import build_server
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateways."""
 
 EXPECTED = {
     "ask_llm": "llm said: 4",
@@ -83,6 +90,27 @@ def callbacks_upstream(protocol: str) -> ServerConfig:
     )
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def callbacks_gateways() -> AsyncIterator[dict[str, GatewayServer]]:
+    """A gateway over the callbacks upstream in each era, by era, shared by the tests that
+    only call tools: each question goes back to the client that made the call, so a test's
+    client sees nothing a neighbour's calls ask. The tests of logging and subscriptions
+    (state an upstream session keeps) start gateways of their own."""
+    async with (
+        held(serving_gateway(settings_for(callbacks_upstream("legacy")))) as (_, legacy),
+        held(serving_gateway(settings_for(callbacks_upstream("auto")))) as (_, auto),
+    ):
+        yield {"legacy": legacy, "auto": auto}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def facades_gateway() -> AsyncIterator[GatewayServer]:
+    """A gateway exposing the facades over the handshake-era callbacks upstream."""
+    settings = settings_for(callbacks_upstream("legacy"), exposure="facades")
+    async with held(serving_gateway(settings)) as (_, gateway_server):
+        yield gateway_server
+
+
 def text(result: types.CallToolResult) -> str:
     assert not result.is_error, result
     block = result.content[0]
@@ -101,14 +129,10 @@ async def test_the_fixture_answers_directly_in_both_eras(mode: str) -> None:
 @pytest.mark.parametrize("upstream_era", ["legacy", "auto"])
 @pytest.mark.parametrize("client_era", ["legacy", "auto"])
 async def test_every_input_request_reaches_the_calling_client_in_every_era_pairing(
-    upstream_era: str, client_era: str
+    upstream_era: str, client_era: str, callbacks_gateways: dict[str, GatewayServer]
 ) -> None:
     side = ClientSide()
-    settings = settings_for(callbacks_upstream(upstream_era))
-    async with (
-        serving_gateway(settings) as (_, gateway_server),
-        side.client(gateway_server.server, client_era) as client,
-    ):
+    async with side.client(callbacks_gateways[upstream_era].server, client_era) as client:
         for tool, expected in EXPECTED.items():
             assert text(await client.call_tool(f"cb__{tool}", {})) == expected, tool
     assert side.asked == [
@@ -153,14 +177,13 @@ async def test_a_modern_client_gets_the_request_state_of_a_tool_that_asks_the_mo
         assert list(second.input_requests) == ["greeting"]
 
 
-async def test_a_modern_client_is_asked_a_dual_era_upstreams_session_question_as_input_required() -> None:
+async def test_a_modern_client_is_asked_a_dual_era_upstreams_session_question_as_input_required(
+    callbacks_gateways: dict[str, GatewayServer],
+) -> None:
     """A tool of both eras that asks through its session at 2025-11-25 is called on the side
     session; a modern client gets its question as ``InputRequiredResult`` (the gateway's state)."""
     side = ClientSide()
-    async with (
-        serving_gateway(settings_for(callbacks_upstream("auto"))) as (_, gateway_server),
-        side.client(gateway_server.server, "auto") as client,
-    ):
+    async with side.client(callbacks_gateways["auto"].server, "auto") as client:
         first = await client.session.call_tool("cb__two_rounds", {}, allow_input_required=True)
         assert isinstance(first, types.InputRequiredResult) and first.input_requests is not None
         [(key, request)] = first.input_requests.items()
@@ -186,13 +209,11 @@ async def test_a_modern_client_is_asked_a_dual_era_upstreams_session_question_as
         assert text(final) == "Grace Grace"
 
 
-async def test_a_modern_client_is_asked_a_legacy_upstreams_question_as_input_required() -> None:
+async def test_a_modern_client_is_asked_a_legacy_upstreams_question_as_input_required(
+    callbacks_gateways: dict[str, GatewayServer],
+) -> None:
     side = ClientSide()
-    settings = settings_for(callbacks_upstream("legacy"))
-    async with (
-        serving_gateway(settings) as (_, gateway_server),
-        side.client(gateway_server.server, "auto") as client,
-    ):
+    async with side.client(callbacks_gateways["legacy"].server, "auto") as client:
         first = await client.session.call_tool("cb__ask_user", {}, allow_input_required=True)
         assert isinstance(first, types.InputRequiredResult)
         assert first.input_requests is not None
@@ -213,13 +234,9 @@ async def test_a_modern_client_is_asked_a_legacy_upstreams_question_as_input_req
 @pytest.mark.parametrize("upstream_era", ["legacy", "auto"])
 @pytest.mark.parametrize("client_era", ["legacy", "auto"])
 async def test_a_client_without_the_capability_makes_the_upstream_see_the_proper_error(
-    upstream_era: str, client_era: str
+    upstream_era: str, client_era: str, callbacks_gateways: dict[str, GatewayServer]
 ) -> None:
-    settings = settings_for(callbacks_upstream(upstream_era))
-    async with (
-        serving_gateway(settings) as (_, gateway_server),
-        Client(gateway_server.server, mode=client_era, cache=None) as client,
-    ):
+    async with Client(callbacks_gateways[upstream_era].server, mode=client_era, cache=None) as client:
         with pytest.raises(Exception) as info:
             result = await client.call_tool("cb__ask_llm", {})
             assert result.is_error  # the upstream turned the refusal into a tool error
@@ -228,13 +245,9 @@ async def test_a_client_without_the_capability_makes_the_upstream_see_the_proper
 
 
 @pytest.mark.parametrize("client_era", ["legacy", "auto"])
-async def test_facade_execute_relays_sampling_to_the_client(client_era: str) -> None:
+async def test_facade_execute_relays_sampling_to_the_client(client_era: str, facades_gateway: GatewayServer) -> None:
     side = ClientSide()
-    settings = settings_for(callbacks_upstream("legacy"), exposure="facades")
-    async with (
-        serving_gateway(settings) as (_, gateway_server),
-        side.client(gateway_server.server, client_era) as client,
-    ):
+    async with side.client(facades_gateway.server, client_era) as client:
         result = await client.call_tool("tools", {"cmd": "execute", "params": {"name": "cb.ask_llm", "arguments": {}}})
         assert '"llm said: 4"' in text(result) or "llm said: 4" in text(result)
     assert side.asked == ["sampling"]

@@ -15,16 +15,34 @@ import httpx
 import mcp_types as types
 import orjson
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_aggregator.serve.fast_path import FastPath
 from mcp_aggregator.settings import ServerConfig
+from tests.held import held
 from tests.serve.conformance_runner import fixture_stdio_config
 from tests.serve.test_fast_path import CALLS, alpha_upstream, calls_through, http_gateway
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share the ``alpha`` gateways."""
+
 DEADLINE = 30
+
+Served = tuple[FastPath, str]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha() -> AsyncIterator[dict[bool, Served]]:
+    """``fast_path`` -> a gateway over the ``alpha`` stdio fixture with that setting, served over
+    HTTP, for the tests that open sessions of their own and read the fast path's forwarded count
+    as a difference; a test that needs the gateway's sessions to itself starts its own."""
+    async with held(http_gateway(fast_path=True)) as fast, held(http_gateway(fast_path=False)) as full:
+        yield {True: fast, False: full}
+
+
 ACCEPT = "application/json, text/event-stream"
 TOKENS = ("token-of-a-" + "x" * 30, "token-of-b-" + "y" * 30)
 
@@ -71,27 +89,25 @@ async def test_log_messages_come_on_an_event_stream_before_the_answer(level: typ
     assert fast == ([] if level == "warning" else every)
 
 
-async def test_a_client_that_can_be_asked_mid_call_is_served_by_the_full_pipeline() -> None:
+async def test_a_client_that_can_be_asked_mid_call_is_served_by_the_full_pipeline(alpha: dict[bool, Served]) -> None:
     async def sampling(
         _ctx: ClientRequestContext, _params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult:
         raise AssertionError("not asked here")
 
-    async with (
-        http_gateway(fast_path=True) as (fast, url),
-        Client(url, mode="legacy", cache=None, sampling_callback=sampling) as client,
-    ):
+    fast, url = alpha[True]
+    before = fast.forwarded
+    async with Client(url, mode="legacy", cache=None, sampling_callback=sampling) as client:
         await client.list_tools()
         result = await client.call_tool("alpha__echo", {"text": "asked"})
         assert result.content[0].text == "asked"  # type: ignore[union-attr]
-        assert fast.forwarded == 0
+        assert fast.forwarded == before
 
 
-async def test_a_cancelled_call_is_withdrawn_and_the_session_goes_on() -> None:
-    async with (
-        http_gateway(fast_path=True) as (fast, url),
-        Client(url, mode="legacy", cache=None) as client,
-    ):
+async def test_a_cancelled_call_is_withdrawn_and_the_session_goes_on(alpha: dict[bool, Served]) -> None:
+    fast, url = alpha[True]
+    before = fast.forwarded
+    async with Client(url, mode="legacy", cache=None) as client:
         await client.list_tools()
         gateway = fast.calls.gateway
         pending = lambda: gateway.connection("alpha").pending_requests  # noqa: E731
@@ -102,7 +118,7 @@ async def test_a_cancelled_call_is_withdrawn_and_the_session_goes_on() -> None:
         await gateway.wait_until(lambda: pending() == 0, timeout_secs=DEADLINE)
         result = await client.call_tool("alpha__echo", {"text": "after"})
         assert result.content[0].text == "after"  # type: ignore[union-attr]
-        assert fast.forwarded == 2
+        assert fast.forwarded - before == 2
 
 
 # -- the sessions it leaves to the SDK, seen on the wire -------------------------------------
@@ -155,15 +171,17 @@ async def raw_gateway(**serve: Any) -> AsyncIterator[tuple[FastPath, httpx.Async
         yield fast, http, url
 
 
-async def test_a_plain_call_gets_a_json_answer_with_the_session_id() -> None:
-    async with raw_gateway() as (fast, http, url):
+async def test_a_plain_call_gets_a_json_answer_with_the_session_id(alpha: dict[bool, Served]) -> None:
+    fast, url = alpha[True]
+    before = fast.forwarded
+    async with httpx.AsyncClient() as http:
         session = Session(http, url)
         await session.open()
         answer = await session.call(2, "plain")
         assert answer.headers["content-type"] == "application/json"
         assert answer.headers["mcp-session-id"] == session.session_id
         assert message(answer)["result"]["content"][0]["text"] == "plain"
-        assert fast.forwarded == 1
+        assert fast.forwarded - before == 1
 
 
 async def test_another_credential_gets_session_not_found_as_from_the_sdk() -> None:
@@ -179,22 +197,27 @@ async def test_another_credential_gets_session_not_found_as_from_the_sdk() -> No
         assert fast.forwarded == 1
 
 
-async def test_a_terminated_session_gets_the_sdks_not_found() -> None:
-    async with raw_gateway() as (fast, http, url):
+async def test_a_terminated_session_gets_the_sdks_not_found(alpha: dict[bool, Served]) -> None:
+    fast, url = alpha[True]
+    before = fast.forwarded
+    async with httpx.AsyncClient() as http:
         session = Session(http, url)
         await session.open()
         assert (await http.delete(url, headers=session.headers)).status_code == 200
         gone = await session.call(2, "late")
         assert gone.status_code == 404
-        assert fast.forwarded == 0
+        assert fast.forwarded == before
 
 
-async def refusal(headers: dict[str, str], *, fast_path: bool) -> tuple[int, str, int]:
-    async with http_gateway(fast_path=fast_path) as (fast, url), httpx.AsyncClient() as http:
+async def refusal(served: Served, headers: dict[str, str]) -> tuple[int, str, int]:
+    """The refused call's status and body, and how many calls the fast path forwarded for it."""
+    fast, url = served
+    before = fast.forwarded
+    async with httpx.AsyncClient() as http:
         session = Session(http, url)
         await session.open()
         refused = await session.call(2, "refused", **headers)
-        forwarded = fast.forwarded
+        forwarded = fast.forwarded - before
         assert message(await session.call(3, "fine"))["result"]["content"][0]["text"] == "fine"
         return refused.status_code, refused.text, forwarded
 
@@ -209,9 +232,11 @@ async def refusal(headers: dict[str, str], *, fast_path: bool) -> tuple[int, str
     ],
     ids=["no-event-stream-accepted", "not-json", "another-version"],
 )
-async def test_headers_the_transport_checks_get_its_answer(headers: dict[str, str], refused: bool) -> None:
-    fast = await refusal(headers, fast_path=True)
-    full = await refusal(headers, fast_path=False)
+async def test_headers_the_transport_checks_get_its_answer(
+    headers: dict[str, str], refused: bool, alpha: dict[bool, Served]
+) -> None:
+    fast = await refusal(alpha[True], headers)
+    full = await refusal(alpha[False], headers)
     assert fast[:2] == full[:2]
     assert (fast[0] >= 400) is refused, fast
     assert fast[2] == 0
