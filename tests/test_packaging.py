@@ -27,6 +27,7 @@ belong to an extra."""
 USED_WITHOUT_IMPORT = {
     "aiosqlite": "the SQLAlchemy driver a sqlite+aiosqlite:// database URL names",
     "uvloop": "anyio's use_uvloop backend option",
+    "detect-secrets": "the secret detector's plugins, imported by name at the first text holding one of their hints",
 }
 
 
