@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -90,7 +89,7 @@ async def test_closing_kills_a_process_that_still_runs_and_reaps_it() -> None:
     with anyio.fail_after(30):
         await recorder.exited.wait()
     assert transport.get_returncode() == -signal.SIGKILL
-    assert not Path(f"/proc/{transport.get_pid()}").exists()  # reaped: no zombie left
+    assert not await anyio.Path(f"/proc/{transport.get_pid()}").exists()  # reaped: no zombie left
 
 
 @pytest.mark.anyio
