@@ -50,19 +50,7 @@ async def spawn_child(
             pass_fds=tuple(pass_fds),
         )
         return transport, protocol
-    start = partial(
-        subprocess.Popen,
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-        start_new_session=True,
-        pass_fds=tuple(pass_fds),
-        bufsize=0,
-    )
-    popen = await anyio.to_thread.run_sync(start)
+    popen = await anyio.to_thread.run_sync(partial(_start, list(argv), dict(env), cwd, tuple(pass_fds)))
     protocol = protocol_factory()
     child = ChildTransport(loop, popen, protocol)
     try:
@@ -71,6 +59,20 @@ async def spawn_child(
         child.close()
         raise
     return child, protocol
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: str | None, pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        pass_fds=pass_fds,
+        bufsize=0,
+    )
 
 
 class ChildTransport(asyncio.SubprocessTransport):
