@@ -1,12 +1,17 @@
-"""A stdio server's process, started from a worker thread, its pipes served by the event loop.
+"""A stdio server's process, started from a thread of its own, its pipes served by the event loop.
 
 uvloop's ``subprocess_exec`` forks the gateway (copying the page tables of its hundreds of MB)
 and holds the event loop until the child has run ``exec``: 150 ms of a held loop per server
 at 320 MB on a busy machine (10 ms of it CPU), for each of fifty servers in a start.
-``subprocess.Popen`` uses ``vfork`` (nothing copied) and, run in a worker thread, holds the
-loop not at all. The child's pipes are then handed to the loop and its exit is watched with
-a pidfd, so the ``SubprocessProtocol`` sees what ``subprocess_exec`` would have shown it:
+``subprocess.Popen`` uses ``vfork`` (nothing copied) and, run off the loop, holds it not at
+all. The child's pipes are then handed to the loop and its exit is watched with a pidfd, so
+the ``SubprocessProtocol`` sees what ``subprocess_exec`` would have shown it:
 ``connection_made``, each pipe's data and end, ``process_exited``, then ``connection_lost``.
+
+The thread that starts it must live as long as the process: ``bwrap --die-with-parent`` (the
+sandbox) has the kernel kill the child when the *thread* that forked it ends
+(``PR_SET_PDEATHSIG``), and the worker threads of ``anyio.to_thread`` end after ten idle
+seconds. One spawner thread, never retired, starts every server.
 
 Where there is no ``os.pidfd_open`` (not Linux), ``subprocess_exec`` stays.
 """
@@ -17,12 +22,14 @@ import asyncio
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
-import anyio
-
 _P = TypeVar("_P", bound=asyncio.SubprocessProtocol)
+
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-aggregator-spawn")
+"""Its one thread lives until the interpreter exits (see the module's docstring)."""
 
 
 async def spawn_child(
@@ -50,7 +57,7 @@ async def spawn_child(
             pass_fds=tuple(pass_fds),
         )
         return transport, protocol
-    popen = await anyio.to_thread.run_sync(partial(_start, list(argv), dict(env), cwd, tuple(pass_fds)))
+    popen = await loop.run_in_executor(_SPAWNER, partial(_start, list(argv), dict(env), cwd, tuple(pass_fds)))
     protocol = protocol_factory()
     child = ChildTransport(loop, popen, protocol)
     try:
