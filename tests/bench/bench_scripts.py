@@ -122,6 +122,11 @@ async def run_script(tmp_path: Path, script: str, args: list[str], flag: str) ->
     return result
 
 
+def check_spawn(result: dict[str, Any]) -> None:
+    for way in ("subprocess_exec", "spawn_child"):
+        assert result[way]["held_ms"] >= 0 and result[way]["cpu_ms"] >= 0
+
+
 Check = Callable[[dict[str, Any]], None]
 
 SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
@@ -145,6 +150,7 @@ SCRIPTS: dict[str, tuple[list[str], str, Check]] = {
     "embedder_memory.py": (["--texts", "8"], "--json", check_embedder_memory),
     "import_memory.py": ([], "--json", check_import_memory),
     "embed_cost_bench.py": (["--texts", "8", "--rounds", "1"], "--json", check_embed_cost),
+    "spawn_bench.py": (["--rss-mb", "16", "--starts", "2"], "--json", check_spawn),
 }
 """Script -> (its arguments for a small run, the flag naming its JSON output, the check of it)."""
 

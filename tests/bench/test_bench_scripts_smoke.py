@@ -9,7 +9,13 @@ import pytest
 
 from tests.bench.bench_scripts import run_and_check
 
-SCRIPTS = ["aggregate_bench.py", "aggregate_quality_bench.py", "startup_bench.py", "embed_cost_bench.py"]
+SCRIPTS = [
+    "aggregate_bench.py",
+    "aggregate_quality_bench.py",
+    "startup_bench.py",
+    "embed_cost_bench.py",
+    "spawn_bench.py",
+]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -8,7 +8,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, column, event, make_url, select, table, text
+from sqlalchemy import Connection, Engine, column, event, make_url, select, table, text
+from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from mcp_aggregator.extras import POSTGRES, require_extra
@@ -77,6 +78,25 @@ def create_reader(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     )
     event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
     event.listen(engine.sync_engine, "begin", _sqlite_on_read_begin)
+    return engine
+
+
+def create_thread_reader(url: str) -> Engine:
+    """A blocking engine for reads on the same SQLite file, for a worker thread.
+
+    ``create_reader``'s driver (aiosqlite) runs each statement on its connection's thread and
+    comes back through the event loop: a read of a few rows is ten trips between the threads
+    (begin, the query, its rows, the cursor, the commit, the pool's reset), and on a busy
+    machine each waits for a core, so an admin read took seconds in a large start while its
+    queries took milliseconds. Run whole in a worker thread (``Registry`` does), a read is one
+    trip there and one back. Deferred ``BEGIN`` and WAL as in ``create_reader``.
+    """
+    parsed = make_url(url).set(drivername="sqlite")
+    engine = create_sync_engine(
+        parsed, execution_options={"schema_translate_map": {SCHEMA: None}}, pool_size=2, max_overflow=2
+    )
+    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "begin", _sqlite_on_read_begin)
     return engine
 
 

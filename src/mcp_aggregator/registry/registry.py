@@ -9,17 +9,26 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from enum import Enum
 from types import TracebackType
-from typing import Self, cast
+from typing import Self, TypeVar, cast
 
-from sqlalchemy import Table, bindparam, case, delete, func, insert, select, text, update
+import anyio
+from sqlalchemy import Engine, Table, bindparam, case, delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from mcp_aggregator.errors import RegistryError, ServerExistsError, ServerNotFoundError
 from mcp_aggregator.health.server_state import ServerEvent, ServerStatus, transition
 from mcp_aggregator.registry.change_feed import ChangeKind, notify_change
 from mcp_aggregator.registry.config import RegistrySettings
-from mcp_aggregator.registry.engine import create_engine, create_reader, has_file, is_sqlite, migrate_engine
+from mcp_aggregator.registry.engine import (
+    create_engine,
+    create_reader,
+    create_thread_reader,
+    has_file,
+    is_sqlite,
+    migrate_engine,
+)
 from mcp_aggregator.registry.limits import Limits, check_server_limit
 from mcp_aggregator.registry.records import (
     ServerRecord,
@@ -34,6 +43,7 @@ from mcp_aggregator.registry.tables import ExternalServerRow, ToolPinRow, ToolRo
 from mcp_aggregator.registry.tool_writer import write_tools
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class RegistryState(Enum):
@@ -74,6 +84,9 @@ class Registry:
         self._reader: AsyncEngine | None = None
         self._reads: async_sessionmaker[AsyncSession] | None = None
         """Reads on an SQLite file, beside the writer (``create_reader``); None: the writer's."""
+        self._thread_reader: Engine | None = None
+        self._thread_reads: sessionmaker[Session] | None = None
+        """The admin API's polled reads on an SQLite file, whole in a worker thread (``_read``)."""
 
     @property
     def limits(self) -> Limits:
@@ -107,6 +120,8 @@ class Registry:
         if has_file(self._settings.database_url):
             self._reader = create_reader(self._settings.database_url, self._settings.pg_schema)
             self._reads = async_sessionmaker(self._reader, expire_on_commit=False)
+            self._thread_reader = create_thread_reader(self._settings.database_url)
+            self._thread_reads = sessionmaker(self._thread_reader, expire_on_commit=False)
         self._state = RegistryState.OPEN
         return self
 
@@ -117,8 +132,10 @@ class Registry:
         for engine in (self._reader, self._engine):
             if engine is not None:
                 await engine.dispose()
-        self._engine = self._reader = None
-        self._sessions = self._reads = None
+        if self._thread_reader is not None:
+            await anyio.to_thread.run_sync(self._thread_reader.dispose)
+        self._engine = self._reader = self._thread_reader = None
+        self._sessions = self._reads = self._thread_reads = None
 
     @asynccontextmanager
     async def _transaction(self, *, structural: bool = False) -> AsyncIterator[AsyncSession]:
@@ -148,6 +165,16 @@ class Registry:
             raise RuntimeError(f"the Registry is {self._state.value}, not open")
         async with reads.begin() as session:
             yield session
+
+    async def _read(self, read: Callable[[Session], _T]) -> _T:
+        """``read`` in one read-only transaction. On an SQLite file it runs whole in a worker
+        thread (see ``create_thread_reader``): one trip there and back, where aiosqlite makes
+        one per statement. Elsewhere in the event loop, through ``read_transaction``."""
+        thread_reads = self._thread_reads
+        if thread_reads is not None:
+            return await anyio.to_thread.run_sync(_read_in_thread, thread_reads, read)
+        async with self.read_transaction() as session:
+            return await session.run_sync(read)
 
     # servers
 
@@ -225,8 +252,14 @@ class Registry:
 
     async def get_server(self, server_id: str) -> ServerRecord:
         """Raises: ServerNotFoundError."""
-        async with self.read_transaction() as session:
-            return (await _server_row(session, server_id)).to_record()
+
+        def read(session: Session) -> ServerRecord:
+            row = session.get(ExternalServerRow, server_id)
+            if row is None:
+                raise ServerNotFoundError(server_id)
+            return row.to_record()
+
+        return await self._read(read)
 
     async def get_server_by_name(self, name: str) -> ServerRecord:
         """Raises: ServerNotFoundError."""
@@ -241,8 +274,7 @@ class Registry:
         query = select(ExternalServerRow).order_by(ExternalServerRow.name)
         if status is not None:
             query = query.where(ExternalServerRow.status == status.value)
-        async with self.read_transaction() as session:
-            return [row.to_record() for row in (await session.scalars(query)).all()]
+        return await self._read(lambda session: [row.to_record() for row in session.scalars(query).all()])
 
     async def delete_server(self, server_id: str) -> None:
         """Delete a server in any state and, by cascade, its tools (BR-008).
@@ -393,8 +425,7 @@ class Registry:
             func.coalesce(func.sum(case((ToolRow.is_classified, 1), else_=0)), 0),
             func.max(ToolRow.updated_at),
         )
-        async with self.read_transaction() as session:
-            total, classified, last = (await session.execute(query)).one()
+        total, classified, last = await self._read(lambda session: session.execute(query).one())
         return ToolTally(int(total), int(classified), last)
 
     async def set_tool_classification(
@@ -495,6 +526,11 @@ class Registry:
             source=source.value,
             enabled=spec.enabled,
         )
+
+
+def _read_in_thread(reads: sessionmaker[Session], read: Callable[[Session], _T]) -> _T:
+    with reads.begin() as session:
+        return read(session)
 
 
 async def _server_row(session: AsyncSession, server_id: str, *, for_update: bool = False) -> ExternalServerRow:

@@ -23,6 +23,7 @@ from mcp_aggregator.errors import ConfigError
 from mcp_aggregator.gateway import Gateway
 from mcp_aggregator.identity import DEFAULT_PROFILE
 from mcp_aggregator.registry.registry import utc_now
+from mcp_aggregator.search.free_heap import freeze_heap
 from mcp_aggregator.serve.addresses import local_name
 from mcp_aggregator.serve.fast_call import FastCalls
 from mcp_aggregator.serve.http_app import build_http_app, uvicorn_config
@@ -58,6 +59,7 @@ async def serve_stdio(settings: Settings, *, profile: str = DEFAULT_PROFILE) -> 
             serving = anyio.CancelScope()
             signals.start_soon(_stop_on_signals, serving)
             async with gateway:
+                freeze_heap()
                 with serving:
                     await _serve_stdio(ProfileServers(gateway).get(profile))
             signals.cancel_scope.cancel()
@@ -120,6 +122,7 @@ async def serve_http(
     server: _ClosingServer | None = None
     with sock, scrubbed_logs(gateway.scrub):
         async with gateway:
+            freeze_heap()  # the gateway has just collected (``free_heap``) on its way in
             servers = ProfileServers(gateway)
             gateway_server = servers.default
             admin = Mount("/", app=build_admin_app(gateway, token=admin_token))

@@ -13,8 +13,9 @@ for the SDK session, parsed (``LineBacklog``). Each message is one synchronous w
 messages from both never interleave, and one that cannot be encoded fails its own request
 only.
 
-The process and its pipes are asyncio's own (the gateway runs on asyncio), driven through a
-subprocess protocol: anyio's stream wrappers and locks add two trips through the event loop
+The process is started from a worker thread (``child_process``: no fork of the gateway in
+the event loop) and its pipes are asyncio's own (the gateway runs on asyncio), driven through
+a subprocess protocol: anyio's stream wrappers and locks add two trips through the event loop
 to every write, and a stream reader one more to every read, which on the hot path cost more
 than the system calls.
 """
@@ -44,6 +45,7 @@ from mcp_aggregator.errors import UpstreamCallError, UpstreamClosedError
 from mcp_aggregator.line_backlog import LineBacklog
 from mcp_aggregator.line_batch import LineBatch
 from mcp_aggregator.sandbox.sandbox_launch import SandboxLaunch, Spawn
+from mcp_aggregator.upstreams.child_process import spawn_child
 from mcp_aggregator.upstreams.stderr_tail import StderrTail
 
 logger = logging.getLogger(__name__)
@@ -152,20 +154,15 @@ class StdioPipe:
         else:
             spawning = launch.running()
         async with spawning as spawn:
-            loop = asyncio.get_running_loop()
             # Shielded: asyncio, cancelled while it connects the pipes, closes the transport
             # but goes on connecting stdout and stderr, which then leak. The start is short;
             # a cancellation lands just after it, where the process is ended below.
             with anyio.CancelScope(shield=True):
-                transport, process = await loop.subprocess_exec(
+                transport, process = await spawn_child(
                     lambda: _ServerProcess(self, errlog),
-                    *spawn.argv,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    env=dict(spawn.env),
+                    spawn.argv,
+                    env=spawn.env,
                     cwd=spawn.cwd,
-                    start_new_session=True,
                     pass_fds=spawn.pass_fds,
                 )
             self._process = process
