@@ -56,8 +56,9 @@ def test_the_snapshot_is_what_the_migrations_build_now() -> None:
             built = SqliteSchema.of(connection)
     finally:
         engine.dispose()
-    # After a new migration: .venv/bin/python scripts/write_sqlite_schema.py
-    assert SqliteSchema.read() == built
+    assert SqliteSchema.read() == built, (
+        "the SQLite schema snapshot is behind the migrations: run .venv/bin/python scripts/write_sqlite_schema.py"
+    )
     assert built.heads == head_revisions()
 
 
