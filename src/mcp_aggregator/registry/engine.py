@@ -100,6 +100,24 @@ def create_thread_reader(url: str) -> Engine:
     return engine
 
 
+def create_thread_writer(url: str) -> Engine:
+    """A blocking engine for the write-behind's bulk writes on an SQLite file, for a worker thread.
+
+    Through aiosqlite a transaction of a server's 200 tools is a dozen trips between its
+    thread and the event loop, and it holds SQLite's one write lock through all of them: on a
+    busy machine seconds, while every other writer (a session's end) waits. Run whole in a
+    worker thread (``Registry`` does) it holds the lock for its statements only. One
+    connection, ``BEGIN IMMEDIATE``; it meets ``create_engine``'s writer at SQLite's lock.
+    """
+    parsed = make_url(url).set(drivername="sqlite")
+    engine = create_sync_engine(
+        parsed, execution_options={"schema_translate_map": {SCHEMA: None}}, pool_size=1, max_overflow=0
+    )
+    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "begin", _sqlite_on_begin)
+    return engine
+
+
 def create_engine(url: str, pg_schema: str = SCHEMA) -> AsyncEngine:
     """An async engine whose ``mcp`` schema is translated to the target schema.
 

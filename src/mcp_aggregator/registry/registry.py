@@ -25,6 +25,7 @@ from mcp_aggregator.registry.engine import (
     create_engine,
     create_reader,
     create_thread_reader,
+    create_thread_writer,
     has_file,
     is_sqlite,
     migrate_engine,
@@ -87,6 +88,9 @@ class Registry:
         self._thread_reader: Engine | None = None
         self._thread_reads: sessionmaker[Session] | None = None
         """The admin API's polled reads on an SQLite file, whole in a worker thread (``_read``)."""
+        self._thread_writer: Engine | None = None
+        self._thread_writes: sessionmaker[Session] | None = None
+        """The write-behind's bulk writes on an SQLite file, whole in a worker thread (``_bulk_write``)."""
 
     @property
     def limits(self) -> Limits:
@@ -122,6 +126,8 @@ class Registry:
             self._reads = async_sessionmaker(self._reader, expire_on_commit=False)
             self._thread_reader = create_thread_reader(self._settings.database_url)
             self._thread_reads = sessionmaker(self._thread_reader, expire_on_commit=False)
+            self._thread_writer = create_thread_writer(self._settings.database_url)
+            self._thread_writes = sessionmaker(self._thread_writer, expire_on_commit=False)
         self._state = RegistryState.OPEN
         return self
 
@@ -132,10 +138,11 @@ class Registry:
         for engine in (self._reader, self._engine):
             if engine is not None:
                 await engine.dispose()
-        if self._thread_reader is not None:
-            await anyio.to_thread.run_sync(self._thread_reader.dispose)
-        self._engine = self._reader = self._thread_reader = None
-        self._sessions = self._reads = self._thread_reads = None
+        for thread_engine in (self._thread_reader, self._thread_writer):
+            if thread_engine is not None:
+                await anyio.to_thread.run_sync(thread_engine.dispose)
+        self._engine = self._reader = self._thread_reader = self._thread_writer = None
+        self._sessions = self._reads = self._thread_reads = self._thread_writes = None
 
     @asynccontextmanager
     async def _transaction(self, *, structural: bool = False) -> AsyncIterator[AsyncSession]:
@@ -172,9 +179,19 @@ class Registry:
         one per statement. Elsewhere in the event loop, through ``read_transaction``."""
         thread_reads = self._thread_reads
         if thread_reads is not None:
-            return await anyio.to_thread.run_sync(_read_in_thread, thread_reads, read)
+            return await anyio.to_thread.run_sync(_in_thread, thread_reads, read)
         async with self.read_transaction() as session:
             return await session.run_sync(read)
+
+    async def _bulk_write(self, write: Callable[[Session], _T]) -> _T | None:
+        """``write`` in one write transaction on an SQLite file, whole in a worker thread (see
+        ``create_thread_writer``): SQLite's write lock is held for its statements, not for a
+        dozen trips through a busy event loop. None where there is no such file: the caller
+        writes in the event loop (``_transaction``), where PostgreSQL's notices go too."""
+        thread_writes = self._thread_writes
+        if thread_writes is None:
+            return None
+        return await anyio.to_thread.run_sync(_in_thread, thread_writes, write)
 
     # servers
 
@@ -203,7 +220,7 @@ class Registry:
                     raise ServerExistsError(spec.name) from exc
                 raise
             if tools:
-                await write_tools(session, row, tools, self.limits, self._clock())
+                await session.run_sync(write_tools, row, tools, self.limits, self._clock())
             await self.notify(session, ChangeKind.REGISTERED, row.id)
             return row.to_record()
 
@@ -405,9 +422,19 @@ class Registry:
             ServerNotFoundError: no such server.
             LimitExceededError: past a tools limit (nothing written).
         """
+        limits, now = self.limits, self._clock()
+
+        def write(session: Session) -> list[ToolRecord]:
+            row = session.get(ExternalServerRow, server_id, with_for_update=True)
+            if row is None:
+                raise ServerNotFoundError(server_id)
+            return write_tools(session, row, tools, limits, now)
+
+        written = await self._bulk_write(write)
+        if written is not None:
+            return written
         async with self._transaction(structural=True) as session:
-            row = await _server_row(session, server_id, for_update=True)
-            return await write_tools(session, row, tools, self.limits, self._clock())
+            return await session.run_sync(write)
 
     async def list_tools(self, server_id: str | None = None) -> list[ToolRecord]:
         """All tools (or one server's), ordered by namespaced name."""
@@ -475,41 +502,20 @@ class Registry:
         ``executemany`` statements: a start pins 10,000 tools, and an ORM object each kept the
         event loop busy (see ``tool_writer``).
         """
-        pin_table = cast(Table, ToolPinRow.__table__)
+        now = self._clock()
+
+        def write(session: Session) -> bool:
+            if session.get(ExternalServerRow, server_id) is None:
+                return False
+            _write_pins(session, server_id, pins, now)
+            return True
+
+        if await self._bulk_write(write) is not None:
+            return
         async with self._transaction() as session:
-            if await session.get(ExternalServerRow, server_id) is None:
-                return
-            query = select(pin_table.c.tool_name, pin_table.c.id).where(pin_table.c.server_id == server_id)
-            stored: dict[str, str] = {name: pin_id for name, pin_id in await session.execute(query)}
-            now = self._clock()
-            wanted = {pin.tool_name: pin for pin in pins}
-            gone = [pin_id for name, pin_id in stored.items() if name not in wanted]
-            if gone:
-                await session.execute(delete(pin_table).where(pin_table.c.id.in_(gone)))
-            values = [
-                {
-                    "fingerprint": pin.fingerprint,
-                    "definition": pin.definition,
-                    "pending_fingerprint": pin.pending_fingerprint,
-                    "pending_definition": pin.pending_definition,
-                    "cleared_fingerprint": pin.cleared_fingerprint,
-                    "updated_at": now,
-                }
-                for pin in wanted.values()
-            ]
-            known = [{"b_id": stored[name], **row} for name, row in zip(wanted, values, strict=True) if name in stored]
-            if known:
-                # The SET clause is the keys of the rows, but ``b_id``.
-                await session.execute(update(pin_table).where(pin_table.c.id == bindparam("b_id")), known)
-            added = [
-                {"id": str(uuid.uuid4()), "server_id": server_id, "tool_name": name, **row}
-                for name, row in zip(wanted, values, strict=True)
-                if name not in stored
-            ]
-            if added:
-                await session.execute(insert(pin_table), added)
-            # An approval (or a first pin) made on one replica must hold on all of them.
-            await self.notify(session, ChangeKind.PINS, server_id)
+            if await session.run_sync(write):
+                # An approval (or a first pin) made on one replica must hold on all of them.
+                await self.notify(session, ChangeKind.PINS, server_id)
 
     def _new_server_row(self, spec: ServerSpec, source: ServerSource) -> ExternalServerRow:
         return ExternalServerRow(
@@ -528,9 +534,9 @@ class Registry:
         )
 
 
-def _read_in_thread(reads: sessionmaker[Session], read: Callable[[Session], _T]) -> _T:
-    with reads.begin() as session:
-        return read(session)
+def _in_thread(sessions: sessionmaker[Session], work: Callable[[Session], _T]) -> _T:
+    with sessions.begin() as session:
+        return work(session)
 
 
 async def _server_row(session: AsyncSession, server_id: str, *, for_update: bool = False) -> ExternalServerRow:
@@ -538,3 +544,36 @@ async def _server_row(session: AsyncSession, server_id: str, *, for_update: bool
     if row is None:
         raise ServerNotFoundError(server_id)
     return row
+
+
+def _write_pins(session: Session, server_id: str, pins: Sequence[ToolPinRecord], now: datetime) -> None:
+    """Make ``pins`` the server's whole pin set, inside the caller's transaction (blocking)."""
+    pin_table = cast(Table, ToolPinRow.__table__)
+    query = select(pin_table.c.tool_name, pin_table.c.id).where(pin_table.c.server_id == server_id)
+    stored: dict[str, str] = {name: pin_id for name, pin_id in session.execute(query)}
+    wanted = {pin.tool_name: pin for pin in pins}
+    gone = [pin_id for name, pin_id in stored.items() if name not in wanted]
+    if gone:
+        session.execute(delete(pin_table).where(pin_table.c.id.in_(gone)))
+    values = [
+        {
+            "fingerprint": pin.fingerprint,
+            "definition": pin.definition,
+            "pending_fingerprint": pin.pending_fingerprint,
+            "pending_definition": pin.pending_definition,
+            "cleared_fingerprint": pin.cleared_fingerprint,
+            "updated_at": now,
+        }
+        for pin in wanted.values()
+    ]
+    known = [{"b_id": stored[name], **row} for name, row in zip(wanted, values, strict=True) if name in stored]
+    if known:
+        # The SET clause is the keys of the rows, but ``b_id``.
+        session.execute(update(pin_table).where(pin_table.c.id == bindparam("b_id")), known)
+    added = [
+        {"id": str(uuid.uuid4()), "server_id": server_id, "tool_name": name, **row}
+        for name, row in zip(wanted, values, strict=True)
+        if name not in stored
+    ]
+    if added:
+        session.execute(insert(pin_table), added)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from mcp_aggregator.registry.limits import Limits, check_tool_limits
 from mcp_aggregator.registry.records import ToolRecord, ToolSpec
@@ -36,8 +36,8 @@ _SET = (
 )
 
 
-async def write_tools(
-    session: AsyncSession,
+def write_tools(
+    session: Session,
     server: ExternalServerRow,
     tools: Sequence[ToolSpec],
     limits: Limits,
@@ -46,18 +46,19 @@ async def write_tools(
     """Inside the caller's transaction, make ``server``'s tools exactly ``tools``.
 
     See ``Registry.replace_tools`` for the rules. Raises ``LimitExceededError`` before
-    writing anything.
+    writing anything. Blocking: an async caller passes it to ``AsyncSession.run_sync``; the
+    write-behind runs it whole in a worker thread on an SQLite file (``Registry``).
     """
     listed = {spec.original_name: spec for spec in tools}
-    others = await session.scalar(select(func.count()).select_from(TOOLS).where(TOOLS.c.source_server_id != server.id))
+    others = session.scalar(select(func.count()).select_from(TOOLS).where(TOOLS.c.source_server_id != server.id))
     check_tool_limits(limits, server.name, len(listed), others or 0)
     stored = {
         row["original_name"]: row
-        for row in (await session.execute(select(TOOLS).where(TOOLS.c.source_server_id == server.id))).mappings()
+        for row in session.execute(select(TOOLS).where(TOOLS.c.source_server_id == server.id)).mappings()
     }
     gone = [row["id"] for name, row in stored.items() if name not in listed]
     if gone:
-        await session.execute(delete(TOOLS).where(TOOLS.c.id.in_(gone)))
+        session.execute(delete(TOOLS).where(TOOLS.c.id.in_(gone)))
     new, changed, kept = [], [], []
     for name, spec in listed.items():
         old = stored.get(name)
@@ -70,17 +71,17 @@ async def write_tools(
         else:
             changed.append(row)
     if new:
-        await session.execute(insert(TOOLS), new)
+        session.execute(insert(TOOLS), new)
     if changed:
         # The SET clause is the keys of the rows, but ``b_id``.
-        await session.execute(
+        session.execute(
             update(TOOLS).where(TOOLS.c.id == bindparam("b_id")),
             [{"b_id": row["id"], **{column: row[column] for column in _SET}} for row in changed],
         )
     server.tool_count = len(listed)
     if not listed:
         logger.warning("server %s lists no tools; tool_count is 0", server.name)
-    await session.flush()
+    session.flush()
     return sorted((_record(row) for row in (*new, *changed, *kept)), key=lambda tool: tool.name)
 
 
