@@ -183,6 +183,16 @@ class Registry:
         async with self.read_transaction() as session:
             return await session.run_sync(read)
 
+    async def write(self, work: Callable[[Session], _T]) -> _T:
+        """``work`` (blocking statements) in one write transaction: on an SQLite file whole in
+        a worker thread, one trip there and back (see ``create_thread_writer``); elsewhere in
+        the event loop. For a small write that must not wait long (a session's end)."""
+        written = await self._bulk_write(lambda session: (work(session),))
+        if written is not None:
+            return written[0]
+        async with self._transaction() as session:
+            return await session.run_sync(work)
+
     async def _bulk_write(self, write: Callable[[Session], _T]) -> _T | None:
         """``write`` in one write transaction on an SQLite file, whole in a worker thread (see
         ``create_thread_writer``): SQLite's write lock is held for its statements, not for a
@@ -482,8 +492,7 @@ class Registry:
             .values(skill_ids=bindparam("skills"), primary_skill_id=bindparam("primary"), is_classified=True)
         )
         rows = [{"tool_id": tid, "skills": list(skills), "primary": primary} for tid, skills, primary in classified]
-        async with self._transaction() as session:
-            await session.execute(statement, rows)
+        await self.write(lambda session: session.execute(statement, rows).close())
 
     # tool-definition pins
 

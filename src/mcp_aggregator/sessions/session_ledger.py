@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, String, delete, select
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from mcp_aggregator.registry import Registry
 from mcp_aggregator.registry.tables import SCHEMA, Base, Json
@@ -89,15 +89,20 @@ class SessionLedger:
 
     async def record(self, session_id: str, **changes: Any) -> None:
         """Store ``changes`` (``log_level``, ``subscriptions``, ``ended``) for the session."""
-        digest = session_digest(session_id)
-        async with self._registry.transaction() as session:
-            row = await session.get(SessionRow, digest, with_for_update=True)
+        digest, now = session_digest(session_id), self._clock()
+
+        def write(session: Session) -> None:
+            row = session.get(SessionRow, digest, with_for_update=True)
             if row is None:
                 row = SessionRow(digest=digest, log_level=None, subscriptions=[], ended=False)
                 session.add(row)
             for name, value in changes.items():
                 setattr(row, name, list(value) if name == "subscriptions" else value)
-            row.updated_at = self._clock()
+            row.updated_at = now
+
+        # A session's end is answered once stored: one trip to a worker thread on an SQLite
+        # file, not a dozen through a busy event loop (``Registry.write``).
+        await self._registry.write(write)
 
     async def forget_before(self, moment: datetime) -> None:
         """Drop the rows of sessions whose ids have expired anyway."""
