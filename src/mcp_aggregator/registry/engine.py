@@ -101,13 +101,14 @@ def create_thread_reader(url: str) -> Engine:
 
 
 def create_thread_writer(url: str) -> Engine:
-    """A blocking engine for the write-behind's bulk writes on an SQLite file, for a worker thread.
+    """A blocking engine for writes on an SQLite file, for a worker thread (``Registry.write``).
 
     Through aiosqlite a transaction of a server's 200 tools is a dozen trips between its
     thread and the event loop, and it holds SQLite's one write lock through all of them: on a
     busy machine seconds, while every other writer (a session's end) waits. Run whole in a
-    worker thread (``Registry`` does) it holds the lock for its statements only. One
-    connection, ``BEGIN IMMEDIATE``; it meets ``create_engine``'s writer at SQLite's lock.
+    worker thread it holds the lock for its statements only, and a small write (a session's
+    end) is one trip. One connection, ``BEGIN IMMEDIATE``; it meets ``create_engine``'s
+    writer at SQLite's lock.
     """
     parsed = make_url(url).set(drivername="sqlite")
     engine = create_sync_engine(
