@@ -334,9 +334,9 @@ def print_table(rows: Sequence[Row]) -> None:
 async def main(quick: bool, out: Path = RESULTS_PATH) -> None:
     logging.getLogger("mcp_aggregator").setLevel(logging.ERROR)
     load_before = os.getloadavg()
-    repeat = 50 if quick else 300
+    repeat = 10 if quick else 300
     rows = [*bench_ranking(repeat * 2), *bench_rank_dedup(repeat)]
-    rows += await bench_added_latency(30 if quick else 100)
+    rows += await bench_added_latency(10 if quick else 100)
     rows += await bench_memory()
     rows.append(await bench_hanging(1 if quick else 2, 20))
     print_table(rows)

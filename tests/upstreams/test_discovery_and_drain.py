@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
+import pytest_asyncio
 
 from mcp_aggregator.errors import ServerUnavailableError, StateError, UpstreamClosedError, UpstreamTimeoutError
 from mcp_aggregator.gateway import Gateway
@@ -13,6 +15,24 @@ from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams.connection import UpstreamConnection
 from tests.conftest import REPO, running_gateway, settings_for, stdio_fixture
+from tests.held import held
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateways."""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha() -> AsyncIterator[Gateway]:
+    """A gateway over ``alpha`` for the tests that leave it connected with nothing in flight."""
+    async with held(running_gateway(settings_for(stdio_fixture("alpha")))) as (gateway, _client):
+        yield gateway
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha_timing_out() -> AsyncIterator[Gateway]:
+    """The same with a 0.3 s tool timeout, for the tests whose calls run past it."""
+    async with held(running_gateway(settings_for(stdio_fixture("alpha", tool_timeout_secs=0.3)))) as (gateway, _):
+        yield gateway
 
 
 def paged(count: int, page: int = 100) -> ServerConfig:
@@ -124,46 +144,47 @@ async def test_forced_disconnect_cancels_running_calls_at_once(raw: str) -> None
 
 
 @pytest.mark.parametrize("callback", [False, True], ids=["awaited", "callback"])
-async def test_a_raw_call_past_the_tool_timeout_fails_alone(callback: bool) -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha", tool_timeout_secs=0.3))) as (gateway, _client):
-        connection = gateway.connection("alpha")
-        with pytest.raises(UpstreamTimeoutError, match=r"alpha: timeout after 0.3s while calling tool 'hang'"):
-            await raw_hang(connection, callback=callback)
-        await gateway.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
-        result = await gateway.call_tool("alpha.echo", {"text": "after"})
-        assert result.content[0].text == "after"  # type: ignore[union-attr]
+async def test_a_raw_call_past_the_tool_timeout_fails_alone(alpha_timing_out: Gateway, callback: bool) -> None:
+    gateway = alpha_timing_out
+    connection = gateway.connection("alpha")
+    with pytest.raises(UpstreamTimeoutError, match=r"alpha: timeout after 0.3s while calling tool 'hang'"):
+        await raw_hang(connection, callback=callback)
+    await gateway.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
+    result = await gateway.call_tool("alpha.echo", {"text": "after"})
+    assert result.content[0].text == "after"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("callback", [False, True], ids=["awaited", "callback"])
-async def test_a_caller_cancelling_a_raw_call_gets_its_cancellation_not_an_error(callback: bool) -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
-        connection = gateway.connection("alpha")
-        outcome: list[str] = []
+async def test_a_caller_cancelling_a_raw_call_gets_its_cancellation_not_an_error(
+    alpha: Gateway, callback: bool
+) -> None:
+    connection = alpha.connection("alpha")
+    assert connection.pending_requests == 0
+    outcome: list[str] = []
 
-        async def call() -> None:
-            try:
-                await raw_hang(connection, callback=callback)
-            except BaseException as exc:
-                outcome.append(type(exc).__name__)
-                raise
+    async def call() -> None:
+        try:
+            await raw_hang(connection, callback=callback)
+        except BaseException as exc:
+            outcome.append(type(exc).__name__)
+            raise
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await gateway.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
-            tg.cancel_scope.cancel()
-        assert outcome == ["CancelledError"]
-        await gateway.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        await alpha.wait_until(lambda: connection.pending_requests == 1, timeout_secs=10)
+        tg.cancel_scope.cancel()
+    assert outcome == ["CancelledError"]
+    await alpha.wait_until(lambda: connection.pending_requests == 0, timeout_secs=10)
 
 
-async def test_concurrent_calls_to_one_server_are_all_answered() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
-        results: dict[int, str] = {}
+async def test_concurrent_calls_to_one_server_are_all_answered(alpha: Gateway) -> None:
+    results: dict[int, str] = {}
 
-        async def call(i: int) -> None:
-            result = await gateway.call_tool("alpha.echo", {"text": f"n{i}"})
-            results[i] = result.content[0].text  # type: ignore[union-attr]
+    async def call(i: int) -> None:
+        result = await alpha.call_tool("alpha.echo", {"text": f"n{i}"})
+        results[i] = result.content[0].text  # type: ignore[union-attr]
 
-        async with anyio.create_task_group() as tg:
-            for i in range(50):
-                tg.start_soon(call, i)
-        assert results == {i: f"n{i}" for i in range(50)}
+    async with anyio.create_task_group() as tg:
+        for i in range(50):
+            tg.start_soon(call, i)
+    assert results == {i: f"n{i}" for i in range(50)}

@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
+import pytest_asyncio
+from mcp import Client
 
 from mcp_aggregator.errors import (
     UpstreamCallError,
@@ -19,7 +22,19 @@ from mcp_aggregator.health.server_state import ServerStatus
 from mcp_aggregator.settings import ServerConfig
 from mcp_aggregator.upstreams import UpstreamConnection
 from tests.conftest import HOST_PID, HttpUpstream, running_gateway, settings_for, stdio_fixture
+from tests.held import held
 from tests.processes import ended
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+"""The module's tests share one event loop, so that they can share its gateway."""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alpha() -> AsyncIterator[tuple[Gateway, Client]]:
+    """A gateway over ``alpha`` for the tests that only call it (tool errors do not count
+    against a server, so none of them changes what another sees)."""
+    async with held(running_gateway(settings_for(stdio_fixture("alpha")))) as pair:
+        yield pair
 
 
 def text_of(result: object) -> str:
@@ -43,10 +58,10 @@ async def test_all_three_transports_connect_and_route_calls(
             assert text_of(result) == server
 
 
-async def test_one_session_per_upstream_is_reused_for_every_call() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
-        pids = {text_of(await gateway.call_tool("alpha.pid")) for _ in range(5)}
-        assert len(pids) == 1
+async def test_one_session_per_upstream_is_reused_for_every_call(alpha: tuple[Gateway, Client]) -> None:
+    gateway, _client = alpha
+    pids = {text_of(await gateway.call_tool("alpha.pid")) for _ in range(5)}
+    assert len(pids) == 1
 
 
 async def test_a_failing_upstream_never_blocks_the_others() -> None:
@@ -145,23 +160,23 @@ async def test_connect_failure_is_reported_before_readiness() -> None:
             await tg.start(conn.run)
 
 
-async def test_tool_errors_pass_through_as_is_error_results() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, client):
-        bad = await client.call_tool("alpha__add", {"a": "not a number", "b": 1})
-        assert bad.is_error
-        failed = await client.call_tool("alpha__fail", {"message": "kaput"})
-        assert failed.is_error
-        result = await gateway.call_tool("alpha.add", {"a": 1, "b": 2})
-        assert result.structured_content == {"total": 3}
+async def test_tool_errors_pass_through_as_is_error_results(alpha: tuple[Gateway, Client]) -> None:
+    gateway, client = alpha
+    bad = await client.call_tool("alpha__add", {"a": "not a number", "b": 1})
+    assert bad.is_error
+    failed = await client.call_tool("alpha__fail", {"message": "kaput"})
+    assert failed.is_error
+    result = await gateway.call_tool("alpha.add", {"a": 1, "b": 2})
+    assert result.structured_content == {"total": 3}
 
 
-async def test_upstream_json_rpc_errors_keep_their_code() -> None:
-    async with running_gateway(settings_for(stdio_fixture("alpha"))) as (gateway, _client):
-        connection = gateway.supervisors["alpha"].require_connection()
-        with pytest.raises(UpstreamCallError) as info:
-            await connection.request("read", lambda c: c.read_resource("fixture://nope"))
-        assert info.value.code == -32602
-        assert str(info.value) == "alpha: Unknown resource: fixture://nope"
+async def test_upstream_json_rpc_errors_keep_their_code(alpha: tuple[Gateway, Client]) -> None:
+    gateway, _client = alpha
+    connection = gateway.supervisors["alpha"].require_connection()
+    with pytest.raises(UpstreamCallError) as info:
+        await connection.request("read", lambda c: c.read_resource("fixture://nope"))
+    assert info.value.code == -32602
+    assert str(info.value) == "alpha: Unknown resource: fixture://nope"
 
 
 async def test_gateway_start_does_not_wait_for_upstreams() -> None:
