@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,13 +92,7 @@ def create_thread_reader(url: str) -> Engine:
     queries took milliseconds. Run whole in a worker thread (``Registry`` does), a read is one
     trip there and one back. Deferred ``BEGIN`` and WAL as in ``create_reader``.
     """
-    parsed = make_url(url).set(drivername="sqlite")
-    engine = create_sync_engine(
-        parsed, execution_options={"schema_translate_map": {SCHEMA: None}}, pool_size=2, max_overflow=2
-    )
-    event.listen(engine, "connect", _sqlite_on_connect)
-    event.listen(engine, "begin", _sqlite_on_read_begin)
-    return engine
+    return _thread_engine(url, connections=2, spare=2, on_begin=_sqlite_on_read_begin)
 
 
 def create_thread_writer(url: str) -> Engine:
@@ -110,12 +105,19 @@ def create_thread_writer(url: str) -> Engine:
     end) is one trip. One connection, ``BEGIN IMMEDIATE``; it meets ``create_engine``'s
     writer at SQLite's lock.
     """
-    parsed = make_url(url).set(drivername="sqlite")
+    return _thread_engine(url, connections=1, spare=0, on_begin=_sqlite_on_begin)
+
+
+def _thread_engine(url: str, *, connections: int, spare: int, on_begin: Callable[[Connection], None]) -> Engine:
+    """A blocking engine on the SQLite file behind ``url``, its ``mcp`` schema the file's own."""
     engine = create_sync_engine(
-        parsed, execution_options={"schema_translate_map": {SCHEMA: None}}, pool_size=1, max_overflow=0
+        make_url(url).set(drivername="sqlite"),
+        execution_options={"schema_translate_map": {SCHEMA: None}},
+        pool_size=connections,
+        max_overflow=spare,
     )
     event.listen(engine, "connect", _sqlite_on_connect)
-    event.listen(engine, "begin", _sqlite_on_begin)
+    event.listen(engine, "begin", on_begin)
     return engine
 
 
